@@ -1,0 +1,334 @@
+package gitsync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
+	ep, err := transport.NewEndpoint(r.url)
+	if err != nil {
+		return nil, err
+	}
+	return r.transport.NewUploadPackSession(ep, auth.method(r.scheme))
+}
+
+// Fetch makes res.Commit and its whole tree present in the store. When the
+// store already holds it, nothing touches the network. Otherwise it asks
+// for that one commit at depth 1, telling the server which commits it
+// holds (as "have" and as "shallow"), so that the server sends only the
+// objects none of them has: a one-file push costs a few kilobytes whatever
+// the repository's size, and a force-push or moved tag still gets every
+// object it needs, because the server never assumes the store holds
+// history it does not. Calls are serialised per repository.
+func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	if !isHexID(res.Commit) {
+		return fmt.Errorf("fetch %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
+	}
+	if !r.suspect.Load() && r.HasCommit(res.Commit) {
+		return nil
+	}
+	if err := r.lock(ctx); err != nil {
+		return err
+	}
+	defer r.unlock()
+	if r.suspect.Load() {
+		if err := r.repairLocked(); err != nil {
+			return fmt.Errorf("fetch %s: %w", r.url, err)
+		}
+	}
+	if r.HasCommit(res.Commit) { // fetched by the call we waited for
+		return nil
+	}
+	start := time.Now()
+	n, err := r.fetchLocked(ctx, res, auth)
+	if err != nil {
+		return err
+	}
+	r.log.Debug("fetched", "commit", res.Commit, "ref", res.Ref, "pack_bytes", n, "dur", time.Since(start))
+	return nil
+}
+
+func (r *Repo) fetchLocked(ctx context.Context, res Resolved, auth Auth) (int64, error) {
+	op := "fetch " + res.Commit + " from"
+	fail := func(err error) (int64, error) { return 0, r.remoteError(ctx, op, err, auth) }
+	want := plumbing.NewHash(res.Commit)
+
+	sess, err := r.session(auth)
+	if err != nil {
+		return fail(err)
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Wants = []plumbing.Hash{want}
+	if err := req.Capabilities.Set(capability.Shallow); err != nil {
+		return fail(err)
+	}
+	req.Depth = packp.DepthCommits(1)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	held := r.Commits()
+	if len(held) > 0 {
+		for _, c := range held {
+			h := plumbing.NewHash(c)
+			req.Haves = append(req.Haves, h)
+			req.Shallows = append(req.Shallows, h)
+		}
+		// go-git drops thin-pack from what the server advertises because
+		// it cannot store thin packs itself; ingestPack can. git's
+		// pack-objects leaves out the objects of the "have" commits at
+		// depth 1 only when the pack may be thin (it always advertises
+		// thin-pack), so without it every update resends the whole tree.
+		_ = req.Capabilities.Set(capability.ThinPack)
+	}
+
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	defer resp.Close()
+	var body io.Reader = resp
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		body = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case req.Capabilities.Supports(capability.Sideband):
+		body = sideband.NewDemuxer(sideband.Sideband, resp)
+	}
+	pack, n, err := r.ingestPack(ctx, body, len(held) > 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(err)
+		}
+		return 0, redact(fmt.Errorf("%s %s: %w", op, r.url, err), auth.Token)
+	}
+
+	// The pack must hold the commit and its whole tree: check before the
+	// commit counts as held, so HasCommit never promises a broken tree.
+	r.invalidateReaders()
+	if err := r.checkComplete(want); err != nil {
+		r.log.Warn("fetched pack does not complete the commit", "commit", res.Commit, "pack", pack, "err", err)
+		return 0, fmt.Errorf("%s %s: %w: the pack does not complete the commit: %w", op, r.url, ErrNetwork, err)
+	}
+	if err := r.addHeld(res.Commit); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
+	}
+	return n, nil
+}
+
+// netReader marks failures to read the remote's answer as ErrNetwork, to
+// tell them from local disk failures while the pack is being stored.
+type netReader struct{ r io.Reader }
+
+func (n netReader) Read(p []byte) (int, error) {
+	k, err := n.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: reading the pack: %w", ErrNetwork, err)
+	}
+	return k, err
+}
+
+// checkComplete walks the commit's whole tree and checks that every object
+// is present and intact.
+func (r *Repo) checkComplete(commit plumbing.Hash) error {
+	r.store.RLock()
+	defer r.store.RUnlock()
+	rd := r.getReader()
+	defer r.putReader(rd)
+	_, err := closure(rd, []plumbing.Hash{commit}, false)
+	return err
+}
+
+// closure returns the ids of the given commits and every tree and blob
+// they reach (gitlinks excluded: they name commits of other repositories).
+// Trees are decoded and verified; blobs are only looked up in the index
+// unless readBlobs is set.
+func closure(rd *reader, commits []plumbing.Hash, readBlobs bool) (map[plumbing.Hash]plumbing.ObjectType, error) {
+	seen := map[plumbing.Hash]plumbing.ObjectType{}
+	w := walker{rd: rd}
+	var visit func(tree plumbing.Hash, depth int) error
+	visit = func(tree plumbing.Hash, depth int) error {
+		if _, ok := seen[tree]; ok {
+			return nil
+		}
+		if depth > maxDepth {
+			return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
+		}
+		data, err := w.read(plumbing.TreeObject, tree)
+		if err != nil {
+			return err
+		}
+		seen[tree] = plumbing.TreeObject
+		return eachTreeEntry(tree, data, func(_ string, m Mode, id plumbing.Hash) error {
+			switch m {
+			case modeDir:
+				return visit(id, depth+1)
+			case ModeSubmodule:
+				return nil
+			}
+			if _, ok := seen[id]; ok {
+				return nil
+			}
+			if readBlobs {
+				obj, err := rd.object(plumbing.BlobObject, id)
+				if err != nil {
+					return err
+				}
+				if obj.rc != nil {
+					_, err = io.Copy(io.Discard, obj.rc)
+					obj.close()
+					if err != nil {
+						return err
+					}
+				}
+			} else if err := rd.os.HasEncodedObject(id); err != nil {
+				return storeError(err)
+			}
+			seen[id] = plumbing.BlobObject
+			return nil
+		})
+	}
+	for _, c := range commits {
+		tree, err := w.commitTree(c)
+		if err != nil {
+			return nil, err
+		}
+		seen[c] = plumbing.CommitObject
+		if err := visit(tree, 0); err != nil {
+			return nil, err
+		}
+	}
+	return seen, nil
+}
+
+// addHeld records commit as held: its ref first (durably), then the
+// shallow file, then memory.
+func (r *Repo) addHeld(commit string) error {
+	if err := writeFileAtomic(filepath.Join(r.dir, filepath.FromSlash(commitRefDir), commit), []byte(commit+"\n")); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.held[commit] = true
+	r.mu.Unlock()
+	return r.writeShallow()
+}
+
+// writeShallow lists every held commit as shallow, which is what they are:
+// the store holds their trees, never their parents. git's tools read the
+// file; this package's fetches send the same list to the server.
+func (r *Repo) writeShallow() error {
+	held := r.Commits()
+	var b strings.Builder
+	for _, c := range held {
+		b.WriteString(c)
+		b.WriteByte('\n')
+	}
+	return writeFileAtomic(filepath.Join(r.dir, "shallow"), []byte(b.String()))
+}
+
+// ingestPack stores a pack read from src under objects/pack and returns
+// its name and size. A thin pack (deltas against objects the store already
+// has) is completed first by appending those base objects, as git's
+// index-pack --fix-thin does, because a pack on disk must stand alone.
+func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, int64, error) {
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	f, err := os.CreateTemp(packDir, "tmp_pack_")
+	if err != nil {
+		return "", 0, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	max := r.opts.MaxPackBytes
+	n, err := io.Copy(f, io.LimitReader(netReader{src}, max+1))
+	if err != nil {
+		return "", n, err
+	}
+	if n > max {
+		return "", n, fmt.Errorf("%w: the pack exceeds %d bytes", ErrTooLarge, max)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", n, err
+	}
+	if mayBeThin {
+		if err := r.fixThin(f); err != nil {
+			return "", n, err
+		}
+	}
+	name, err := installPack(ctx, f)
+	if err != nil {
+		return "", n, err
+	}
+	keep = true
+	return name, n, nil
+}
+
+// fixThin appends to the pack in f every object that a REF_DELTA refers
+// to but the pack does not contain, reading them from the store, and
+// rewrites the header's count and the trailing checksum.
+func (r *Repo) fixThin(f *os.File) error {
+	missing, err := externalBases(f)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	r.store.RLock()
+	defer r.store.RUnlock()
+	rd := r.getReader()
+	defer r.putReader(rd)
+	pw, err := appendToPack(f)
+	if err != nil {
+		return err
+	}
+	for _, id := range missing {
+		obj, err := rd.object(plumbing.AnyObject, id)
+		if errors.Is(err, ErrObjectNotFound) {
+			// Possibly a REF_DELTA base that is itself a delta in the
+			// pack (see externalBases): the parse will tell.
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("thin pack base %s: %w", id, err)
+		}
+		err = pw.add(obj.typ, obj.size, obj.content())
+		obj.close()
+		if err != nil {
+			return err
+		}
+	}
+	return pw.finish()
+}
+
+// sortedHashes returns the keys of a set in a stable order.
+func sortedHashes[V any](m map[plumbing.Hash]V) []plumbing.Hash {
+	out := make([]plumbing.Hash, 0, len(m))
+	for h := range m {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}

@@ -1,0 +1,298 @@
+package gitsync
+
+import (
+	"bufio"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// Pack files are git's format, version 2: "PACK", version, object count,
+// the objects, then the SHA-1 of everything before it.
+const (
+	packHeaderLen  = 12
+	packTrailerLen = 20
+)
+
+// externalBases scans the pack in f and returns the ids that REF_DELTA
+// entries refer to but no whole object in the pack has: the bases a thin
+// pack expects the receiver to hold. It also verifies the pack's checksum.
+// Bases that are themselves deltas inside the pack cannot be told apart
+// from external ones without resolving every delta; git's pack-objects
+// uses OFS_DELTA for in-pack bases when ofs-delta is negotiated, and a
+// REF_DELTA to an in-pack delta resolves anyway, so a listed id the store
+// lacks is only an error if the parse later fails on it.
+func externalBases(f *os.File) ([]plumbing.Hash, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	sc := packfile.NewScanner(bufio.NewReaderSize(f, 64<<10))
+	_, count, err := sc.Header()
+	if err != nil {
+		return nil, fmt.Errorf("%w: pack header: %w", ErrNetwork, err)
+	}
+	whole := map[plumbing.Hash]bool{}
+	refs := map[plumbing.Hash]bool{}
+	for i := uint32(0); i < count; i++ {
+		oh, err := sc.NextObjectHeader()
+		if err != nil {
+			return nil, fmt.Errorf("%w: pack object %d: %w", ErrNetwork, i, err)
+		}
+		switch oh.Type {
+		case plumbing.REFDeltaObject:
+			refs[oh.Reference] = true
+			_, _, err = sc.NextObject(io.Discard)
+		case plumbing.OFSDeltaObject:
+			_, _, err = sc.NextObject(io.Discard)
+		default:
+			h := plumbing.NewHasher(oh.Type, oh.Length)
+			_, _, err = sc.NextObject(h)
+			whole[h.Sum()] = true
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: pack object %d: %w", ErrNetwork, i, err)
+		}
+	}
+	if _, err := sc.Checksum(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNetwork, err)
+	}
+	var out []plumbing.Hash
+	for _, h := range sortedHashes(refs) {
+		if !whole[h] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// packWriter writes pack entries (whole objects, zlib-compressed) to a
+// file, recording each entry's offset and CRC-32 for the index.
+type packWriter struct {
+	f      *os.File
+	bw     *bufio.Writer
+	off    int64
+	count  uint32
+	idx    *idxfile.Writer
+	sum    hash.Hash // the pack checksum, when writing from the start
+	zw     *zlib.Writer
+	crc    hash.Hash32
+	start  int64 // offset of the first appended entry
+	header uint32
+}
+
+// newPackWriter starts a pack of count objects in f (which must be empty).
+func newPackWriter(f *os.File, count uint32) (*packWriter, error) {
+	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), idx: new(idxfile.Writer), sum: sha1.New(), crc: crc32.NewIEEE(), header: count}
+	pw.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	var hdr [packHeaderLen]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], count)
+	if _, err := pw.write(hdr[:]); err != nil {
+		return nil, err
+	}
+	pw.start = pw.off
+	_ = pw.idx.OnHeader(count)
+	return pw, nil
+}
+
+// appendToPack prepares to add entries to the complete pack in f: the
+// trailer is cut off and rewritten, with the count, by finish.
+func appendToPack(f *os.File) (*packWriter, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	end := st.Size() - packTrailerLen
+	if end < packHeaderLen {
+		return nil, fmt.Errorf("%w: pack of %d bytes", ErrNetwork, st.Size())
+	}
+	var hdr [packHeaderLen]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(end); err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(end, io.SeekStart); err != nil {
+		return nil, err
+	}
+	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), off: end, start: end, crc: crc32.NewIEEE(),
+		header: binary.BigEndian.Uint32(hdr[8:])}
+	pw.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return pw, nil
+}
+
+func (pw *packWriter) write(p []byte) (int, error) {
+	n, err := pw.bw.Write(p)
+	pw.off += int64(n)
+	if pw.sum != nil {
+		pw.sum.Write(p[:n])
+	}
+	pw.crc.Write(p[:n])
+	return n, err
+}
+
+// objectHeader encodes a pack entry header: type and size, 7 bits at a
+// time after the first 4.
+func objectHeader(t plumbing.ObjectType, size int64) []byte {
+	b := []byte{byte(t)<<4 | byte(size&0x0f)}
+	size >>= 4
+	for size > 0 {
+		b[len(b)-1] |= 0x80
+		b = append(b, byte(size&0x7f))
+		size >>= 7
+	}
+	return b
+}
+
+// add writes one whole object of the given type and size read from src.
+func (pw *packWriter) add(t plumbing.ObjectType, size int64, src io.Reader) error {
+	offset := pw.off
+	pw.crc.Reset()
+	if _, err := pw.write(objectHeader(t, size)); err != nil {
+		return err
+	}
+	h := plumbing.NewHasher(t, size)
+	pw.zw.Reset(writerFunc(pw.write))
+	n, err := io.Copy(io.MultiWriter(pw.zw, h), src)
+	if err != nil {
+		return storeError(err)
+	}
+	if n != size {
+		return fmt.Errorf("%w: object of %d bytes read as %d", ErrCorrupt, size, n)
+	}
+	if err := pw.zw.Close(); err != nil {
+		return err
+	}
+	pw.count++
+	if pw.idx != nil {
+		pw.idx.Add(h.Sum(), uint64(offset), pw.crc.Sum32())
+	}
+	return nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// finish writes the trailer (fixing the count first when appending) and
+// flushes. When writing from the start it also completes the index.
+func (pw *packWriter) finish() error {
+	if err := pw.bw.Flush(); err != nil {
+		return err
+	}
+	if pw.sum == nil { // appending: patch the count, re-hash the file
+		var cnt [4]byte
+		binary.BigEndian.PutUint32(cnt[:], pw.header+pw.count)
+		if _, err := pw.f.WriteAt(cnt[:], 8); err != nil {
+			return err
+		}
+		if _, err := pw.f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		sum := sha1.New()
+		if _, err := io.Copy(sum, io.LimitReader(pw.f, pw.off)); err != nil {
+			return err
+		}
+		if _, err := pw.f.Seek(pw.off, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := pw.f.Write(sum.Sum(nil))
+		return err
+	}
+	if pw.count != pw.header {
+		return fmt.Errorf("pack header says %d objects, wrote %d", pw.header, pw.count)
+	}
+	trailer := pw.sum.Sum(nil)
+	if _, err := pw.bw.Write(trailer); err != nil {
+		return err
+	}
+	if err := pw.bw.Flush(); err != nil {
+		return err
+	}
+	return pw.idx.OnFooter(plumbing.Hash(trailer))
+}
+
+// installPack indexes the complete pack in f with go-git's parser (which
+// resolves deltas and checks the trailer) and moves it into place.
+func installPack(ctx context.Context, f *os.File) (string, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	w := new(idxfile.Writer)
+	p, err := packfile.NewParser(packfile.NewScanner(f), w)
+	if err != nil {
+		return "", err
+	}
+	sum, err := p.Parse()
+	if err != nil {
+		return "", fmt.Errorf("%w: indexing pack: %w", ErrNetwork, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return placePack(f, w, sum)
+}
+
+// placePack writes the index for the pack in f, makes both durable and
+// renames them into objects/pack: the index first, because readers list
+// packs by their .pack file and need its index the moment they see it.
+func placePack(f *os.File, w *idxfile.Writer, sum plumbing.Hash) (string, error) {
+	idx, err := w.Index()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(f.Name())
+	base := filepath.Join(dir, "pack-"+sum.String())
+	if _, err := os.Stat(base + ".pack"); err == nil {
+		// The same pack is already in place (same objects, same order).
+		f.Close()
+		os.Remove(f.Name())
+		return sum.String(), nil
+	}
+	tmpIdx, err := os.CreateTemp(dir, "tmp_idx_")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmpIdx.Name()) // a no-op once renamed
+	bw := bufio.NewWriter(tmpIdx)
+	_, err = idxfile.NewEncoder(bw).Encode(idx)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmpIdx.Sync()
+	}
+	if cerr := tmpIdx.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmpIdx.Name(), base+".idx"); err != nil {
+		return "", err
+	}
+	if err := os.Rename(f.Name(), base+".pack"); err != nil {
+		os.Remove(base + ".idx")
+		return "", err
+	}
+	return sum.String(), syncDir(dir)
+}

@@ -1,0 +1,332 @@
+package gitsync
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/file"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// PoolOptions configures a Pool. The zero value works.
+type PoolOptions struct {
+	// Logger receives debug lines about fetches, repairs and prunes; nil
+	// discards them. Tokens never reach it.
+	Logger *slog.Logger
+	// HTTPClient talks to http and https remotes; nil means a client on a
+	// clone of http.DefaultTransport. Its Timeout should stay zero: every
+	// call takes a context.
+	HTTPClient *http.Client
+	// MaxPackBytes bounds one fetched pack (default 2 GiB): a remote must
+	// not be able to fill the disk.
+	MaxPackBytes int64
+	// MaxTreeEntries bounds the entries one Walk returns (default 1,000,000).
+	MaxTreeEntries int
+	// CacheBytes is each repository's object cache, which mostly keeps
+	// delta bases of trees (default 16 MiB).
+	CacheBytes int64
+}
+
+const (
+	defaultMaxPackBytes   = 2 << 30
+	defaultMaxTreeEntries = 1_000_000
+	defaultCacheBytes     = 16 << 20
+	// largeObject is the size above which a blob is streamed from its pack
+	// instead of being read into memory.
+	largeObject = 4 << 20
+)
+
+// Pool hands out one Repo per remote repository, each a bare git object
+// store in its own directory under the pool's directory, named by a hash
+// of the normalised URL. Sources that point at the same repository with
+// different pins share its Repo, so they share objects, fetches and locks.
+type Pool struct {
+	dir  string
+	opts PoolOptions
+	log  *slog.Logger
+	http transport.Transport
+
+	mu     sync.Mutex
+	repos  map[string]*Repo
+	closed bool
+}
+
+// NewPool returns a Pool keeping its repositories under dir, creating dir
+// when needed.
+func NewPool(dir string, opts PoolOptions) (*Pool, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("git pool: %w", err)
+	}
+	// A crash while creating or discarding a store leaves these behind.
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if n := e.Name(); strings.Contains(n, ".git.tmp-") || strings.Contains(n, ".git.broken-") {
+				os.RemoveAll(filepath.Join(dir, n))
+			}
+		}
+	}
+	if opts.MaxPackBytes <= 0 {
+		opts.MaxPackBytes = defaultMaxPackBytes
+	}
+	if opts.MaxTreeEntries <= 0 {
+		opts.MaxTreeEntries = defaultMaxTreeEntries
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = defaultCacheBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	return &Pool{
+		dir:   dir,
+		opts:  opts,
+		log:   log,
+		http:  githttp.NewClient(hc),
+		repos: map[string]*Repo{},
+	}, nil
+}
+
+// Repo returns the Repo for a remote URL, opening (and if needed creating
+// or repairing) its object store on first use. URLs that normalise to the
+// same string share one Repo.
+func (p *Pool) Repo(rawURL string) (*Repo, error) {
+	u, err := NormalizeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	if r, ok := p.repos[u]; ok {
+		return r, nil
+	}
+	r, err := p.open(u)
+	if err != nil {
+		return nil, err
+	}
+	p.repos[u] = r
+	return r, nil
+}
+
+// Close releases every Repo's open files. Repos handed out before fail
+// with ErrClosed afterwards.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, r := range p.repos {
+		r.close()
+	}
+	return nil
+}
+
+// DirName returns the directory name, under the pool's directory, of the
+// object store for an already normalised URL: a hash, so that neither the
+// URL's spelling nor anything secret ends up in a path.
+func DirName(normalizedURL string) string {
+	sum := sha256.Sum256([]byte(normalizedURL))
+	return hex.EncodeToString(sum[:16]) + ".git"
+}
+
+// NormalizeURL returns the canonical form of a remote URL used as the
+// repository's identity: scheme and host lowercased, default ports and
+// trailing slashes dropped, dot segments resolved. Only https, http and
+// file URLs are accepted, and URLs carrying credentials are refused (the
+// message shows the URL without them): a token belongs in Auth, where it
+// never reaches a key, a path, a log line or an error.
+func NormalizeURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Parse's message quotes the input, which may hold a secret.
+		return "", fmt.Errorf("%w: not a URL", ErrInvalidURL)
+	}
+	if u.User != nil {
+		u.User = nil
+		return "", fmt.Errorf("%w: %s: credentials in the URL are not accepted; configure a token instead", ErrInvalidURL, u.Redacted())
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || u.ForceQuery {
+		// Not shown: a query string is a classic place for a token.
+		u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
+		return "", fmt.Errorf("%w: %s: query strings and fragments are not accepted", ErrInvalidURL, u.Redacted())
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch u.Scheme {
+	case "https", "http":
+		host := strings.ToLower(u.Hostname())
+		if host == "" {
+			return "", fmt.Errorf("%w: %s: no host", ErrInvalidURL, u.Redacted())
+		}
+		port := u.Port()
+		if u.Scheme == "https" && port == "443" || u.Scheme == "http" && port == "80" {
+			port = ""
+		}
+		u.Host = host
+		if port != "" {
+			u.Host = net.JoinHostPort(host, port)
+		} else if strings.Contains(host, ":") {
+			u.Host = "[" + host + "]"
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return "", fmt.Errorf("%w: %s: file URLs must be local (file:///path)", ErrInvalidURL, u.Redacted())
+		}
+		u.Host = ""
+	default:
+		return "", fmt.Errorf("%w: scheme %q (want https, http or file)", ErrInvalidURL, u.Scheme)
+	}
+	p := path.Clean("/" + u.Path)
+	if p == "/" {
+		return "", fmt.Errorf("%w: %s: no repository path", ErrInvalidURL, u.Redacted())
+	}
+	u.Path, u.RawPath = p, ""
+	return u.String(), nil
+}
+
+// open opens the store for normalised URL u, creating it when missing and
+// re-creating it when it is not a usable repository (for example a
+// directory left half-made by a crash).
+func (p *Pool) open(u string) (*Repo, error) {
+	dir := filepath.Join(p.dir, DirName(u))
+	scheme, _, _ := strings.Cut(u, ":")
+	tr := p.http
+	if scheme == "file" {
+		tr = file.DefaultClient
+	}
+	r := &Repo{
+		url:       u,
+		scheme:    scheme,
+		dir:       dir,
+		transport: tr,
+		opts:      p.opts,
+		log:       p.log.With("repo", u),
+		sem:       make(chan struct{}, 1),
+		cache:     cache.NewObjectLRU(cache.FileSize(p.opts.CacheBytes)),
+	}
+	if !looksLikeRepo(dir) {
+		if _, err := os.Lstat(dir); err == nil {
+			r.log.Warn("object store is not a usable repository; re-creating it", "dir", dir)
+			if err := discardDir(dir); err != nil {
+				return nil, fmt.Errorf("open %s: %w", u, err)
+			}
+		}
+		if err := createRepo(dir, u); err != nil {
+			return nil, fmt.Errorf("open %s: %w", u, err)
+		}
+	}
+	if err := r.repairLocked(); err != nil {
+		// What repair cannot fix (an unreadable directory), a fresh
+		// store can: the objects are all on the remote.
+		r.log.Warn("object store could not be repaired; re-creating it", "err", err)
+		if err := discardDir(dir); err != nil {
+			return nil, fmt.Errorf("open %s: %w", u, err)
+		}
+		if err := createRepo(dir, u); err != nil {
+			return nil, fmt.Errorf("open %s: %w", u, err)
+		}
+		if err := r.repairLocked(); err != nil {
+			return nil, fmt.Errorf("open %s: %w", u, err)
+		}
+	}
+	return r, nil
+}
+
+// looksLikeRepo reports whether dir has the files every store we create
+// has; anything less is a half-made or foreign directory.
+func looksLikeRepo(dir string) bool {
+	for _, name := range []string{"HEAD", "config", "objects/pack", filepath.FromSlash(commitRefDir)} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// createRepo makes a bare repository in a temporary directory and renames
+// it into place, so that dir either does not exist or is complete. The
+// remote URL is recorded (it holds no credentials) so that a person can
+// inspect the store with the git CLI.
+func createRepo(dir, u string) error {
+	tmp := dir + ".tmp-" + randomSuffix()
+	for _, d := range []string{"objects/pack", "objects/info", "refs/heads", "refs/tags", commitRefDir} {
+		if err := os.MkdirAll(filepath.Join(tmp, filepath.FromSlash(d)), 0o755); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		"HEAD": "ref: refs/heads/main\n",
+		"config": "[core]\n\trepositoryformatversion = 0\n\tbare = true\n" +
+			"[remote \"origin\"]\n\turl = " + quoteConfig(u) + "\n",
+		"description": "skillreg object store for " + u + "\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(data), 0o644); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// quoteConfig quotes a value for a git config file.
+func quoteConfig(v string) string {
+	v = strings.ReplaceAll(v, `\`, `\\`)
+	v = strings.ReplaceAll(v, `"`, `\"`)
+	return `"` + v + `"`
+}
+
+// discardDir moves a broken directory aside before deleting it, so that a
+// crash during the (possibly slow) deletion never leaves a half-deleted
+// store under the real name.
+func discardDir(dir string) error {
+	aside := dir + ".broken-" + randomSuffix()
+	if err := os.Rename(dir, aside); err != nil {
+		return err
+	}
+	return os.RemoveAll(aside)
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// syncDir flushes a directory's entries, making renames into it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !isUnsupported(err) {
+		return err
+	}
+	return nil
+}

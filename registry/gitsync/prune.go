@@ -1,0 +1,401 @@
+package gitsync
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+)
+
+// repair brings the store back to a consistent state after a crash, a
+// kill mid-fetch or a corruption found by a read: temporary files go,
+// packs whose index or checksum is wrong go, and so do the refs of
+// commits whose tree is no longer complete, so that the next Fetch
+// downloads them again. The caller holds the repository lock (or is the
+// only user, when opening).
+func (r *Repo) repairLocked() error {
+	start := time.Now()
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	entries, err := os.ReadDir(packDir)
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[e.Name()] = true
+	}
+	var remove []string
+	for _, e := range entries {
+		name := e.Name()
+		base, ext, _ := strings.Cut(name, ".")
+		switch {
+		case strings.HasPrefix(name, "tmp_"):
+			remove = append(remove, name) // left by an interrupted fetch or prune
+		case ext == "pack" && !have[base+".idx"], ext == "idx" && !have[base+".pack"]:
+			remove = append(remove, name)
+		case ext == "pack":
+			if err := verifyPack(packDir, base); err != nil {
+				r.log.Warn("removing damaged pack", "pack", base, "err", err)
+				remove = append(remove, base+".pack", base+".idx")
+			}
+		}
+	}
+	// A corrupt object may have been cached before its check failed.
+	r.cache.Clear()
+	if len(remove) > 0 {
+		r.store.Lock()
+		for _, name := range remove {
+			if err := os.Remove(filepath.Join(packDir, name)); err != nil && !os.IsNotExist(err) {
+				r.store.Unlock()
+				return fmt.Errorf("repair: %w", err)
+			}
+		}
+		r.invalidateReaders()
+		r.store.Unlock()
+	}
+
+	refDir := filepath.Join(r.dir, filepath.FromSlash(commitRefDir))
+	if err := os.MkdirAll(refDir, 0o755); err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	refs, err := os.ReadDir(refDir)
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	held := map[string]bool{}
+	r.store.RLock()
+	rd := r.getReader()
+	for _, e := range refs {
+		c := e.Name()
+		data, err := os.ReadFile(filepath.Join(refDir, c))
+		ok := err == nil && isHexID(c) && string(data) == c+"\n"
+		if ok {
+			if _, err := closure(rd, []plumbing.Hash{plumbing.NewHash(c)}, false); err != nil {
+				r.log.Warn("commit is no longer complete; it will be fetched again", "commit", c, "err", err)
+				ok = false
+			}
+		}
+		if ok {
+			held[c] = true
+			continue
+		}
+		if err := os.Remove(filepath.Join(refDir, c)); err != nil && !os.IsNotExist(err) {
+			r.putReader(rd)
+			r.store.RUnlock()
+			return fmt.Errorf("repair: %w", err)
+		}
+	}
+	r.putReader(rd)
+	r.store.RUnlock()
+
+	r.mu.Lock()
+	r.held = held
+	r.mu.Unlock()
+	if err := r.writeShallow(); err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	r.suspect.Store(false)
+	r.log.Debug("store checked", "commits", len(held), "removed_files", len(remove), "dur", time.Since(start))
+	return nil
+}
+
+// verifyPack checks that pack-<base>.idx decodes and belongs to its pack,
+// and that the pack's content hashes to its trailer, its name.
+func verifyPack(dir, base string) error {
+	want, ok := strings.CutPrefix(base, "pack-")
+	if !ok || !isHexID(want) {
+		return fmt.Errorf("unexpected pack name %q", base)
+	}
+	idxFile, err := os.Open(filepath.Join(dir, base+".idx"))
+	if err != nil {
+		return err
+	}
+	idx := idxfile.NewMemoryIndex()
+	err = idxfile.NewDecoder(bufio.NewReader(idxFile)).Decode(idx)
+	idxFile.Close()
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if got := plumbing.Hash(idx.PackfileChecksum).String(); got != want {
+		return fmt.Errorf("index is for pack %s", got)
+	}
+	count, err := idx.Count()
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(filepath.Join(dir, base+".pack"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	if size < packHeaderLen+packTrailerLen {
+		return fmt.Errorf("pack of %d bytes", size)
+	}
+	var hdr [packHeaderLen]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return err
+	}
+	if string(hdr[:4]) != "PACK" || int64(binary.BigEndian.Uint32(hdr[8:])) < count {
+		return fmt.Errorf("pack header does not match its index")
+	}
+	h := sha1.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-packTrailerLen)); err != nil {
+		return err
+	}
+	var trailer [packTrailerLen]byte
+	if _, err := f.ReadAt(trailer[:], size-packTrailerLen); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), trailer[:]) || plumbing.Hash(trailer).String() != want {
+		return fmt.Errorf("pack checksum mismatch")
+	}
+	return nil
+}
+
+// Prune removes every object that none of the kept commits needs, and
+// forgets held commits that are not kept. Afterwards the store is exactly
+// one pack holding the kept commits and their trees, each object once,
+// zlib-compressed without deltas; blobs shared between kept commits are
+// stored once. Commits in keep that the store does not hold are ignored.
+//
+// Prune rewrites the store whenever it holds anything else (an unneeded
+// object, or more than one pack, as every Fetch adds one), reading and
+// recompressing every kept object: call it on a schedule, not after every
+// sync. Reads keep working throughout; they wait only while the old packs
+// are deleted.
+func (r *Repo) Prune(ctx context.Context, keep []string) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	if err := r.lock(ctx); err != nil {
+		return err
+	}
+	defer r.unlock()
+	if r.suspect.Load() {
+		if err := r.repairLocked(); err != nil {
+			return fmt.Errorf("prune %s: %w", r.url, err)
+		}
+	}
+	start := time.Now()
+	var kept []plumbing.Hash
+	keepSet := map[string]bool{}
+	for _, c := range keep {
+		if r.HasCommit(c) && !keepSet[c] {
+			keepSet[c] = true
+			kept = append(kept, plumbing.NewHash(c))
+		}
+	}
+	slices.SortFunc(kept, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+
+	packDir := filepath.Join(r.dir, "objects", "pack")
+	old, stored, err := packInventory(packDir)
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	loose, err := looseObjectDirs(r.dir)
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+
+	r.store.RLock()
+	rd := r.getReader()
+	needed, err := closure(rd, kept, false)
+	if err != nil {
+		r.putReader(rd)
+		r.store.RUnlock()
+		r.noteError(err)
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	rewrite := len(old) > 1 || len(loose) > 0 || stored != int64(len(needed))
+	newPack := ""
+	if rewrite && len(needed) > 0 {
+		newPack, err = r.writeKeptPack(ctx, rd, packDir, needed)
+	}
+	r.putReader(rd)
+	r.store.RUnlock()
+	if err != nil {
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+
+	// Forget the commits that go before their objects do, so that a
+	// crash in between leaves refs only to complete commits.
+	if err := r.dropHeld(keepSet); err != nil {
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	if !rewrite {
+		return nil
+	}
+	r.store.Lock()
+	var rmErr error
+	for _, p := range old {
+		if p == "pack-"+newPack {
+			continue
+		}
+		// The .pack first: readers find packs by it, then need the .idx.
+		for _, ext := range []string{".pack", ".idx"} {
+			if err := os.Remove(filepath.Join(packDir, p+ext)); err != nil && !os.IsNotExist(err) && rmErr == nil {
+				rmErr = err
+			}
+		}
+	}
+	for _, d := range loose {
+		if err := os.RemoveAll(d); err != nil && rmErr == nil {
+			rmErr = err
+		}
+	}
+	r.invalidateReaders()
+	r.store.Unlock()
+	if rmErr != nil {
+		return fmt.Errorf("prune %s: %w", r.url, rmErr)
+	}
+	if err := syncDir(packDir); err != nil {
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	r.log.Debug("pruned", "kept_commits", len(kept), "objects", len(needed), "objects_before", stored,
+		"packs_before", len(old), "dur", time.Since(start))
+	return nil
+}
+
+// writeKeptPack writes the needed objects into one new pack: commits,
+// then trees, then blobs, so that what a Walk reads sits together.
+func (r *Repo) writeKeptPack(ctx context.Context, rd *reader, packDir string, needed map[plumbing.Hash]plumbing.ObjectType) (string, error) {
+	ids := sortedHashes(needed)
+	slices.SortStableFunc(ids, func(a, b plumbing.Hash) int { return int(needed[a]) - int(needed[b]) })
+	f, err := os.CreateTemp(packDir, "tmp_pack_")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name()) // a no-op once renamed
+	}()
+	pw, err := newPackWriter(f, uint32(len(ids)))
+	if err != nil {
+		return "", err
+	}
+	for i, id := range ids {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+		}
+		obj, err := rd.object(needed[id], id)
+		if err != nil {
+			r.noteError(err)
+			return "", err
+		}
+		err = pw.add(obj.typ, obj.size, obj.content())
+		obj.close()
+		if err != nil {
+			return "", err
+		}
+	}
+	if err := pw.finish(); err != nil {
+		return "", err
+	}
+	sum, err := pw.idx.Index()
+	if err != nil {
+		return "", err
+	}
+	return placePack(f, pw.idx, plumbing.Hash(sum.PackfileChecksum))
+}
+
+// dropHeld forgets every held commit not in keep: ref, memory, shallow.
+func (r *Repo) dropHeld(keep map[string]bool) error {
+	refDir := filepath.Join(r.dir, filepath.FromSlash(commitRefDir))
+	for _, c := range r.Commits() {
+		if keep[c] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(refDir, c)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		r.mu.Lock()
+		delete(r.held, c)
+		r.mu.Unlock()
+	}
+	return r.writeShallow()
+}
+
+// packInventory lists the packs (as "pack-<sum>") and the number of
+// objects their indexes list in total.
+func packInventory(packDir string) ([]string, int64, error) {
+	entries, err := os.ReadDir(packDir)
+	if err != nil {
+		return nil, 0, err
+	}
+	var packs []string
+	var total int64
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".pack")
+		if !ok || !strings.HasPrefix(base, "pack-") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(packDir, base+".idx"))
+		if err != nil {
+			return nil, 0, err
+		}
+		idx := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(bufio.NewReader(f)).Decode(idx)
+		f.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: index of %s: %v", ErrCorrupt, base, err)
+		}
+		n, _ := idx.Count()
+		total += n
+		packs = append(packs, base)
+	}
+	return packs, total, nil
+}
+
+// looseObjectDirs lists objects/xx directories: this package never writes
+// loose objects, but someone running git in the store might.
+func looseObjectDirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, "objects"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); len(n) == 2 && e.IsDir() && isHexID(n+strings.Repeat("0", 38)) {
+			out = append(out, filepath.Join(dir, "objects", n))
+		}
+	}
+	return out, nil
+}
+
+// DiskUsage returns the bytes the store's object packs take, for metrics
+// and for deciding when to Prune.
+func (r *Repo) DiskUsage() (int64, error) {
+	var total int64
+	err := filepath.WalkDir(filepath.Join(r.dir, "objects"), func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}

@@ -1,0 +1,263 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// Auth carries the credentials for one remote call. The token is sent as
+// HTTP basic auth "x-access-token:<token>", which hosted git services
+// accept for app, OAuth and personal tokens. It is never logged, never put
+// in an error and never written to disk.
+type Auth struct {
+	Token string
+}
+
+// String keeps the token out of any accidental %v or %+v.
+func (a Auth) String() string {
+	if a.Token == "" {
+		return "Auth{}"
+	}
+	return "Auth{Token:<redacted>}"
+}
+
+// GoString keeps the token out of %#v.
+func (a Auth) GoString() string { return a.String() }
+
+// method returns the go-git auth method, nil when there is no token (or
+// the transport is local and ignores credentials).
+func (a Auth) method(scheme string) transport.AuthMethod {
+	if a.Token == "" || scheme == "file" {
+		return nil
+	}
+	return &githttp.BasicAuth{Username: "x-access-token", Password: a.Token}
+}
+
+// Resolved is a pin resolved against a listing: the commit to fetch and
+// the full ref it came from ("refs/heads/main", "refs/tags/v1.2.0"; empty
+// for a commit pin).
+type Resolved struct {
+	Commit string
+	Ref    string
+}
+
+// RemoteRefs is one listing of a remote's refs, taken by ListRemote.
+type RemoteRefs struct {
+	head     string            // the ref HEAD points at, "" when not advertised
+	headID   string            // the commit HEAD resolves to, "" when none
+	refs     map[string]string // full ref name -> object id (a tag object for annotated tags)
+	peeled   map[string]string // annotated tag ref -> the object it finally points at
+	tagNames []string          // short tag names, sorted
+}
+
+func newRemoteRefs(ar *packp.AdvRefs) *RemoteRefs {
+	rr := &RemoteRefs{refs: map[string]string{}, peeled: map[string]string{}}
+	for name, h := range ar.References {
+		rr.refs[name] = h.String()
+		if tag, ok := strings.CutPrefix(name, "refs/tags/"); ok {
+			rr.tagNames = append(rr.tagNames, tag)
+		}
+	}
+	for name, h := range ar.Peeled {
+		rr.peeled[name] = h.String()
+	}
+	if ar.Head != nil {
+		rr.headID = ar.Head.String()
+	}
+	for _, v := range ar.Capabilities.Get(capability.SymRef) {
+		if src, dst, ok := strings.Cut(v, ":"); ok && src == "HEAD" {
+			rr.head = dst
+		}
+	}
+	slices.Sort(rr.tagNames)
+	return rr
+}
+
+// DefaultBranch returns the short name of the branch the remote's HEAD
+// points at, or "" when the remote does not say.
+func (r *RemoteRefs) DefaultBranch() string {
+	b, _ := strings.CutPrefix(r.head, "refs/heads/")
+	return b
+}
+
+// Tags returns the short names of all tags, sorted.
+func (r *RemoteRefs) Tags() []string { return slices.Clone(r.tagNames) }
+
+// Ref returns the commit a full ref name resolves to (annotated tags
+// peeled), and whether the ref exists.
+func (r *RemoteRefs) Ref(name string) (string, bool) {
+	if p, ok := r.peeled[name]; ok {
+		return p, true
+	}
+	id, ok := r.refs[name]
+	return id, ok
+}
+
+// Resolve finds the commit a pin selects. A commit pin resolves to itself
+// without consulting the listing, because servers only advertise ref tips;
+// whether the commit exists is known when it is fetched.
+func (r *RemoteRefs) Resolve(p Pin) (Resolved, error) {
+	if err := p.Validate(); err != nil {
+		return Resolved{}, err
+	}
+	switch p.Kind {
+	case PinCommit:
+		return Resolved{Commit: p.Value}, nil
+	case PinDefault:
+		if r.head != "" {
+			if id, ok := r.Ref(r.head); ok {
+				return Resolved{Commit: id, Ref: r.head}, nil
+			}
+		}
+		if r.headID != "" {
+			return Resolved{Commit: r.headID, Ref: "HEAD"}, nil
+		}
+		return Resolved{}, fmt.Errorf("%w: the remote advertises no HEAD", ErrRefNotFound)
+	case PinBranch:
+		return r.resolveRef("refs/heads/"+p.Value, p)
+	case PinTag:
+		return r.resolveRef("refs/tags/"+p.Value, p)
+	case PinSemver:
+		tag, err := r.highestTag(p.Value)
+		if err != nil {
+			return Resolved{}, err
+		}
+		return r.resolveRef("refs/tags/"+tag, p)
+	}
+	return Resolved{}, fmt.Errorf("%w: unknown kind %d", ErrInvalidPin, int(p.Kind))
+}
+
+func (r *RemoteRefs) resolveRef(name string, p Pin) (Resolved, error) {
+	id, ok := r.Ref(name)
+	if !ok {
+		return Resolved{}, fmt.Errorf("%w: %s", ErrRefNotFound, p)
+	}
+	return Resolved{Commit: id, Ref: name}, nil
+}
+
+// LatestSemverTag returns the tag with the highest semantic version that
+// is not a prerelease (tags with or without a leading "v"): the stand-in
+// for "the latest release" while no releases API is configured.
+func (r *RemoteRefs) LatestSemverTag() (string, error) {
+	return r.highestTag("")
+}
+
+// highestTag returns the tag with the highest version satisfying the
+// constraint (any release version when constraint is empty). Prereleases
+// only match constraints that name one, as Masterminds/semver decides.
+// Equal versions spelt differently ("v1.2.0", "1.2.0") are broken by name
+// so that the answer is stable.
+func (r *RemoteRefs) highestTag(constraint string) (string, error) {
+	var c *semver.Constraints
+	if constraint != "" {
+		var err error
+		if c, err = semver.NewConstraint(constraint); err != nil {
+			return "", fmt.Errorf("%w: semver range %q: %v", ErrInvalidPin, constraint, err)
+		}
+	}
+	var best *semver.Version
+	bestTag := ""
+	for _, tag := range r.tagNames { // sorted, so the first of equals wins
+		v, err := semver.NewVersion(tag)
+		if err != nil {
+			continue
+		}
+		if c != nil && !c.Check(v) {
+			continue
+		}
+		if c == nil && v.Prerelease() != "" {
+			continue
+		}
+		if best == nil || v.GreaterThan(best) {
+			best, bestTag = v, tag
+		}
+	}
+	if best == nil {
+		if constraint == "" {
+			return "", fmt.Errorf("%w: no release tag (semantic version without prerelease)", ErrRefNotFound)
+		}
+		return "", fmt.Errorf("%w: no tag satisfies semver range %q", ErrRefNotFound, constraint)
+	}
+	return bestTag, nil
+}
+
+// ListRemote takes one listing of the remote's refs (a single GET of
+// info/refs over HTTP): cheap enough to poll, and all a sync needs to
+// decide whether anything changed.
+func (r *Repo) ListRemote(ctx context.Context, auth Auth) (*RemoteRefs, error) {
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
+	sess, err := r.session(auth)
+	if err != nil {
+		return nil, r.remoteError(ctx, "list refs", err, auth)
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return nil, r.remoteError(ctx, "list refs", err, auth)
+	}
+	return newRemoteRefs(ar), nil
+}
+
+// remoteError maps a transport failure to this package's sentinels, with
+// the operation and the credential-free URL as context, and scrubs the
+// token from the message in case a server echoed it.
+func (r *Repo) remoteError(ctx context.Context, op string, err error, auth Auth) error {
+	var out error
+	switch {
+	case ctx.Err() != nil:
+		// The transport's own message for a cancelled request varies;
+		// the context's error is the one callers test for.
+		out = fmt.Errorf("%s %s: %w", op, r.url, ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		out = fmt.Errorf("%s %s: %w", op, r.url, err)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrRepoNotFound, err)
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrAuth, err)
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrRefNotFound, err)
+	case strings.Contains(err.Error(), "not our ref"):
+		// git upload-pack's answer to a want it will not serve: a
+		// commit pin that is not reachable (or not fetchable by id).
+		out = fmt.Errorf("%s %s: %w: the remote does not serve this commit: %w", op, r.url, ErrRefNotFound, err)
+	default:
+		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrNetwork, err)
+	}
+	return redact(out, auth.Token)
+}
+
+// redactedError is an error whose message had a secret replaced. It
+// unwraps only to the sentinels (and context errors) the original matched,
+// never to the original, whose message still holds the secret.
+type redactedError struct {
+	msg  string
+	errs []error
+}
+
+func (e *redactedError) Error() string   { return e.msg }
+func (e *redactedError) Unwrap() []error { return e.errs }
+
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	r := &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "<redacted>")}
+	for _, s := range []error{ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrNetwork, ErrCorrupt, ErrTooLarge,
+		context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, s) {
+			r.errs = append(r.errs, s)
+		}
+	}
+	return r
+}
