@@ -1,0 +1,647 @@
+// Package webhook is skillreg's GitHub webhook intake: it bounds the body,
+// checks the signature before anything else, parses the event, deduplicates
+// by delivery id, and then only asks for work: syncs of the git sources the
+// event moves, and updates of the releases cache. It never runs git or
+// indexing itself, so it answers at once whatever the sync queue is doing.
+//
+// The package declares the small interfaces it needs (Sources, Syncer,
+// Releases, DeliveryLog) with plain types; cmd plugs in the registry, the
+// releases cache and the store.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+	"github.com/labstack/echo/v4"
+)
+
+// Path is where Register mounts the endpoint.
+const Path = "/webhooks/github"
+
+// MaxBodyBytes is the largest body accepted: GitHub caps payloads at 25 MiB.
+const MaxBodyBytes int64 = 25 << 20
+
+// DefaultRefreshTimeout bounds one background Releases.Refresh when
+// Options.RefreshTimeout is zero.
+const DefaultRefreshTimeout = 30 * time.Second
+
+// The outcomes of a delivery, as recorded in Delivery.Outcome and passed to
+// Options.Metrics.
+const (
+	OutcomePing         = "ping"         // 200 with the hook id
+	OutcomeAccepted     = "accepted"     // 202: syncs or a release-cache update were asked for
+	OutcomeUntracked    = "untracked"    // 204: no source tracks what the event moved
+	OutcomeIgnored      = "ignored"      // 204: an event or action skillreg does not act on, or a draft release
+	OutcomeMalformed    = "malformed"    // 400: signed, but not a payload of its event
+	OutcomeUnsupported  = "unsupported"  // 415: signed, but neither JSON nor a form
+	OutcomeUnauthorized = "unauthorized" // 401: missing or wrong signature (metrics only, never recorded)
+	OutcomeTooLarge     = "too_large"    // 413: body over MaxBodyBytes (metrics only, never recorded)
+	OutcomeBadRequest   = "bad_request"  // 400: the body could not be read (metrics only, never recorded)
+)
+
+const (
+	otherEvent        = "other" // metric label for event names GitHub does not define
+	maxPresize        = 1 << 20 // initial body buffer at most, whatever Content-Length says
+	defaultGitHubHost = "github.com"
+	contentTypeJSON   = "application/json"
+	contentTypeForm   = "application/x-www-form-urlencoded"
+	formPayloadField  = "payload"
+)
+
+// ErrNoSecret is returned by New when no secret is configured: the endpoint
+// must then not be mounted, since unsigned deliveries are never accepted.
+var ErrNoSecret = errors.New("webhook: no secret configured")
+
+// Errors a delivery can fail with; httpStatus maps them to HTTP.
+var (
+	errTooLarge     = errors.New("body too large")
+	errUnauthorized = errors.New("signature missing or invalid")
+	errUnreadable   = errors.New("body unreadable")
+	errMalformed    = errors.New("malformed payload")
+	errUnsupported  = errors.New("unsupported content type")
+)
+
+// Syncer asks for a sync of one source. RequestSync must not block for
+// long; the handler calls it from one background goroutine, so a slow
+// Syncer delays later requests but never a webhook answer.
+type Syncer interface {
+	RequestSync(source string, reason string)
+}
+
+// Releases is the releases cache. The handler calls it for every release
+// event it acts on, whichever repository it names (the skill-meta tool may
+// follow repositories that no source tracks); an implementation ignores
+// repositories it does not follow. repo is "owner/name" as GitHub spells it.
+//
+// Put records a published, non-draft, non-prerelease release from the
+// payload; it is called synchronously and must not touch the network. An
+// edited old release is Put too, so Put keeps the newest by publishedAt
+// (publishedAt is zero when the payload has none). Refresh looks the latest
+// release up again; it runs in the background, after a release was deleted,
+// unpublished, or edited into a prerelease.
+type Releases interface {
+	Put(repo, tag, htmlURL string, publishedAt time.Time)
+	Refresh(ctx context.Context, repo string) error
+}
+
+// Options configures a Handler. Only Secrets is required.
+type Options struct {
+	// Secrets are the webhook secrets; a delivery signed with any of them
+	// passes (see ParseSecrets). Empty strings are ignored.
+	Secrets []string
+	// Sources lists the git sources to match; nil means none.
+	Sources Sources
+	// Syncer receives the sync requests; nil drops them.
+	Syncer Syncer
+	// Releases is the releases cache; nil skips release-cache updates.
+	Releases Releases
+	// Log records deliveries; nil means a NewMemoryLog(DefaultLogSize).
+	Log DeliveryLog
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+	// GitHubHost is the host repository.full_name is read against when
+	// matching source URLs (default "github.com"; set it for Enterprise).
+	GitHubHost string
+	// Now gives the time recorded for a delivery; nil means time.Now.
+	Now func() time.Time
+	// Metrics, when set, is called once per request with the event name
+	// (or "other" for names GitHub does not define) and the outcome. It is
+	// called on the request path and must be fast.
+	Metrics func(event, outcome string)
+	// RefreshTimeout bounds one background Releases.Refresh (default
+	// DefaultRefreshTimeout).
+	RefreshTimeout time.Duration
+}
+
+// Handler is the webhook endpoint. Create it with New, mount it with
+// Register, and Close it after the HTTP server has stopped.
+type Handler struct {
+	secrets  [][]byte
+	sources  Sources
+	releases Releases
+	log      DeliveryLog
+	logger   *slog.Logger
+	host     string
+	now      func() time.Time
+	metrics  func(event, outcome string)
+
+	queue   *syncQueue
+	refresh *refresher
+	cancel  context.CancelFunc
+	once    sync.Once
+
+	mu       sync.Mutex
+	inFlight map[string]struct{} // delivery ids being handled
+}
+
+// New returns a Handler, or ErrNoSecret when opts has no secret. It starts
+// one goroutine that hands sync requests to the Syncer; Close stops it.
+func New(opts Options) (*Handler, error) {
+	var secrets [][]byte
+	for _, s := range opts.Secrets {
+		if s != "" {
+			secrets = append(secrets, []byte(s))
+		}
+	}
+	if len(secrets) == 0 {
+		return nil, ErrNoSecret
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	syncer := opts.Syncer
+	if syncer == nil {
+		syncer = discardSyncer{}
+	}
+	log := opts.Log
+	if log == nil {
+		log = NewMemoryLog(DefaultLogSize)
+	}
+	host := hostOf(opts.GitHubHost)
+	if host == "" {
+		host = defaultGitHubHost
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	timeout := opts.RefreshTimeout
+	if timeout <= 0 {
+		timeout = DefaultRefreshTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handler{
+		secrets:  secrets,
+		sources:  opts.Sources,
+		releases: opts.Releases,
+		log:      log,
+		logger:   logger,
+		host:     host,
+		now:      now,
+		metrics:  opts.Metrics,
+		queue:    newSyncQueue(syncer, logger),
+		cancel:   cancel,
+		inFlight: make(map[string]struct{}),
+	}
+	h.refresh = &refresher{
+		releases: opts.Releases,
+		queue:    h.queue,
+		logger:   logger,
+		timeout:  timeout,
+		ctx:      ctx,
+		running:  make(map[string]*refreshJob),
+	}
+	return h, nil
+}
+
+// Register mounts the handler at POST Path.
+func (h *Handler) Register(e *echo.Echo) {
+	e.POST(Path, h.Handle)
+}
+
+// Close cancels background release refreshes, waits for them, then hands
+// the pending sync requests to the Syncer and stops. Call it after the HTTP
+// server has shut down; requests handled afterwards ask for nothing.
+func (h *Handler) Close() {
+	h.once.Do(func() {
+		h.cancel()
+		h.refresh.wait()
+		h.queue.close()
+	})
+}
+
+// Reply is the JSON body of a 200 or 202 answer.
+type Reply struct {
+	Delivery   string   `json:"delivery,omitempty"`
+	Event      string   `json:"event"`
+	Outcome    string   `json:"outcome"`
+	Redelivery bool     `json:"redelivery,omitempty"`
+	HookID     int64    `json:"hook_id,omitempty"` // ping only
+	Sources    []string `json:"sources"`           // the sources asked to sync
+}
+
+// Handle is the echo handler for one delivery.
+func (h *Handler) Handle(c echo.Context) error {
+	start := time.Now()
+	req := c.Request()
+	event := req.Header.Get(github.EventTypeHeader)
+	id := req.Header.Get(github.DeliveryIDHeader)
+
+	body, err := h.authenticate(c)
+	if err != nil {
+		status, outcome := httpStatus(err)
+		h.count(event, outcome)
+		// The delivery id and event are the caller's claim; log them for
+		// the operator, but nothing else about the request.
+		h.logger.Warn("webhook refused", "event", event, "delivery", id, "status", status, "err", err)
+		return c.NoContent(status)
+	}
+
+	redelivery := h.begin(id)
+	defer h.end(id)
+
+	rec := Delivery{ID: id, Event: event, At: h.now(), Redelivery: redelivery}
+	p, err := parse(event, req.Header.Get(echo.HeaderContentType), body)
+	if err != nil {
+		status, outcome := httpStatus(err)
+		rec.Outcome = outcome
+		h.record(rec)
+		h.count(event, outcome)
+		h.logger.Warn("webhook payload refused", "event", event, "delivery", id, "redelivery", redelivery, "status", status, "err", err)
+		return c.JSON(status, map[string]string{"error": err.Error()})
+	}
+
+	rep := h.apply(p, id, redelivery)
+	rec.Action, rec.Repo, rec.Outcome, rec.Sources = p.action, p.repo.fullName, rep.Outcome, rep.Sources
+	h.record(rec)
+	h.count(event, rep.Outcome)
+
+	attrs := []any{"event", event, "action", p.action, "delivery", id, "repo", p.repo.fullName,
+		"outcome", rep.Outcome, "sources", rep.Sources, "dur", time.Since(start)}
+	switch {
+	case redelivery:
+		h.logger.Info("webhook redelivery", attrs...)
+	case rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomePing:
+		h.logger.Info("webhook delivery", attrs...)
+	default:
+		h.logger.Debug("webhook delivery", attrs...)
+	}
+
+	status := http.StatusNoContent
+	switch {
+	case redelivery:
+		status = http.StatusOK
+	case rep.Outcome == OutcomePing:
+		status = http.StatusOK
+	case rep.Outcome == OutcomeAccepted:
+		status = http.StatusAccepted
+	}
+	if status == http.StatusNoContent {
+		return c.NoContent(status)
+	}
+	rep.Delivery, rep.Event, rep.Redelivery = id, event, redelivery
+	return c.JSON(status, rep)
+}
+
+// httpStatus is the one place that maps a delivery's failure to an HTTP
+// status and an outcome.
+func httpStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return http.StatusRequestEntityTooLarge, OutcomeTooLarge
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, OutcomeUnauthorized
+	case errors.Is(err, errUnsupported):
+		return http.StatusUnsupportedMediaType, OutcomeUnsupported
+	case errors.Is(err, errMalformed):
+		return http.StatusBadRequest, OutcomeMalformed
+	default:
+		return http.StatusBadRequest, OutcomeBadRequest
+	}
+}
+
+// authenticate bounds and reads the body and checks its signature. A
+// Content-Length over the limit is refused before reading anything, and a
+// missing or ill-formed signature before reading the body; a body without
+// a length is read at most one byte past the limit.
+func (h *Handler) authenticate(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.ContentLength > MaxBodyBytes {
+		return nil, fmt.Errorf("content length %d: %w", req.ContentLength, errTooLarge)
+	}
+	sig := req.Header.Get(github.SHA256SignatureHeader)
+	if !wellFormedSignature(sig) {
+		return nil, errUnauthorized
+	}
+	var buf bytes.Buffer
+	if n := req.ContentLength; n > 0 {
+		buf.Grow(int(min(n, maxPresize)))
+	}
+	// The underlying ResponseWriter lets net/http close the connection
+	// after a 413 instead of draining the rest of the body.
+	body := http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes)
+	if _, err := buf.ReadFrom(body); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, errTooLarge
+		}
+		return nil, fmt.Errorf("read body: %w: %w", errUnreadable, err)
+	}
+	if !verify(sig, buf.Bytes(), h.secrets) {
+		return nil, errUnauthorized
+	}
+	return buf.Bytes(), nil
+}
+
+// begin marks a delivery id as being handled and reports whether it is a
+// redelivery: recorded before, or being handled right now (so two copies
+// racing each other still apply a release change once).
+func (h *Handler) begin(id string) bool {
+	if id == "" {
+		return false
+	}
+	h.mu.Lock()
+	_, busy := h.inFlight[id]
+	h.inFlight[id] = struct{}{}
+	h.mu.Unlock()
+	if busy {
+		return true
+	}
+	seen, err := h.log.Seen(id)
+	if err != nil {
+		// Handle it as new: at worst a redelivered release is Put again.
+		h.logger.Error("delivery log lookup failed", "delivery", id, "err", err)
+		return false
+	}
+	return seen
+}
+
+// end forgets an id begin marked; the delivery log remembers it from now on.
+// A racing copy may have re-marked it, which is harmless: it was recorded
+// before either copy ends.
+func (h *Handler) end(id string) {
+	if id == "" {
+		return
+	}
+	h.mu.Lock()
+	delete(h.inFlight, id)
+	h.mu.Unlock()
+}
+
+func (h *Handler) record(d Delivery) {
+	if err := h.log.Record(d); err != nil {
+		h.logger.Error("delivery log write failed", "delivery", d.ID, "event", d.Event, "err", err)
+	}
+}
+
+func (h *Handler) count(event, outcome string) {
+	if h.metrics == nil {
+		return
+	}
+	if github.EventForType(event) == nil {
+		event = otherEvent
+	}
+	h.metrics(event, outcome)
+}
+
+func (h *Handler) targets() []Target {
+	if h.sources == nil {
+		return nil
+	}
+	return h.sources.Targets()
+}
+
+// apply acts on a parsed delivery: it asks for syncs and release-cache
+// updates, and says what it did.
+func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
+	reason := "webhook " + p.event
+	if p.action != "" {
+		reason += " " + p.action
+	}
+	if p.ref != "" {
+		reason += " " + p.ref
+	}
+	if id != "" {
+		reason += " (delivery " + id + ")"
+	}
+
+	switch p.event {
+	case "ping":
+		return Reply{Outcome: OutcomePing, HookID: p.hookID, Sources: []string{}}
+	case "push", "create", "delete":
+		if p.ref == "" {
+			return Reply{Outcome: OutcomeIgnored, Sources: []string{}}
+		}
+		var hit []Target
+		for _, t := range sameRepo(h.targets(), p.repo, h.host) {
+			if refAffects(t, p.ref, p.repo.defaultBranch) {
+				hit = append(hit, t)
+			}
+		}
+		srcs := names(hit)
+		if len(srcs) == 0 {
+			return Reply{Outcome: OutcomeUntracked, Sources: srcs}
+		}
+		h.queue.add(srcs, reason)
+		return Reply{Outcome: OutcomeAccepted, Sources: srcs}
+	case "release":
+		return h.applyRelease(p, reason, redelivery)
+	}
+	return Reply{Outcome: OutcomeIgnored, Sources: []string{}}
+}
+
+// applyRelease handles the release actions skillreg acts on. A release
+// change is applied to the cache before the syncs it affects are asked
+// for, so a source pinned to release: latest resolves the new release.
+func (h *Handler) applyRelease(p *payload, reason string, redelivery bool) Reply {
+	rel := p.release
+	ignored := Reply{Outcome: OutcomeIgnored, Sources: []string{}}
+	switch p.action {
+	case "published", "released", "prereleased", "edited", "deleted", "unpublished":
+	default:
+		return ignored // created (a draft, or followed by published), and future actions
+	}
+	if rel.draft && p.action != "unpublished" {
+		return ignored
+	}
+
+	var onRelease, onSemver []Target
+	for _, t := range sameRepo(h.targets(), p.repo, h.host) {
+		switch t.Pin {
+		case PinRelease:
+			onRelease = append(onRelease, t)
+		case PinSemver:
+			onSemver = append(onSemver, t)
+		}
+	}
+	srcs := names(append(onRelease, onSemver...))
+
+	cacheTouched := false
+	refresh := false
+	if h.releases != nil && p.repo.fullName != "" {
+		switch p.action {
+		case "published", "released", "edited":
+			if !rel.prerelease && rel.tag != "" {
+				if !redelivery {
+					h.releases.Put(p.repo.fullName, rel.tag, rel.htmlURL, rel.publishedAt)
+				}
+				cacheTouched = true
+			} else if p.action == "edited" {
+				refresh = true // edited into a prerelease: it may have been the latest
+			}
+		case "deleted", "unpublished":
+			refresh = true
+		}
+	}
+
+	if refresh {
+		h.queue.add(names(onSemver), reason)
+		h.refresh.schedule(p.repo.fullName, names(onRelease), reason)
+		cacheTouched = true
+	} else {
+		h.queue.add(srcs, reason)
+	}
+	if len(srcs) == 0 && !cacheTouched {
+		return Reply{Outcome: OutcomeUntracked, Sources: srcs}
+	}
+	return Reply{Outcome: OutcomeAccepted, Sources: srcs}
+}
+
+// payload is a delivery reduced to what the handler acts on.
+type payload struct {
+	event   string
+	action  string
+	repo    repository
+	ref     string // full ref name for push, create and delete
+	hookID  int64  // ping
+	release release
+}
+
+type release struct {
+	tag         string
+	htmlURL     string
+	publishedAt time.Time
+	draft       bool
+	prerelease  bool
+}
+
+// parse extracts the JSON payload from a signed body of the given content
+// type and reads the fields of the events skillreg acts on. Other events
+// are only checked to be JSON, and their action and repository read for the
+// delivery log.
+func parse(event, contentType string, body []byte) (*payload, error) {
+	media, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("content type %q: %w", contentType, errUnsupported)
+	}
+	raw := body
+	switch media {
+	case contentTypeJSON:
+	case contentTypeForm:
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("form body: %w", errMalformed)
+		}
+		if !form.Has(formPayloadField) {
+			return nil, fmt.Errorf("form body without %s field: %w", formPayloadField, errMalformed)
+		}
+		raw = []byte(form.Get(formPayloadField))
+	default:
+		return nil, fmt.Errorf("content type %q: %w", media, errUnsupported)
+	}
+	p := &payload{event: event}
+	switch event {
+	case "ping", "push", "create", "delete", "release":
+		ev, err := github.ParseWebHook(event, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s payload: %w", event, errMalformed)
+		}
+		readEvent(p, ev)
+	default:
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("%s payload is not JSON: %w", event, errMalformed)
+		}
+		var head struct {
+			Action     any `json:"action"`
+			Repository struct {
+				FullName any `json:"full_name"`
+			} `json:"repository"`
+		}
+		// Best effort, for the log only: an unexpected shape is not an
+		// error for an event skillreg ignores.
+		_ = json.Unmarshal(raw, &head)
+		p.action, _ = head.Action.(string)
+		p.repo.fullName, _ = head.Repository.FullName.(string)
+	}
+	return p, nil
+}
+
+// readEvent copies what the handler needs out of a go-github event value.
+func readEvent(p *payload, ev any) {
+	switch e := ev.(type) {
+	case *github.PingEvent:
+		p.hookID = e.GetHookID()
+		if p.hookID == 0 {
+			p.hookID = e.GetHook().GetID()
+		}
+		p.repo = fromRepository(e.GetRepo())
+	case *github.PushEvent:
+		p.action = e.GetAction()
+		p.ref = e.GetRef()
+		r := e.GetRepo()
+		p.repo = repository{
+			fullName:      r.GetFullName(),
+			urls:          []string{r.GetCloneURL(), r.GetSSHURL(), r.GetGitURL(), r.GetHTMLURL(), r.GetSVNURL(), r.GetURL()},
+			defaultBranch: firstNonEmpty(r.GetDefaultBranch(), r.GetMasterBranch()),
+		}
+	case *github.CreateEvent:
+		p.ref = fullRef(e.GetRefType(), e.GetRef())
+		p.repo = fromRepository(e.GetRepo())
+		if p.repo.defaultBranch == "" {
+			p.repo.defaultBranch = e.GetMasterBranch()
+		}
+	case *github.DeleteEvent:
+		p.ref = fullRef(e.GetRefType(), e.GetRef())
+		p.repo = fromRepository(e.GetRepo())
+	case *github.ReleaseEvent:
+		p.action = e.GetAction()
+		p.repo = fromRepository(e.GetRepo())
+		r := e.GetRelease()
+		p.release = release{
+			tag:         r.GetTagName(),
+			htmlURL:     r.GetHTMLURL(),
+			publishedAt: r.GetPublishedAt().Time,
+			draft:       r.GetDraft(),
+			prerelease:  r.GetPrerelease(),
+		}
+	}
+}
+
+func fromRepository(r *github.Repository) repository {
+	return repository{
+		fullName:      r.GetFullName(),
+		urls:          []string{r.GetCloneURL(), r.GetSSHURL(), r.GetGitURL(), r.GetHTMLURL(), r.GetSVNURL()},
+		defaultBranch: firstNonEmpty(r.GetDefaultBranch(), r.GetMasterBranch()),
+	}
+}
+
+// fullRef turns a create or delete event's short ref into a full ref name;
+// "" for a repository creation or an unknown kind.
+func fullRef(refType, ref string) string {
+	if ref == "" {
+		return ""
+	}
+	switch refType {
+	case "tag":
+		return tagsPrefix + ref
+	case "branch":
+		return headsPrefix + ref
+	}
+	return ""
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+type discardSyncer struct{}
+
+func (discardSyncer) RequestSync(string, string) {}
+
+var _ DeliveryLog = (*MemoryLog)(nil)
