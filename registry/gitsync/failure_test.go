@@ -1,0 +1,175 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/internal/gittest"
+)
+
+func TestAuth(t *testing.T) {
+	const token = "tok-s3cret-123"
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"v": "1"})
+	commit := f.remote.Commit("one")
+	f.remote.Push("main")
+	f.srv.RequireToken(token)
+	ctx := context.Background()
+
+	for _, auth := range []Auth{{}, {Token: "wrong-" + token}} {
+		_, err := f.repo.ListRemote(ctx, auth)
+		if !errors.Is(err, ErrAuth) {
+			t.Fatalf("ListRemote with %v: %v, want ErrAuth", auth, err)
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Fatalf("error leaks the token: %v", err)
+		}
+		err = f.repo.Fetch(ctx, Resolved{Commit: commit}, auth)
+		if !errors.Is(err, ErrAuth) || strings.Contains(err.Error(), token) {
+			t.Fatalf("Fetch with %v: %v, want ErrAuth without the token", auth, err)
+		}
+	}
+
+	auth := Auth{Token: token}
+	refs, err := f.repo.ListRemote(ctx, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := refs.Resolve(Pin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.repo.Fetch(ctx, res, auth); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, f.repo, commit, ""); got["v"] != "1" {
+		t.Fatalf("snapshot: %v", got)
+	}
+	// Nothing on disk holds the token.
+	err = filepath.WalkDir(f.repo.Dir(), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(data), token) {
+			t.Errorf("%s holds the token", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServerError(t *testing.T) {
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"v": "1"})
+	commit := f.remote.Commit("one")
+	f.remote.Push("main")
+	ctx := context.Background()
+
+	f.srv.SetFailure(gittest.Failure{Status: http.StatusInternalServerError})
+	if _, err := f.repo.ListRemote(ctx, Auth{}); !errors.Is(err, ErrNetwork) {
+		t.Fatalf("ListRemote against a 500: %v, want ErrNetwork", err)
+	}
+	f.srv.SetFailure(gittest.Failure{Status: http.StatusBadGateway, FetchOnly: true})
+	if err := f.repo.Fetch(ctx, Resolved{Commit: commit}, Auth{}); !errors.Is(err, ErrNetwork) {
+		t.Fatalf("Fetch against a 502: %v, want ErrNetwork", err)
+	}
+	if f.repo.HasCommit(commit) {
+		t.Fatal("a failed fetch left the commit held")
+	}
+	assertNoTempFiles(t, f.repo)
+
+	f.srv.SetFailure(gittest.Failure{})
+	if err := f.repo.Fetch(ctx, Resolved{Commit: commit}, Auth{}); err != nil {
+		t.Fatalf("Fetch after the server recovered: %v", err)
+	}
+}
+
+func TestServerHangs(t *testing.T) {
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"v": "1"})
+	commit := f.remote.Commit("one")
+	f.remote.Push("main")
+
+	// The server never answers, so the deadline always wins, however
+	// slow the machine: the outcome does not depend on timing.
+	f.srv.SetFailure(gittest.Failure{Hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := f.repo.ListRemote(ctx, Auth{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ListRemote against a hanging server: %v, want DeadlineExceeded", err)
+	}
+
+	f.srv.SetFailure(gittest.Failure{Hang: true, FetchOnly: true})
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := f.repo.Fetch(ctx, Resolved{Commit: commit}, Auth{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Fetch against a hanging server: %v, want DeadlineExceeded", err)
+	}
+	assertNoTempFiles(t, f.repo)
+
+	// A cancelled caller does not wait for the repository lock forever.
+	if err := f.repo.lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	err := f.repo.Fetch(ctx, Resolved{Commit: commit}, Auth{})
+	f.repo.unlock()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Fetch waiting for a held lock with a cancelled context: %v", err)
+	}
+}
+
+func TestPackTooLarge(t *testing.T) {
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("big")
+	remote.WriteFiles(bigTree(50, "x"))
+	commit := remote.Commit("one")
+	remote.Push("main")
+	pool, err := NewPool(t.TempDir(), PoolOptions{MaxPackBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	repo, err := pool.Repo(remote.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Fetch(context.Background(), Resolved{Commit: commit}, Auth{}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Fetch of a pack over the limit: %v, want ErrTooLarge", err)
+	}
+	assertNoTempFiles(t, repo)
+}
+
+func TestClosedPool(t *testing.T) {
+	f := newFixture(t)
+	f.pool.Close()
+	if _, err := f.pool.Repo(f.remote.URL()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Repo after Close: %v", err)
+	}
+	if _, err := f.repo.ListRemote(context.Background(), Auth{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ListRemote after Close: %v", err)
+	}
+}
+
+func assertNoTempFiles(t *testing.T, r *Repo) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(r.Dir(), "objects", "pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tmp_") {
+			t.Errorf("left behind %s", e.Name())
+		}
+	}
+}
