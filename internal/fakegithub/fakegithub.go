@@ -258,6 +258,22 @@ func (s *Server) Delete(fullName string, id int64) error {
 	return fmt.Errorf("delete release %d of %s: %w", id, fullName, ErrNotFound)
 }
 
+// Releases returns a copy of a repository's releases, drafts included, in
+// the order they were published.
+func (s *Server) Releases(fullName string) []Release {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.repos[strings.ToLower(fullName)]
+	if !ok {
+		return nil
+	}
+	out := make([]Release, len(r.releases))
+	for i, rel := range r.releases {
+		out[i] = *rel
+	}
+	return out
+}
+
 // Stats returns the counters for one path, e.g.
 // "/repos/chainbase-labs/agentkey/releases/latest" (with or without the
 // /api/v3 prefix, which is not part of the key).

@@ -377,3 +377,15 @@ func TestEditAndDeleteMoveLatest(t *testing.T) {
 		t.Errorf("edit unknown: %v", err)
 	}
 }
+
+func TestReleasesListsStoredReleases(t *testing.T) {
+	s, _ := newFake(t, fakegithub.Options{})
+	seed(s)
+	rels := s.Releases(repo)
+	if len(rels) != 4 || rels[0].TagName != "v1.0.0" || !rels[3].Draft || !rels[3].PublishedAt.IsZero() {
+		t.Errorf("Releases = %+v", rels)
+	}
+	if s.Releases("nobody/nothing") != nil {
+		t.Error("unknown repository has releases")
+	}
+}
