@@ -1,5 +1,7 @@
 package releases
 
+import "time"
+
 // PutRawForTest stores bytes as they would sit in a persistent store, so
 // tests can plant undecodable or invalid entries.
 func (m *MemoryStore) PutRawForTest(repo string, b []byte) { m.putRaw(repo, b) }
@@ -16,4 +18,9 @@ func WaitFollowUpJoinsForTest(c *Client, repo string, n int) {
 		}
 		c.idle.Wait()
 	}
+}
+
+// PutForTest is Put, reporting whether the release was applied.
+func PutForTest(c *Client, repo, tag, htmlURL string, publishedAt time.Time) bool {
+	return c.put(repo, tag, htmlURL, publishedAt)
 }

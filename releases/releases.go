@@ -10,7 +10,8 @@
 // errors keep the cached value. Get never waits on the network once a
 // repository has been looked up: it answers from the cache and refreshes in
 // the background. Release webhooks update the cache through Put (never
-// backwards) and Refresh.
+// backwards) and Refresh; the Client's Put and Refresh are the methods of
+// the webhook package's Releases interface.
 package releases
 
 import (
@@ -30,9 +31,11 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// Defaults for Options.
 const (
-	DefaultTTL     = 24 * time.Hour
+	// DefaultTTL is how long a looked-up release is served without asking
+	// GitHub again (the protocol's recommendation).
+	DefaultTTL = 24 * time.Hour
+	// DefaultTimeout bounds each request to GitHub.
 	DefaultTimeout = 3 * time.Second
 )
 
@@ -76,20 +79,31 @@ var (
 
 // Lookup results reported to Metrics.CacheLookup.
 const (
-	LookupFresh = "fresh" // answered from a cache entry within its TTL
-	LookupStale = "stale" // a cache entry past its TTL (refreshed, or served while GitHub cannot be asked)
-	LookupMiss  = "miss"  // nothing cached
+	// LookupFresh counts answers from a cache entry within its TTL.
+	LookupFresh = "fresh"
+	// LookupStale counts lookups that found an entry past its TTL (then
+	// refreshed, or served while GitHub cannot be asked).
+	LookupStale = "stale"
+	// LookupMiss counts lookups that found nothing cached.
+	LookupMiss = "miss"
 )
 
 // Upstream results reported to Metrics.UpstreamRequest, one per request
 // sent to GitHub.
 const (
-	ResultOK          = "ok"           // 200 with a release
-	ResultNotModified = "not_modified" // 304 to a conditional request
-	ResultNotFound    = "not_found"    // 404: no release
-	ResultRateLimited = "rate_limited" // 403 or 429 rate limit
-	ResultServerError = "server_error" // 5xx
-	ResultError       = "error"        // network error, timeout, any other status, undecodable answer
+	// ResultOK is a 200 with a release.
+	ResultOK = "ok"
+	// ResultNotModified is a 304 to a conditional request.
+	ResultNotModified = "not_modified"
+	// ResultNotFound is a 404: no release.
+	ResultNotFound = "not_found"
+	// ResultRateLimited is a 403 or 429 rate-limit answer.
+	ResultRateLimited = "rate_limited"
+	// ResultServerError is a 5xx answer.
+	ResultServerError = "server_error"
+	// ResultError is a network error, a timeout, any other status or an
+	// answer that does not make sense.
+	ResultError = "error"
 )
 
 // Metrics receives counters; wire it to Prometheus or anything else.
@@ -140,15 +154,6 @@ type Release struct {
 	URL         string    // html_url, the release page
 	PublishedAt time.Time // published_at, zero when unknown
 	FetchedAt   time.Time // when GitHub or a webhook last confirmed it; zero when never
-}
-
-// ReleaseEvent is what a release webhook payload says about one release.
-type ReleaseEvent struct {
-	Tag         string    // release.tag_name
-	HTMLURL     string    // release.html_url
-	PublishedAt time.Time // release.published_at
-	Draft       bool      // release.draft
-	Prerelease  bool      // release.prerelease
 }
 
 // Client looks up latest releases with a cache. Create it with New; it is
@@ -380,29 +385,35 @@ func (c *Client) Get(ctx context.Context, repo string, maxAge time.Duration) Rel
 	return toRelease(snap)
 }
 
-// Refresh asks GitHub now, whatever the TTL (release webhooks call it when
-// a release was deleted or unpublished, since the new latest is not in the
-// payload). Until it completes, the entry no longer counts as fresh, so a
-// concurrent Latest waits for it. A request already in flight is not
-// trusted (it may predate the change): Refresh waits for it and then sends
-// its own, shared with other Refresh calls that arrive meanwhile. The
-// result may be older than the cached tag; that is the point. It honours
-// rate limits (ErrRateLimited without asking) and returns the entry as it
-// then stands, with ErrNoRelease when there is none, or with the error that
-// kept GitHub from answering.
-func (c *Client) Refresh(ctx context.Context, repo string) (Release, error) {
+// Refresh asks GitHub now, whatever the TTL, about a repository this
+// Client follows (one it has looked up or has a cache entry for; others
+// are ignored, since their first lookup asks GitHub anyway). Release
+// webhooks call it when a release was deleted, unpublished or edited into
+// a prerelease: the new latest is not in the payload. Until it completes,
+// the entry no longer counts as fresh, so a concurrent Latest waits for it.
+// A request already in flight is not trusted (it may predate the change):
+// Refresh waits for it and then sends its own, shared with the Refresh
+// calls that arrive meanwhile. The result may be older than the cached
+// tag; that is the point. It honours rate limits (ErrRateLimited without
+// asking). It returns nil when GitHub answered, "no release" included, and
+// otherwise the error that kept GitHub from answering; read the result
+// with Latest or Get.
+func (c *Client) Refresh(ctx context.Context, repo string) error {
 	key, err := repoKey(repo)
 	if err != nil {
-		return Release{}, err
+		return err
 	}
 	e := c.entryFor(key)
 	now := c.now()
 
 	c.mu.Lock()
-	if until, why := c.blockedLocked(e, now, true); why != notBlocked {
-		snap := e.c
+	if !followedLocked(e) {
 		c.mu.Unlock()
-		return toRelease(snap), blockedErr(key, until, why)
+		return nil
+	}
+	if until, why := c.blockedLocked(e, now, true); why != notBlocked {
+		c.mu.Unlock()
+		return blockedErr(key, until, why)
 	}
 	e.stale = true
 	cl := c.startLocked(key, e, true)
@@ -410,35 +421,34 @@ func (c *Client) Refresh(ctx context.Context, repo string) (Release, error) {
 
 	select {
 	case <-cl.done:
+		return cl.err
 	case <-ctx.Done():
-		return Release{}, fmt.Errorf("refresh latest release of %s: %w", key, ctx.Err())
+		return fmt.Errorf("refresh latest release of %s: %w", key, ctx.Err())
 	}
-	c.mu.Lock()
-	snap := e.c
-	c.mu.Unlock()
-	if cl.err != nil {
-		return toRelease(snap), cl.err
-	}
-	return answer(key, snap, nil)
 }
 
-// Put records a release that a webhook announced (published, released or
-// edited), without asking GitHub, and reports whether it was applied.
+// Put records a published release that a webhook announced (published,
+// released or edited; the caller leaves out drafts and prereleases) for a
+// repository this Client follows, without asking GitHub. publishedAt is
+// the payload's published_at, zero when absent.
 //
 // It never goes backwards, so a redelivered or reordered old payload cannot
 // replace a newer tag. The rule, in order:
-//  1. Drafts and prereleases are not "latest" and are ignored; if the
-//     cached latest has become one, a background refresh is started.
-//  2. Nothing cached, or the same tag as cached: applied.
-//  3. Both published_at known and different: the later one wins (this is
+//  1. Nothing cached, or the same tag as cached: applied.
+//  2. Both published_at known and different: the later one wins (this is
 //     GitHub's own default for which release is latest).
-//  4. Otherwise both tags semantic versions: the higher one wins.
-//  5. Otherwise undecidable: not applied, and a background refresh asks
+//  3. Otherwise both tags semantic versions: the higher one wins.
+//  4. Otherwise undecidable: not applied, and a background refresh asks
 //     GitHub, which has the last word.
 //
 // A request in flight that started before an applied Put cannot undo it
-// with an older answer.
-func (c *Client) Put(repo string, ev ReleaseEvent) bool {
+// with an older answer. Put never waits on the network.
+func (c *Client) Put(repo, tag, htmlURL string, publishedAt time.Time) {
+	c.put(repo, tag, htmlURL, publishedAt)
+}
+
+// put is Put, reporting whether the release was applied.
+func (c *Client) put(repo, tag, htmlURL string, publishedAt time.Time) bool {
 	key, err := repoKey(repo)
 	if err != nil {
 		c.log.Warn("release webhook ignored", "repo", repo, "err", err)
@@ -448,42 +458,36 @@ func (c *Client) Put(repo string, ev ReleaseEvent) bool {
 	now := c.now()
 
 	c.mu.Lock()
-	if ev.Draft || ev.Prerelease {
-		if e.c.Tag != "" && e.c.Tag == ev.Tag {
-			e.stale = true
-			if _, why := c.blockedLocked(e, now, true); why == notBlocked {
-				c.startLocked(key, e, true)
-			}
-		}
+	if !followedLocked(e) {
 		c.mu.Unlock()
+		c.log.Debug("release webhook for a repository not followed, ignored", "repo", key)
 		return false
 	}
-	if !validTag(ev.Tag) || !validPageURL(ev.HTMLURL) {
+	if !validTag(tag) || !validPageURL(htmlURL) {
 		c.mu.Unlock()
 		c.log.Warn("release webhook ignored: invalid tag or html_url", "repo", key)
 		return false
 	}
-	switch order(e.c, ev.Tag, ev.PublishedAt) {
+	switch order(e.c, tag, publishedAt) {
 	case keep:
 		c.mu.Unlock()
-		c.log.Debug("release webhook older than cached release, ignored", "repo", key, "ref", ev.Tag)
+		c.log.Debug("release webhook older than cached release, ignored", "repo", key, "ref", tag)
 		return false
 	case unsure:
 		if _, why := c.blockedLocked(e, now, true); why == notBlocked {
 			c.startLocked(key, e, true)
 		}
 		c.mu.Unlock()
-		c.log.Debug("release webhook not comparable with cached release, asking GitHub", "repo", key, "ref", ev.Tag)
+		c.log.Debug("release webhook not comparable with cached release, asking GitHub", "repo", key, "ref", tag)
 		return false
 	}
-	published := ev.PublishedAt
-	if e.c.Tag == ev.Tag && published.IsZero() {
-		published = e.c.PublishedAt
+	if e.c.Tag == tag && publishedAt.IsZero() {
+		publishedAt = e.c.PublishedAt
 	}
 	e.c = Cached{
-		Tag:            ev.Tag,
-		HTMLURL:        ev.HTMLURL,
-		PublishedAt:    published,
+		Tag:            tag,
+		HTMLURL:        htmlURL,
+		PublishedAt:    publishedAt.UTC(),
 		FetchedAt:      now,
 		RetryNotBefore: e.c.RetryNotBefore,
 	}
@@ -494,9 +498,15 @@ func (c *Client) Put(repo string, ev ReleaseEvent) bool {
 	snap, ver := e.c, e.ver
 	c.mu.Unlock()
 
-	c.log.Info("latest release updated from webhook", "repo", key, "ref", ev.Tag)
+	c.log.Info("latest release updated from webhook", "repo", key, "ref", tag)
 	c.save(key, e, snap, ver)
 	return true
+}
+
+// followedLocked reports whether the Client has looked e up or holds
+// anything about it.
+func followedLocked(e *entry) bool {
+	return e.attempted || e.inflight != nil || !e.c.FetchedAt.IsZero() || !e.c.RetryNotBefore.IsZero()
 }
 
 type verdict int
@@ -806,11 +816,11 @@ func (c *Client) fetch(key string, e *entry, forced bool) error {
 
 	switch o.result {
 	case ResultOK, ResultNotModified, ResultNotFound:
-		c.log.Debug("looked up latest release", "repo", key, "ref", tag, "event", o.result, "dur", dur)
+		c.log.Debug("looked up latest release", "repo", key, "ref", tag, "result", o.result, "dur", dur)
 	case ResultRateLimited:
 		c.log.Warn("GitHub rate limit, serving cached release", "repo", key, "until", o.retryAt.UTC(), "dur", dur)
 	default:
-		c.log.Warn("latest release lookup failed, serving cached release", "repo", key, "event", o.result, "dur", dur, "err", o.err)
+		c.log.Warn("latest release lookup failed, serving cached release", "repo", key, "result", o.result, "dur", dur, "err", o.err)
 	}
 	if changed {
 		c.save(key, e, snap, ver)

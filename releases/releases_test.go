@@ -352,7 +352,7 @@ func TestRateLimitIsSharedAcrossRepositoriesAndRestarts(t *testing.T) {
 		t.Errorf("requests = %d, want 1", n)
 	}
 	// Refresh (a webhook) honours the limit as well.
-	if _, err := c.Refresh(t.Context(), agentkey); !errors.Is(err, releases.ErrRateLimited) {
+	if err := c.Refresh(t.Context(), agentkey); !errors.Is(err, releases.ErrRateLimited) {
 		t.Errorf("Refresh: %v", err)
 	}
 	e.clock.Advance(5 * time.Minute)
@@ -471,26 +471,24 @@ func TestWebhookPutNeverGoesBackwards(t *testing.T) {
 
 	steps := []struct {
 		name    string
-		ev      releases.ReleaseEvent
+		ev      event
 		applied bool
 		want    string
 	}{
-		{"published newer", releases.ReleaseEvent{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, true, "v1.4.0"},
-		{"old published redelivered", releases.ReleaseEvent{Tag: "v1.3.0", HTMLURL: url("v1.3.0"), PublishedAt: t0}, false, "v1.4.0"},
-		{"older release edited", releases.ReleaseEvent{Tag: "v1.2.0", HTMLURL: url("v1.2.0"), PublishedAt: t0.Add(-time.Hour)}, false, "v1.4.0"},
-		{"current release edited", releases.ReleaseEvent{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, true, "v1.4.0"},
-		{"prerelease published", releases.ReleaseEvent{Tag: "v2.0.0-rc.1", HTMLURL: url("v2.0.0-rc.1"), PublishedAt: t0.Add(2 * time.Hour), Prerelease: true}, false, "v1.4.0"},
-		{"draft", releases.ReleaseEvent{Tag: "v2.0.0", HTMLURL: url("v2.0.0"), Draft: true}, false, "v1.4.0"},
-		{"later backport wins like on GitHub", releases.ReleaseEvent{Tag: "v1.4.1", HTMLURL: url("v1.4.1"), PublishedAt: t0.Add(3 * time.Hour)}, true, "v1.4.1"},
-		{"no published_at, lower version", releases.ReleaseEvent{Tag: "v1.3.5", HTMLURL: url("v1.3.5")}, false, "v1.4.1"},
-		{"no published_at, higher version", releases.ReleaseEvent{Tag: "v1.5.0", HTMLURL: url("v1.5.0")}, true, "v1.5.0"},
-		{"redelivered after that", releases.ReleaseEvent{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, false, "v1.5.0"},
-		{"invalid url", releases.ReleaseEvent{Tag: "v9.0.0", HTMLURL: "javascript:x", PublishedAt: t0.Add(9 * time.Hour)}, false, "v1.5.0"},
-		{"empty tag", releases.ReleaseEvent{Tag: "", HTMLURL: url(""), PublishedAt: t0.Add(9 * time.Hour)}, false, "v1.5.0"},
+		{"published newer", event{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, true, "v1.4.0"},
+		{"old published redelivered", event{Tag: "v1.3.0", HTMLURL: url("v1.3.0"), PublishedAt: t0}, false, "v1.4.0"},
+		{"older release edited", event{Tag: "v1.2.0", HTMLURL: url("v1.2.0"), PublishedAt: t0.Add(-time.Hour)}, false, "v1.4.0"},
+		{"current release edited", event{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, true, "v1.4.0"},
+		{"later backport wins like on GitHub", event{Tag: "v1.4.1", HTMLURL: url("v1.4.1"), PublishedAt: t0.Add(3 * time.Hour)}, true, "v1.4.1"},
+		{"no published_at, lower version", event{Tag: "v1.3.5", HTMLURL: url("v1.3.5")}, false, "v1.4.1"},
+		{"no published_at, higher version", event{Tag: "v1.5.0", HTMLURL: url("v1.5.0")}, true, "v1.5.0"},
+		{"redelivered after that", event{Tag: "v1.4.0", HTMLURL: url("v1.4.0"), PublishedAt: t0.Add(time.Hour)}, false, "v1.5.0"},
+		{"invalid url", event{Tag: "v9.0.0", HTMLURL: "javascript:x", PublishedAt: t0.Add(9 * time.Hour)}, false, "v1.5.0"},
+		{"empty tag", event{Tag: "", HTMLURL: url(""), PublishedAt: t0.Add(9 * time.Hour)}, false, "v1.5.0"},
 	}
 	for _, s := range steps {
 		e.clock.Advance(time.Minute)
-		if got := c.Put(agentkey, s.ev); got != s.applied {
+		if got := releases.PutForTest(c, agentkey, s.ev.Tag, s.ev.HTMLURL, s.ev.PublishedAt); got != s.applied {
 			t.Errorf("%s: applied = %v, want %v", s.name, got, s.applied)
 		}
 		rel := c.Get(t.Context(), agentkey, 0)
@@ -512,6 +510,12 @@ func TestWebhookPutNeverGoesBackwards(t *testing.T) {
 	}
 }
 
+// event is the part of a release webhook payload that Put takes.
+type event struct {
+	Tag, HTMLURL string
+	PublishedAt  time.Time
+}
+
 func TestPutUndecidableAsksGitHub(t *testing.T) {
 	e := newEnv(t, fakegithub.Options{})
 	e.gh.Publish("acme/dated", fakegithub.Release{TagName: "build-100"})
@@ -521,7 +525,7 @@ func TestPutUndecidableAsksGitHub(t *testing.T) {
 	}
 	e.gh.Publish("acme/dated", fakegithub.Release{TagName: "build-101", CreatedAt: epoch.Add(time.Minute)})
 	// No published_at and no versions: Put cannot order them.
-	if c.Put("acme/dated", releases.ReleaseEvent{Tag: "build-101", HTMLURL: "https://github.com/acme/dated/releases/tag/build-101"}) {
+	if releases.PutForTest(c, "acme/dated", "build-101", "https://github.com/acme/dated/releases/tag/build-101", time.Time{}) {
 		t.Error("undecidable Put applied")
 	}
 	c.Wait()
@@ -548,7 +552,7 @@ func TestPutDuringRequestIsNotUndone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The webhook lands while GitHub (lagging) still answers v1.3.0.
-	if !c.Put(agentkey, releases.ReleaseEvent{Tag: "v1.4.0", HTMLURL: "https://github.com/chainbase-labs/agentkey/releases/tag/v1.4.0", PublishedAt: e.clock.Now()}) {
+	if !releases.PutForTest(c, agentkey, "v1.4.0", "https://github.com/chainbase-labs/agentkey/releases/tag/v1.4.0", e.clock.Now()) {
 		t.Fatal("Put not applied")
 	}
 	release()
@@ -571,9 +575,12 @@ func TestRefreshAfterDeleteGoesBackwards(t *testing.T) {
 	if err := e.gh.Delete(agentkey, v14.ID); err != nil {
 		t.Fatal(err)
 	}
-	rel, err := c.Refresh(t.Context(), agentkey)
-	if err != nil || rel.Tag != "v1.3.0" {
-		t.Errorf("Refresh after delete = %+v, %v; want v1.3.0", rel, err)
+	if err := c.Refresh(t.Context(), agentkey); err != nil {
+		t.Fatal(err)
+	}
+	// No request needed to see it: the refresh went backwards on purpose.
+	if rel := c.Get(t.Context(), agentkey, 0); rel.Tag != "v1.3.0" {
+		t.Errorf("after Refresh: %+v; want v1.3.0", rel)
 	}
 	if st := e.gh.Stats(latestPath); st.Requests != 2 || st.Conditional != 1 || st.NotModified != 0 {
 		t.Errorf("stats %+v", st)
@@ -584,9 +591,11 @@ func TestRefreshAfterDeleteGoesBackwards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rel, err = c.Refresh(t.Context(), agentkey)
-	if !errors.Is(err, releases.ErrNoRelease) || rel.Tag != "" {
-		t.Errorf("Refresh with no releases = %+v, %v", rel, err)
+	if err := c.Refresh(t.Context(), agentkey); err != nil {
+		t.Errorf("Refresh with no releases: %v", err)
+	}
+	if rel, err := c.Latest(t.Context(), agentkey); !errors.Is(err, releases.ErrNoRelease) || rel.Tag != "" {
+		t.Errorf("Latest after the last release went = %+v, %v", rel, err)
 	}
 	checkSchema(t, releases.BuildResponse(agentkeyMeta, c.Get(t.Context(), agentkey, 0), "codex"))
 }
@@ -612,7 +621,7 @@ func TestRefreshWaitsForOlderRequestAndCoalesces(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Refresh(context.Background(), agentkey); err != nil {
+			if err := c.Refresh(context.Background(), agentkey); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -703,7 +712,7 @@ func TestInvalidRepository(t *testing.T) {
 		if rel := c.Get(t.Context(), repo, 0); rel != (releases.Release{}) {
 			t.Errorf("Get(%q) = %+v", repo, rel)
 		}
-		if c.Put(repo, releases.ReleaseEvent{Tag: "v1.0.0", HTMLURL: "https://x.test/"}) {
+		if releases.PutForTest(c, repo, "v1.0.0", "https://x.test/", time.Time{}) {
 			t.Errorf("Put(%q) applied", repo)
 		}
 	}
@@ -734,7 +743,7 @@ func TestCloseCancelsAndStops(t *testing.T) {
 	if rel, err := c.Latest(t.Context(), agentkey); err != nil || rel.Tag != "v1.3.0" {
 		t.Errorf("after Close: %+v %v; want the cached release", rel, err)
 	}
-	if _, err := c.Refresh(t.Context(), agentkey); !errors.Is(err, releases.ErrClosed) {
+	if err := c.Refresh(t.Context(), agentkey); !errors.Is(err, releases.ErrClosed) {
 		t.Errorf("Refresh after Close: %v", err)
 	}
 }
@@ -776,4 +785,38 @@ func deleteTag(gh *fakegithub.Server, repo, tag string) error {
 		}
 	}
 	return nil
+}
+
+// The webhook package's Releases interface, as it declares it: the Client
+// plugs in without an adapter.
+var _ interface {
+	Put(repo, tag, htmlURL string, publishedAt time.Time)
+	Refresh(ctx context.Context, repo string) error
+} = (*releases.Client)(nil)
+
+func TestWebhooksIgnoreRepositoriesNotFollowed(t *testing.T) {
+	e := newEnv(t, fakegithub.Options{})
+	e.publishAgentkey()
+	c := e.client(releases.Options{})
+	c.Put(agentkey, "v9.0.0", "https://github.com/chainbase-labs/agentkey/releases/tag/v9.0.0", epoch)
+	if err := c.Refresh(t.Context(), agentkey); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if n := e.gh.Total(); n != 0 {
+		t.Errorf("requests = %d, want 0", n)
+	}
+	if _, ok, _ := e.store.LoadRelease(agentkey); ok {
+		t.Error("an entry was stored for a repository nobody looked up")
+	}
+	// The first lookup asks GitHub, which is the truth anyway.
+	if rel, err := c.Latest(t.Context(), agentkey); err != nil || rel.Tag != "v1.3.0" {
+		t.Errorf("Latest = %+v %v", rel, err)
+	}
+	// From now on webhooks count, even after a restart (the store knows).
+	restarted := e.client(releases.Options{})
+	restarted.Put(agentkey, "v1.4.0", "https://github.com/chainbase-labs/agentkey/releases/tag/v1.4.0", epoch.Add(time.Hour))
+	if rel := restarted.Get(t.Context(), agentkey, 0); rel.Tag != "v1.4.0" {
+		t.Errorf("after restart and Put: %+v", rel)
+	}
 }

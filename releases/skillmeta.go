@@ -15,7 +15,9 @@ const ProtocolVersion = 1
 
 // Values of Recipe.Kind (update_command_kind).
 const (
-	KindShell    = "shell"
+	// KindShell is a command the user runs verbatim in a terminal.
+	KindShell = "shell"
+	// KindManualUI is a short instruction to follow in the client's UI.
 	KindManualUI = "manual_ui"
 )
 
