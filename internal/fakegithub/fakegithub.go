@@ -30,9 +30,12 @@ import (
 	"time"
 )
 
-// Default rate limits per hour, as GitHub applies them.
 const (
-	DefaultAnonymousLimit     = 60
+	// DefaultAnonymousLimit is GitHub's primary rate limit per hour for
+	// requests without credentials.
+	DefaultAnonymousLimit = 60
+	// DefaultAuthenticatedLimit is GitHub's primary rate limit per hour for
+	// a token.
 	DefaultAuthenticatedLimit = 5000
 )
 
