@@ -1,0 +1,42 @@
+# skillreg: make run (serve the embedded examples), make test (everything,
+# conformance included), make build, make bench.
+
+GO      ?= go
+BIN     := bin/skillreg
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+# The shared conformance suite sits beside the checkout.
+CONFORMANCE ?= ../shared/conformance/run.sh
+
+.PHONY: all build run test unit conformance bench fmt-check vet tools
+all: build
+
+tools:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go is required (https://go.dev/dl/); install it and retry" >&2; exit 1; }
+	@command -v git >/dev/null 2>&1 || { echo "make: git is required (tests run a real git server); install git and retry" >&2; exit 1; }
+
+build: tools
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/skillreg
+
+run: build
+	$(BIN) serve
+
+fmt-check: tools
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/') 2>&1); \
+	if [ -n "$$out" ]; then echo "gofmt would change:" >&2; echo "$$out" >&2; exit 1; fi
+
+vet: tools
+	$(GO) vet ./...
+
+unit: tools
+	$(GO) test -race -count=1 ./...
+
+test: fmt-check vet unit conformance
+
+conformance: build
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite; install them and retry" >&2; exit 1; }
+	@test -x $(CONFORMANCE) || { echo "make: $(CONFORMANCE) not found (set CONFORMANCE=path/to/run.sh)" >&2; exit 1; }
+	scripts/conformance.sh $(BIN) $(CONFORMANCE)
+
+bench: build
+	$(GO) run ./internal/bench

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/registry"
+)
+
+func cmdServe(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "serve", "[--config FILE] [--listen ADDR] [--data DIR]", "Run the catalog server. Without --config it serves the example skills\n"+
+		"compiled into the binary. MCP is at /mcp; GET /healthz and /readyz report health")
+	cfgPath := fs.String("config", "", "configuration file (default: the embedded example catalog)")
+	listen := fs.String("listen", "", "listen address, overriding the configuration (default "+config.DefaultListen+")")
+	data := fs.String("data", "", "data directory, overriding the configuration")
+	rest, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(e.stderr, "skillreg serve: unexpected argument %q\n", rest[0])
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "skillreg serve: %v\n", err)
+		return exitUsage
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *data != "" {
+		cfg.DataDir = *data
+	}
+	log := newLogger(e.stderr, cfg.Log)
+	d, err := NewDaemon(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitProblems
+	}
+	if err := d.Listen(); err != nil {
+		log.Error("cannot start", "err", err)
+		return exitProblems
+	}
+	if err := d.Serve(ctx); err != nil {
+		log.Error("stopped", "err", err)
+		return exitProblems
+	}
+	return exitOK
+}
+
+// loadConfig reads the configuration file, or returns the embedded default:
+// the example skills, on the default address.
+func loadConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	return config.Parse(nil, "")
+}
+
+// newLogger builds the process logger: JSON unless stderr is a terminal
+// (or as configured), at the configured level.
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	format := c.Format
+	if format == "auto" || format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Daemon is a running skillreg: the registry, its faces and the HTTP server
+// that carries them.
+type Daemon struct {
+	cfg *config.Config
+	log *slog.Logger
+
+	Registry *registry.Registry
+	MCP      *mcp.Server
+	echo     *echo.Echo
+	ln       net.Listener
+	started  time.Time
+}
+
+// NewDaemon wires a daemon from its configuration. Nothing listens and no
+// sync runs until Listen and Serve.
+func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
+	d := &Daemon{cfg: cfg, log: log, started: time.Now()}
+	srcs, err := sources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var mcpSrv *mcp.Server
+	d.Registry = registry.New(registry.Options{
+		Logger: log,
+		OnSwap: func(old, new *registry.Catalog) {
+			if mcpSrv != nil {
+				mcpSrv.CatalogChanged()
+			}
+		},
+	})
+	mcpSrv = mcp.New(mcp.Options{
+		Catalogs: d.Registry,
+		Logger:   log,
+		Version:  buildVersion(),
+		CacheTTL: cfg.MCP.CacheTTL.D(),
+	})
+	d.MCP = mcpSrv
+	d.Registry.SetSources(srcs)
+	d.echo = d.routes()
+	return d, nil
+}
+
+// sources turns configured sources into registry sources; without any, the
+// embedded examples.
+func sources(cfg *config.Config) ([]registry.Source, error) {
+	if len(cfg.Sources) == 0 {
+		return []registry.Source{{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills}}, nil
+	}
+	var out []registry.Source
+	for _, s := range cfg.Sources {
+		src := registry.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
+		switch {
+		case s.Dir != "":
+			abs, err := filepath.Abs(s.Dir)
+			if err != nil {
+				return nil, fmt.Errorf("source %s: %w", s.Name, err)
+			}
+			src.Kind, src.Dir = registry.KindDir, abs
+		default:
+			return nil, fmt.Errorf("source %s: git sources are not supported yet", s.Name)
+		}
+		out = append(out, src)
+	}
+	return out, nil
+}
+
+func (d *Daemon) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard)
+	e.HTTPErrorHandler = func(err error, c echo.Context) {
+		var he *echo.HTTPError
+		code, msg := http.StatusInternalServerError, "internal error"
+		if errors.As(err, &he) {
+			code, msg = he.Code, fmt.Sprint(he.Message)
+		}
+		if code >= 500 {
+			d.log.Error("request failed", "path", c.Request().URL.Path, "err", err)
+		}
+		if !c.Response().Committed {
+			_ = c.JSON(code, map[string]string{"error": msg})
+		}
+	}
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			d.log.Error("panic serving request", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		Skipper:   func(c echo.Context) bool { return c.Request().URL.Path == "/mcp" },
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRemoteIP: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			d.log.Info("request", "method", v.Method, "uri", v.URI, "status", v.Status, "dur", v.Latency.Round(time.Microsecond).String(), "remote", v.RemoteIP)
+			return nil
+		},
+	}))
+	mcpH := echo.WrapHandler(d.MCP)
+	e.Any("/mcp", mcpH)
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", d.readyz)
+	return e
+}
+
+// readyz answers 200 when the catalog is loaded (every source has a
+// snapshot or has finished a first sync attempt) and 503 before, with each
+// source's state either way.
+func (d *Daemon) readyz(c echo.Context) error {
+	type source struct {
+		registry.State
+		AgeSeconds *float64 `json:"age_seconds,omitempty"`
+		Serving    bool     `json:"serving"`
+	}
+	cat := d.Registry.Current()
+	ready := d.Registry.Ready()
+	out := struct {
+		Ready      bool     `json:"ready"`
+		Generation uint64   `json:"generation"`
+		Skills     int      `json:"skills"`
+		Sources    []source `json:"sources"`
+	}{Ready: ready, Generation: cat.Gen, Skills: cat.Len(registry.Filter{})}
+	for _, st := range d.Registry.States() {
+		s := source{State: st}
+		if snap, ok := cat.Snapshot(st.Source); ok {
+			s.Serving = true
+			age := time.Since(snap.IndexedAt).Seconds()
+			s.AgeSeconds = &age
+		}
+		out.Sources = append(out.Sources, s)
+	}
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(code, out)
+}
+
+// Listen binds the configured address.
+func (d *Daemon) Listen() error {
+	ln, err := net.Listen("tcp", d.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+	}
+	d.ln = ln
+	return nil
+}
+
+// Addr is the address the daemon listens on (after Listen).
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// shutdownGrace bounds how long in-flight requests may take on shutdown.
+const shutdownGrace = 10 * time.Second
+
+// Serve runs the HTTP server and the registry until ctx ends, then shuts
+// down gracefully: stop accepting, let requests finish, stop syncs.
+func (d *Daemon) Serve(ctx context.Context) error {
+	if !isLoopback(d.ln.Addr()) {
+		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
+	}
+	srv := &http.Server{
+		Handler:           d.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	regCtx, stopReg := context.WithCancel(context.Background())
+	defer stopReg()
+	g.Go(func() error { return d.Registry.Run(regCtx) })
+	g.Go(func() error {
+		d.log.Info("serving", "addr", d.Addr(), "mcp", "http://"+d.Addr()+"/mcp", "version", buildVersion())
+		if err := srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		d.log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		stopReg()
+		return err
+	})
+	return g.Wait()
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}

@@ -1,0 +1,455 @@
+// Package config reads skillreg's YAML configuration strictly: unknown keys,
+// duplicate sources and impossible combinations are errors that name the
+// key and its line. It only describes; cmd turns it into running objects.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Listen is the HTTP address (default 127.0.0.1:8080).
+	Listen string `yaml:"listen"`
+	// DataDir holds the store and git object stores.
+	DataDir string      `yaml:"data_dir"`
+	Log     Log         `yaml:"log"`
+	MCP     MCP         `yaml:"mcp"`
+	GitHub  GitHub      `yaml:"github"`
+	Sources []Source    `yaml:"sources"`
+	Meta    []SkillMeta `yaml:"skill_meta"`
+	Clients []Client    `yaml:"clients"`
+
+	// Path is the file the configuration was read from ("" for the
+	// embedded default).
+	Path string `yaml:"-"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error (default info)
+	Format string `yaml:"format"` // json, text or auto (default auto: text on a terminal)
+}
+
+// MCP configures the MCP endpoint.
+type MCP struct {
+	// CacheTTL is the ttlMs hint of cacheable results (default 30s).
+	CacheTTL Duration `yaml:"cache_ttl"`
+}
+
+// GitHub configures GitHub access: releases lookups, tokens for sources on
+// the GitHub host, and webhook secrets.
+type GitHub struct {
+	APIURL            string `yaml:"api_url"`
+	TokenEnv          string `yaml:"token_env"`
+	WebhookSecretEnv  string `yaml:"webhook_secret_env"`
+	WebhookSecretFile string `yaml:"webhook_secret_file"`
+}
+
+// Source is one place skills come from: a local directory or a git
+// repository.
+type Source struct {
+	Name string `yaml:"name"`
+	Dir  string `yaml:"dir"`
+	URL  string `yaml:"url"`
+	Ref  *Ref   `yaml:"ref"`
+	Path string `yaml:"path"`
+	// Poll is how often to look for changes (default 2s for dir, 5m for
+	// git; 0 disables).
+	Poll    *Duration `yaml:"poll"`
+	Timeout Duration  `yaml:"timeout"`
+	Auth    *Auth     `yaml:"auth"`
+
+	Line int `yaml:"-"`
+}
+
+// Ref pins a git source; exactly one field is set.
+type Ref struct {
+	Branch  string `yaml:"branch"`
+	Tag     string `yaml:"tag"`
+	Commit  string `yaml:"commit"`
+	Semver  string `yaml:"semver"`
+	Release string `yaml:"release"`
+}
+
+// Auth says where a git source's token comes from; exactly one field is set.
+type Auth struct {
+	TokenEnv  string `yaml:"token_env"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// SkillMeta configures one skill-meta tool.
+type SkillMeta struct {
+	Skill        string            `yaml:"skill"`
+	Tool         string            `yaml:"tool"`
+	Repo         string            `yaml:"repo"`
+	UpdateDocURL string            `yaml:"update_doc_url"`
+	Recipes      map[string]Recipe `yaml:"recipes"`
+	CacheTTL     Duration          `yaml:"cache_ttl"`
+}
+
+// Recipe is how a client updates a skill.
+type Recipe struct {
+	Command string `yaml:"command"`
+	Kind    string `yaml:"kind"` // shell or manual_ui
+}
+
+// Client is one caller allowed on /mcp.
+type Client struct {
+	Name        string   `yaml:"name"`
+	TokenSHA256 string   `yaml:"token_sha256"`
+	Sources     []string `yaml:"sources"` // source names, or ["*"]
+}
+
+// Duration is a time.Duration written as "30s", "5m" or 0.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string, or the number 0.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: a duration such as 30s or 5m", n.Line)
+	}
+	if n.Value == "0" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration such as 30s or 5m", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Defaults.
+const (
+	DefaultListen    = "127.0.0.1:8080"
+	DefaultCacheTTL  = 30 * time.Second
+	DefaultDirPoll   = 2 * time.Second
+	DefaultGitPoll   = 5 * time.Minute
+	DefaultTimeout   = 60 * time.Second
+	DefaultAPIURL    = "https://api.github.com/"
+	DefaultSecretEnv = "SKILLREG_WEBHOOK_SECRET"
+)
+
+// MaxFileBytes bounds a configuration file.
+const MaxFileBytes = 1 << 20
+
+// Load reads and validates a configuration file. Relative directories are
+// resolved against the file's directory.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("config %s: larger than %d bytes", path, MaxFileBytes)
+	}
+	c, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+var fieldNotFound = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+
+// Parse reads a configuration from YAML; base resolves relative
+// directories.
+func Parse(data []byte, base string) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		msg = fieldNotFound.ReplaceAllString(msg, `line $1: unknown key "$2"`)
+		return nil, errors.New(msg)
+	}
+	// Line numbers of the sources, for messages.
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) == 1 {
+		if srcs := mapValue(doc.Content[0], "sources"); srcs != nil && srcs.Kind == yaml.SequenceNode {
+			for i, n := range srcs.Content {
+				if i < len(c.Sources) {
+					c.Sources[i].Line = n.Line
+				}
+			}
+		}
+	}
+	for i := range c.Sources {
+		if s := &c.Sources[i]; s.Dir != "" && !filepath.IsAbs(s.Dir) && base != "" {
+			s.Dir = filepath.Join(base, s.Dir)
+		}
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MCP.CacheTTL == 0 {
+		c.MCP.CacheTTL = Duration(DefaultCacheTTL)
+	}
+	if c.GitHub.APIURL == "" {
+		c.GitHub.APIURL = DefaultAPIURL
+	}
+	if c.GitHub.WebhookSecretEnv == "" {
+		c.GitHub.WebhookSecretEnv = DefaultSecretEnv
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "auto"
+	}
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		if s.Poll == nil {
+			d := Duration(DefaultGitPoll)
+			if s.Dir != "" {
+				d = Duration(DefaultDirPoll)
+			}
+			s.Poll = &d
+		}
+		if s.Timeout == 0 {
+			s.Timeout = Duration(DefaultTimeout)
+		}
+	}
+}
+
+var (
+	sourceNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,62}[a-z0-9])?$`)
+	commitRE     = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	repoRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	toolNameRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Validate checks the configuration and names the offending key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "json", "text":
+	default:
+		bad("log.format: %q is not one of auto, json, text", c.Log.Format)
+	}
+	if !strings.HasPrefix(c.GitHub.APIURL, "https://") && !strings.HasPrefix(c.GitHub.APIURL, "http://") {
+		bad("github.api_url: %q is not an http(s) URL", c.GitHub.APIURL)
+	}
+
+	seen := map[string]int{}
+	for i, s := range c.Sources {
+		at := fmt.Sprintf("sources[%d]", i)
+		if s.Line > 0 {
+			at = fmt.Sprintf("line %d: sources[%d]", s.Line, i)
+		}
+		switch {
+		case s.Name == "":
+			bad("%s.name: required", at)
+		case !sourceNameRE.MatchString(s.Name) || strings.Contains(s.Name, ".."):
+			bad("%s.name: %q must be lowercase letters, digits, '-' and '.' (it becomes the URI authority)", at, s.Name)
+		}
+		if first, dup := seen[s.Name]; dup && s.Name != "" {
+			bad("%s.name: %q is already the name of the source on line %d", at, s.Name, first)
+		}
+		seen[s.Name] = s.Line
+		switch {
+		case s.Dir == "" && s.URL == "":
+			bad("%s: set either dir (a local directory) or url (a git repository)", at)
+		case s.Dir != "" && s.URL != "":
+			bad("%s: set dir or url, not both", at)
+		case s.Dir != "":
+			if info, err := os.Stat(s.Dir); err != nil {
+				bad("%s.dir: %v", at, err)
+			} else if !info.IsDir() {
+				bad("%s.dir: %s is not a directory", at, s.Dir)
+			}
+			if s.Ref != nil || s.Path != "" || s.Auth != nil {
+				bad("%s: ref, path and auth apply to git sources (url) only", at)
+			}
+		default:
+			if err := checkGitURL(s.URL); err != nil {
+				bad("%s.url: %v", at, err)
+			}
+			if err := s.Ref.check(); err != nil {
+				bad("%s.ref: %v", at, err)
+			}
+			if s.Path != "" {
+				p := filepath.ToSlash(filepath.Clean(s.Path))
+				if filepath.IsAbs(s.Path) || p == ".." || strings.HasPrefix(p, "../") {
+					bad("%s.path: %q must be a directory inside the repository", at, s.Path)
+				}
+			}
+			if a := s.Auth; a != nil && (a.TokenEnv == "") == (a.TokenFile == "") {
+				bad("%s.auth: set exactly one of token_env and token_file", at)
+			}
+		}
+	}
+
+	tools := map[string]bool{}
+	for i, m := range c.Meta {
+		at := fmt.Sprintf("skill_meta[%d]", i)
+		if m.Skill == "" {
+			bad("%s.skill: required", at)
+		}
+		if !repoRE.MatchString(m.Repo) {
+			bad("%s.repo: %q must be owner/name", at, m.Repo)
+		}
+		tool := m.Tool
+		if tool == "" {
+			tool = m.Skill + "_skill_meta"
+		}
+		if !toolNameRE.MatchString(tool) {
+			bad("%s.tool: %q is not a valid tool name", at, tool)
+		}
+		if tools[tool] {
+			bad("%s.tool: %q is configured twice", at, tool)
+		}
+		tools[tool] = true
+		if m.UpdateDocURL != "" && !strings.HasPrefix(m.UpdateDocURL, "https://") && !strings.HasPrefix(m.UpdateDocURL, "http://") {
+			bad("%s.update_doc_url: %q is not an http(s) URL", at, m.UpdateDocURL)
+		}
+		for client, r := range m.Recipes {
+			if r.Kind != "shell" && r.Kind != "manual_ui" {
+				bad("%s.recipes.%s.kind: %q is not shell or manual_ui", at, client, r.Kind)
+			}
+			if r.Command == "" {
+				bad("%s.recipes.%s.command: required", at, client)
+			}
+		}
+	}
+
+	names := map[string]bool{}
+	for i, cl := range c.Clients {
+		at := fmt.Sprintf("clients[%d]", i)
+		if cl.Name == "" {
+			bad("%s.name: required", at)
+		}
+		if names[cl.Name] {
+			bad("%s.name: %q is configured twice", at, cl.Name)
+		}
+		names[cl.Name] = true
+		if !sha256RE.MatchString(cl.TokenSHA256) {
+			bad("%s.token_sha256: must be 64 lowercase hex digits (skillreg token new %s prints one)", at, cl.Name)
+		}
+		if len(cl.Sources) == 0 {
+			bad("%s.sources: list the sources this client may see, or [\"*\"]", at)
+		}
+		for _, s := range cl.Sources {
+			if _, ok := seen[s]; !ok && s != "*" {
+				bad("%s.sources: %q is not a configured source", at, s)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkGitURL(u string) error {
+	switch {
+	case strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "file://"):
+	default:
+		return fmt.Errorf("%q must be an https:// (or http://, file://) URL", redact(u))
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("%q is not a valid URL", redact(u))
+	}
+	if p.User != nil {
+		return errors.New("credentials do not belong in the URL; use auth.token_env or auth.token_file")
+	}
+	return nil
+}
+
+// redact hides anything that may be a credential in a URL.
+func redact(u string) string {
+	if i := strings.LastIndex(u, "@"); i >= 0 {
+		if j := strings.Index(u, "://"); j >= 0 && j < i {
+			return u[:j+3] + "***@" + u[i+1:]
+		}
+		return "***@" + u[i+1:]
+	}
+	return u
+}
+
+func (r *Ref) check() error {
+	if r == nil {
+		return nil
+	}
+	n := 0
+	for _, v := range []string{r.Branch, r.Tag, r.Commit, r.Semver, r.Release} {
+		if v != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("set exactly one of branch, tag, commit, semver, release")
+	}
+	switch {
+	case r.Commit != "" && !commitRE.MatchString(r.Commit):
+		return fmt.Errorf("commit: %q is not a 40-digit lowercase hex SHA", r.Commit)
+	case r.Semver != "":
+		if _, err := semver.NewConstraint(r.Semver); err != nil {
+			return fmt.Errorf("semver: %q: %v", r.Semver, err)
+		}
+	case r.Release != "" && r.Release != "latest":
+		return fmt.Errorf("release: only \"latest\" is supported, not %q", r.Release)
+	}
+	return nil
+}
+
+// DefaultDataDir is where state goes when data_dir is not set:
+// $XDG_STATE_HOME/skillreg, or ~/.local/state/skillreg.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "skillreg")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "skillreg")
+	}
+	return "skillreg-data"
+}

@@ -1,0 +1,111 @@
+package mcp
+
+import (
+	"context"
+	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+// resourcesMiddleware answers the resource and prompt lists and resource
+// reads from the catalog generation, per caller, instead of the SDK's own
+// registry (which holds only the notifier's sentinel).
+func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case "resources/list":
+			p, _ := req.GetParams().(*sdk.ListResourcesParams)
+			return s.listResources(ctx, p)
+		case "resources/read":
+			p, _ := req.GetParams().(*sdk.ReadResourceParams)
+			return s.readResource(ctx, req.GetSession(), p)
+		case "prompts/list":
+			return &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}, Cacheable: s.cacheable(ctx)}, nil
+		case "prompts/get":
+			return nil, errNotFoundPrompt
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *Server) cacheable(ctx context.Context) sdk.Cacheable {
+	return sdk.Cacheable{TTLMs: int(s.o.CacheTTL.Milliseconds()), CacheScope: s.scope(ctx)}
+}
+
+// listResources lists each skill's SKILL.md, named and described from its
+// frontmatter, paginated on one generation.
+func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
+	var cursor string
+	if p != nil {
+		cursor = p.Cursor
+	}
+	cat, off, err := s.page(cursor)
+	if err != nil {
+		return nil, rpcError(err, "")
+	}
+	refs, next := cat.Page(callerFrom(ctx).Filter, off, s.o.PageSize)
+	res := &sdk.ListResourcesResult{Resources: make([]*sdk.Resource, len(refs)), Cacheable: s.cacheable(ctx)}
+	for i, r := range refs {
+		fm := r.Skill.Frontmatter
+		md, _ := r.Skill.File("SKILL.md")
+		res.Resources[i] = &sdk.Resource{
+			URI:         r.URI(),
+			Name:        fm.Name,
+			Description: fm.Description,
+			MIMEType:    "text/markdown",
+			Size:        md.Size,
+			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
+		}
+	}
+	if next >= 0 {
+		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: next}.Encode()
+	}
+	return res, nil
+}
+
+// readResource serves one file of a served skill: the bytes whose digest
+// the current generation's manifest states, as text when they are UTF-8.
+func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.ReadResourceParams) (*readResourceResult, error) {
+	if p == nil || p.URI == "" {
+		return nil, invalidParams("resources/read needs a uri")
+	}
+	f, err := s.o.Catalogs.Current().File(callerFrom(ctx).Filter, p.URI)
+	if err != nil {
+		return nil, rpcError(err, p.URI)
+	}
+	data, err := s.o.Catalogs.ReadFile(ctx, f)
+	if err != nil {
+		if !isClientError(err) {
+			s.log.Error("read skill file", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path, "err", err)
+		}
+		return nil, rpcError(err, p.URI)
+	}
+	c := &sdk.ResourceContents{
+		URI:      f.URI,
+		MIMEType: mimeType(f.File.Path, data),
+		Meta:     sdk.Meta{MetaUntrusted: true},
+	}
+	if utf8.Valid(data) {
+		c.Text = string(data)
+	} else {
+		c.Blob = data
+	}
+	ss, _ := session.(*sdk.ServerSession)
+	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
+}
+
+// readResourceResult is resources/read's result. The SDK's own type keeps
+// its resultType unexported and sets it only on results its handler builds,
+// so skillreg renders the same shape itself: contents, plus resultType and
+// cache CacheHints on 2026-07-28.
+type readResourceResult struct {
+	sdk.ResultBase
+	CacheHints
+	Contents []*sdk.ResourceContents `json:"contents"`
+}
+
+func isClientError(err error) bool {
+	return errorsIsAny(err, registry.ErrNotFound, registry.ErrBadURI, registry.ErrChanged)
+}

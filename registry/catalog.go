@@ -1,0 +1,359 @@
+package registry
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// Errors of catalog lookups.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrNotDirectory  = errors.New("not a directory")
+	ErrBadCursor     = errors.New("invalid cursor")
+	ErrCatalogMoved  = errors.New("catalog changed, list again")
+	ErrChanged       = skill.ErrChanged
+	ErrSourceUnknown = errors.New("unknown source")
+)
+
+// Provenance says where a skill came from.
+type Provenance struct {
+	Source     string `json:"source"`
+	Repository string `json:"repository,omitempty"` // without credentials
+	Ref        string `json:"ref,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Path       string `json:"path"` // the skill directory inside the repository
+}
+
+// Snapshot is one source's indexed content at one moment (a commit, or a
+// scan of a directory). It never changes once built.
+type Snapshot struct {
+	Source     string            `json:"source"`
+	Kind       Kind              `json:"kind"`
+	Repository string            `json:"repository,omitempty"`
+	Ref        string            `json:"ref,omitempty"`
+	Commit     string            `json:"commit,omitempty"`
+	Path       string            `json:"path,omitempty"` // subdirectory of the repository holding the skills
+	Skills     []*skill.Skill    `json:"skills"`
+	Excluded   []skill.Exclusion `json:"excluded,omitempty"`
+	Stats      skill.Stats       `json:"stats"`
+	IndexedAt  time.Time         `json:"indexed_at"`
+
+	tree   skill.Tree
+	byPath map[string]*skill.Skill
+}
+
+// NewSnapshot seals a snapshot: skills sorted by path, lookups built, and
+// the tree that reads its files attached.
+func NewSnapshot(s *Snapshot, tree skill.Tree) *Snapshot {
+	slices.SortFunc(s.Skills, func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) })
+	s.tree = tree
+	s.byPath = make(map[string]*skill.Skill, len(s.Skills))
+	for _, sk := range s.Skills {
+		s.byPath[sk.Path] = sk
+	}
+	return s
+}
+
+// Tree returns the tree the snapshot's files are read from.
+func (s *Snapshot) Tree() skill.Tree { return s.tree }
+
+// Provenance of one of the snapshot's skills.
+func (s *Snapshot) Provenance(sk *skill.Skill) Provenance {
+	return Provenance{Source: s.Source, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: path.Join(s.Path, sk.Path)}
+}
+
+// SkillURI is the URI of a skill's SKILL.md.
+func (s *Snapshot) SkillURI(sk *skill.Skill) string {
+	return FileURI(s.Source, joinRel(sk.Path, "SKILL.md"))
+}
+
+// FileURI is the URI of one file of a skill.
+func (s *Snapshot) FileURI(sk *skill.Skill, f *skill.File) string {
+	return FileURI(s.Source, joinRel(sk.Path, f.Path))
+}
+
+func joinRel(dir, p string) string {
+	if dir == "" {
+		return p
+	}
+	if p == "" {
+		return dir
+	}
+	return dir + "/" + p
+}
+
+// skillFor returns the innermost skill containing rel (a file or directory
+// path relative to the source root), and rel relative to that skill.
+func (s *Snapshot) skillFor(rel string) (*skill.Skill, string, bool) {
+	for d := rel; ; {
+		if sk, ok := s.byPath[d]; ok {
+			if d == "" {
+				return sk, rel, true
+			}
+			return sk, strings.TrimPrefix(strings.TrimPrefix(rel, d), "/"), true
+		}
+		if d == "" {
+			return nil, "", false
+		}
+		if i := strings.LastIndexByte(d, '/'); i >= 0 {
+			d = d[:i]
+		} else {
+			d = ""
+		}
+	}
+}
+
+// Catalog is one generation of the whole catalog: every source's current
+// snapshot. It is immutable; a sync builds the next one and swaps it in.
+type Catalog struct {
+	Gen     uint64
+	Created time.Time
+	sources []*Snapshot // sorted by name
+}
+
+// NewCatalog builds a generation from snapshots.
+func NewCatalog(gen uint64, now time.Time, snaps []*Snapshot) *Catalog {
+	s := slices.Clone(snaps)
+	slices.SortFunc(s, func(a, b *Snapshot) int { return strings.Compare(a.Source, b.Source) })
+	return &Catalog{Gen: gen, Created: now, sources: s}
+}
+
+// with returns a new generation with snap replacing its source's snapshot
+// (or added), or without the source when snap has no skills and remove is set.
+func (c *Catalog) with(gen uint64, now time.Time, snap *Snapshot) *Catalog {
+	out := make([]*Snapshot, 0, len(c.sources)+1)
+	for _, s := range c.sources {
+		if s.Source != snap.Source {
+			out = append(out, s)
+		}
+	}
+	return NewCatalog(gen, now, append(out, snap))
+}
+
+func (c *Catalog) without(gen uint64, now time.Time, source string) *Catalog {
+	out := make([]*Snapshot, 0, len(c.sources))
+	for _, s := range c.sources {
+		if s.Source != source {
+			out = append(out, s)
+		}
+	}
+	return NewCatalog(gen, now, out)
+}
+
+// Sources returns the snapshots of the sources the filter allows.
+func (c *Catalog) Sources(allow Filter) []*Snapshot {
+	var out []*Snapshot
+	for _, s := range c.sources {
+		if allow.Allows(s.Source) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Snapshot returns one source's snapshot.
+func (c *Catalog) Snapshot(source string) (*Snapshot, bool) {
+	i, ok := slices.BinarySearchFunc(c.sources, source, func(s *Snapshot, n string) int { return strings.Compare(s.Source, n) })
+	if !ok {
+		return nil, false
+	}
+	return c.sources[i], true
+}
+
+// Filter says which sources a caller may see. The zero value allows all.
+type Filter struct {
+	// Only lists the allowed sources; nil means every source.
+	Only map[string]bool
+}
+
+// Allows reports whether source is visible.
+func (f Filter) Allows(source string) bool { return f.Only == nil || f.Only[source] }
+
+// Private reports whether what the filter shows depends on the caller.
+func (f Filter) Private() bool { return f.Only != nil }
+
+// Ref is one skill in one snapshot.
+type Ref struct {
+	Snap  *Snapshot
+	Skill *skill.Skill
+}
+
+// URI is the skill's SKILL.md URI.
+func (r Ref) URI() string { return r.Snap.SkillURI(r.Skill) }
+
+// Len is the number of skills the filter allows.
+func (c *Catalog) Len(allow Filter) int {
+	n := 0
+	for _, s := range c.Sources(allow) {
+		n += len(s.Skills)
+	}
+	return n
+}
+
+// Page returns up to limit skills starting at offset, in stable order
+// (source name, then skill path), and the offset of the next page (-1 when
+// none is left).
+func (c *Catalog) Page(allow Filter, offset, limit int) ([]Ref, int) {
+	var out []Ref
+	skip := offset
+	for _, s := range c.Sources(allow) {
+		if skip >= len(s.Skills) {
+			skip -= len(s.Skills)
+			continue
+		}
+		for _, sk := range s.Skills[skip:] {
+			if len(out) == limit {
+				return out, offset + len(out)
+			}
+			out = append(out, Ref{s, sk})
+		}
+		skip = 0
+	}
+	return out, -1
+}
+
+// All returns every skill the filter allows.
+func (c *Catalog) All(allow Filter) []Ref {
+	refs, _ := c.Page(allow, 0, int(^uint(0)>>1))
+	return refs
+}
+
+// Skill finds a skill by the URI of its SKILL.md.
+func (c *Catalog) Skill(allow Filter, uri string) (Ref, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return Ref{}, err
+	}
+	dir, ok := strings.CutSuffix(u.Path, "SKILL.md")
+	if !ok || (dir != "" && !strings.HasSuffix(dir, "/")) {
+		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	s, ok := c.Snapshot(u.Source)
+	if !ok || !allow.Allows(u.Source) {
+		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	sk, ok := s.byPath[strings.TrimSuffix(dir, "/")]
+	if !ok {
+		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	return Ref{s, sk}, nil
+}
+
+// FileRef is one file of a served skill.
+type FileRef struct {
+	Ref
+	File *skill.File
+	URI  string
+}
+
+// File finds a file by URI. A file of a nested skill is found through its
+// innermost skill; the bytes are the same either way.
+func (c *Catalog) File(allow Filter, uri string) (FileRef, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return FileRef{}, err
+	}
+	s, ok := c.Snapshot(u.Source)
+	if !ok || !allow.Allows(u.Source) || u.Path == "" {
+		return FileRef{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	sk, rel, ok := s.skillFor(u.Path)
+	if !ok {
+		return FileRef{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	f, ok := sk.File(rel)
+	if !ok {
+		return FileRef{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	return FileRef{Ref{s, sk}, f, u.String()}, nil
+}
+
+// DirEntry is one direct child of a skill directory.
+type DirEntry struct {
+	Name string
+	URI  string
+	Dir  bool
+	File *skill.File // nil for directories
+}
+
+// Dir lists the direct children of a directory of a served skill (the
+// skill's own directory or one below it), directories and files merged in
+// name order.
+func (c *Catalog) Dir(allow Filter, uri string) ([]DirEntry, error) {
+	u, err := ParseURI(uri)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := c.Snapshot(u.Source)
+	if !ok || !allow.Allows(u.Source) {
+		return nil, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	sk, rel, ok := s.skillFor(u.Path)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	if rel != "" && !slices.Contains(sk.Dirs, rel) {
+		if _, isFile := sk.File(rel); isFile {
+			return nil, fmt.Errorf("%s: %w", uri, ErrNotDirectory)
+		}
+		return nil, fmt.Errorf("%s: %w", uri, ErrNotFound)
+	}
+	prefix := ""
+	if rel != "" {
+		prefix = rel + "/"
+	}
+	var out []DirEntry
+	for _, d := range sk.Dirs {
+		if name, ok := strings.CutPrefix(d, prefix); ok && name != "" && !strings.Contains(name, "/") {
+			out = append(out, DirEntry{Name: name, URI: FileURI(s.Source, joinRel(sk.Path, d)), Dir: true})
+		}
+	}
+	for i := range sk.Files {
+		f := &sk.Files[i]
+		if name, ok := strings.CutPrefix(f.Path, prefix); ok && !strings.Contains(name, "/") {
+			out = append(out, DirEntry{Name: name, URI: s.FileURI(sk, f), File: f})
+		}
+	}
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Cursor names a position in one generation's listing.
+type Cursor struct {
+	Gen    uint64
+	Offset int
+}
+
+// Encode renders the cursor as an opaque string.
+func (c Cursor) Encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte("g" + strconv.FormatUint(c.Gen, 10) + "." + strconv.Itoa(c.Offset)))
+}
+
+// DecodeCursor parses a cursor made by Encode.
+func DecodeCursor(s string) (Cursor, error) {
+	if len(s) > 64 {
+		return Cursor{}, ErrBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, ErrBadCursor
+	}
+	g, o, ok := strings.Cut(string(b), ".")
+	if !ok || !strings.HasPrefix(g, "g") {
+		return Cursor{}, ErrBadCursor
+	}
+	gen, err1 := strconv.ParseUint(g[1:], 10, 64)
+	off, err2 := strconv.Atoi(o)
+	if err1 != nil || err2 != nil || off < 0 {
+		return Cursor{}, ErrBadCursor
+	}
+	return Cursor{gen, off}, nil
+}

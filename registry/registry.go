@@ -1,0 +1,707 @@
+// Package registry holds skillreg's domain: sources, their snapshots, the
+// catalog generations built from them, the sync queue that is the one place
+// where the catalog changes, and the read queries the faces (MCP, web) use.
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// Kind is the kind of a source.
+type Kind string
+
+// Source kinds.
+const (
+	KindDir      Kind = "dir"      // a local directory
+	KindEmbedded Kind = "embedded" // an fs.FS compiled into the binary
+	KindGit      Kind = "git"      // a git repository pinned to a ref
+)
+
+// Source is one configured place skills come from.
+type Source struct {
+	Name string
+	Kind Kind
+
+	Dir string // KindDir
+	FS  fs.FS  // KindEmbedded
+
+	Git *GitSource // KindGit
+
+	// Poll is how often to look for changes without being asked: a scan
+	// for directories, a ref listing for git. 0 disables polling.
+	Poll time.Duration
+	// Timeout bounds one sync (default 60s).
+	Timeout time.Duration
+}
+
+// Describe returns the ref a source follows, for people: the git pin, or
+// the kind of a local source.
+func (s *Source) Describe() string {
+	if s.Git != nil {
+		return s.Git.Pin.String()
+	}
+	return string(s.Kind)
+}
+
+// State is what the registry knows about a source's syncs.
+type State struct {
+	Source      string    `json:"source"`
+	Kind        Kind      `json:"kind"`
+	Repository  string    `json:"repository,omitempty"`
+	Ref         string    `json:"ref,omitempty"`
+	Commit      string    `json:"commit,omitempty"`
+	Skills      int       `json:"skills"`
+	Excluded    int       `json:"excluded"`
+	LastStart   time.Time `json:"last_start,omitzero"`
+	LastEnd     time.Time `json:"last_end,omitzero"`
+	LastResult  string    `json:"last_result,omitempty"` // "updated", "unchanged" or "failed"
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	Failures    int       `json:"consecutive_failures"`
+	NextRetry   time.Time `json:"next_retry,omitzero"`
+	NextPoll    time.Time `json:"next_poll,omitzero"`
+	Syncing     bool      `json:"syncing"`
+	Attempted   bool      `json:"attempted"` // at least one sync finished since start
+}
+
+// Store persists snapshots and source states. Implementations must write a
+// snapshot and its state in one transaction, so a restart never sees a
+// catalog without the commit it came from.
+type Store interface {
+	SaveSnapshot(snap *Snapshot, st State) error
+	SaveState(st State) error
+	DeleteSource(name string) error
+}
+
+// Metrics receives what the registry does; nil means none.
+type Metrics interface {
+	SyncFinished(source, result string, d time.Duration, snap *Snapshot)
+}
+
+// Options configures a Registry. The zero value works (no persistence, no
+// git, discard logs).
+type Options struct {
+	Logger *slog.Logger
+	Store  Store
+	// Digests caches file digests by key across syncs (and, when the store
+	// provides it, across restarts). Nil means an in-memory cache.
+	Digests skill.DigestCache
+	// Git gives git sources their repositories; required only when git
+	// sources are configured.
+	Git GitBackend
+	// Releases resolves "release: latest" pins through GitHub; nil means the
+	// newest non-prerelease semver tag.
+	Releases ReleaseResolver
+	// Retain is how long a superseded generation stays readable for
+	// pagination (default 5 minutes).
+	Retain time.Duration
+	// ContentCacheBytes bounds the verified file bytes kept in memory
+	// (default 64 MiB; negative disables the cache).
+	ContentCacheBytes int64
+	// MaxParallelSyncs bounds syncs running at once across sources
+	// (default 2).
+	MaxParallelSyncs int
+	// OnSwap is called after each generation swap that changed something.
+	OnSwap  func(old, new *Catalog)
+	Metrics Metrics
+	Now     func() time.Time
+}
+
+// Registry owns the sources, the current catalog and its recent history.
+type Registry struct {
+	o   Options
+	log *slog.Logger
+	cur atomic.Pointer[Catalog]
+
+	content *contentCache
+	sem     chan struct{}
+
+	mu       sync.Mutex
+	sources  map[string]*sourceRun
+	history  []retired
+	ctx      context.Context // set by Run; nil before
+	swapMu   sync.Mutex
+	inflight sync.WaitGroup
+}
+
+type retired struct {
+	cat *Catalog
+	at  time.Time
+}
+
+// sourceRun is one source's sync machinery.
+type sourceRun struct {
+	src     Source
+	syncMu  sync.Mutex // held for the whole of a sync
+	running bool       // a queue worker owns this source
+	pending bool       // another sync was asked for while one ran
+	state   State
+	stop    context.CancelFunc // stops pollers and watchers
+	retry   *time.Timer
+	removed bool
+}
+
+// New returns a registry with an empty catalog (generation 0).
+func New(o Options) *Registry {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Retain <= 0 {
+		o.Retain = 5 * time.Minute
+	}
+	if o.Digests == nil {
+		o.Digests = NewDigestMap()
+	}
+	if o.MaxParallelSyncs <= 0 {
+		o.MaxParallelSyncs = 2
+	}
+	r := &Registry{
+		o:       o,
+		log:     o.Logger,
+		content: newContentCache(o.ContentCacheBytes),
+		sem:     make(chan struct{}, o.MaxParallelSyncs),
+		sources: map[string]*sourceRun{},
+	}
+	r.cur.Store(NewCatalog(0, o.Now(), nil))
+	return r
+}
+
+// Current returns the current generation. It never blocks.
+func (r *Registry) Current() *Catalog { return r.cur.Load() }
+
+// Generation returns the current or a retained superseded generation.
+func (r *Registry) Generation(gen uint64) (*Catalog, bool) {
+	if c := r.cur.Load(); c.Gen == gen {
+		return c, true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pruneHistory()
+	for _, h := range r.history {
+		if h.cat.Gen == gen {
+			return h.cat, true
+		}
+	}
+	return nil, false
+}
+
+// Retained returns the generations still readable, current first.
+func (r *Registry) Retained() []*Catalog {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pruneHistory()
+	out := []*Catalog{r.cur.Load()}
+	for _, h := range r.history {
+		out = append(out, h.cat)
+	}
+	return out
+}
+
+func (r *Registry) pruneHistory() {
+	cut := r.o.Now().Add(-r.o.Retain)
+	i := 0
+	for i < len(r.history) && r.history[i].at.Before(cut) {
+		i++
+	}
+	r.history = r.history[i:]
+}
+
+// SetSources installs the configured sources: new ones are added and
+// synced, changed ones restarted and resynced, removed ones dropped from the
+// catalog. It is used at start and on configuration reload.
+func (r *Registry) SetSources(srcs []Source) {
+	r.mu.Lock()
+	keep := map[string]bool{}
+	var toSync []string
+	for _, s := range srcs {
+		keep[s.Name] = true
+		if run, ok := r.sources[s.Name]; ok {
+			if sameSource(run.src, s) {
+				continue
+			}
+			run.removed = true
+			r.stopLocked(run)
+		}
+		run := &sourceRun{src: s, state: State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
+		if s.Git != nil {
+			run.state.Repository = RedactURL(s.Git.URL)
+		}
+		r.sources[s.Name] = run
+		if r.ctx != nil {
+			r.startLocked(run)
+		}
+		toSync = append(toSync, s.Name)
+	}
+	var removed []string
+	for name, run := range r.sources {
+		if !keep[name] {
+			run.removed = true
+			r.stopLocked(run)
+			delete(r.sources, name)
+			removed = append(removed, name)
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range removed {
+		r.dropSource(name)
+	}
+	for _, name := range toSync {
+		if snap, ok := r.Current().Snapshot(name); ok && !snapMatches(snap, r.source(name)) {
+			// The source changed under the same name: its old snapshot must
+			// not be served as the new one's.
+			r.dropSource(name)
+		}
+		r.RequestSync(name, "configured")
+	}
+}
+
+func sameSource(a, b Source) bool {
+	if a.Kind != b.Kind || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
+		return false
+	}
+	if (a.Git == nil) != (b.Git == nil) {
+		return false
+	}
+	return a.Git == nil || a.Git.Equal(*b.Git)
+}
+
+// snapMatches reports whether a snapshot (possibly restored from the store)
+// belongs to the source as now configured.
+func snapMatches(snap *Snapshot, src *Source) bool {
+	if src == nil || snap.Kind != src.Kind {
+		return false
+	}
+	if src.Git != nil {
+		return snap.Repository == RedactURL(src.Git.URL) && snap.Ref == src.Git.Pin.String() && snap.Path == src.Git.Path
+	}
+	return true
+}
+
+func (r *Registry) source(name string) *Source {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run, ok := r.sources[name]; ok {
+		s := run.src
+		return &s
+	}
+	return nil
+}
+
+func (r *Registry) dropSource(name string) {
+	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog {
+		if _, ok := c.Snapshot(name); !ok {
+			return nil
+		}
+		return c.without(gen, now, name)
+	})
+	if r.o.Store != nil {
+		if err := r.o.Store.DeleteSource(name); err != nil {
+			r.log.Error("forget source in store", "source", name, "err", err)
+		}
+	}
+}
+
+// Run starts the sync machinery (queued syncs, pollers, watchers) and
+// blocks until ctx ends; then it waits for running syncs to stop.
+func (r *Registry) Run(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	for _, run := range r.sources {
+		r.startLocked(run)
+		if run.pending && !run.running {
+			run.running = true
+			r.inflight.Add(1)
+			go r.worker(run)
+		}
+	}
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	for _, run := range r.sources {
+		r.stopLocked(run)
+	}
+	r.mu.Unlock()
+	r.inflight.Wait()
+	return nil
+}
+
+func (r *Registry) startLocked(run *sourceRun) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	run.stop = cancel
+	if run.src.Poll > 0 {
+		go r.poll(ctx, run)
+	}
+	if run.src.Kind == KindDir {
+		go r.watchDir(ctx, run)
+	}
+}
+
+func (r *Registry) stopLocked(run *sourceRun) {
+	if run.stop != nil {
+		run.stop()
+	}
+	if run.retry != nil {
+		run.retry.Stop()
+	}
+}
+
+// poll asks for a sync every Poll, jittered by up to ±10% so that replicas
+// and sources do not ask the remote in lockstep.
+func (r *Registry) poll(ctx context.Context, run *sourceRun) {
+	for {
+		d := run.src.Poll
+		d += time.Duration((rand.Float64()*0.2 - 0.1) * float64(d))
+		r.mu.Lock()
+		run.state.NextPoll = r.o.Now().Add(d)
+		r.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+			r.RequestSync(run.src.Name, "poll")
+		}
+	}
+}
+
+// RequestSync asks for a sync of one source without waiting. Requests made
+// while a sync of that source runs coalesce into exactly one follow-up.
+// Unknown sources are ignored.
+func (r *Registry) RequestSync(name, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run, ok := r.sources[name]
+	if !ok || run.removed {
+		return
+	}
+	r.log.Debug("sync requested", "source", name, "reason", reason)
+	if run.running {
+		run.pending = true
+		return
+	}
+	if r.ctx == nil || r.ctx.Err() != nil {
+		run.pending = true // started by Run
+		return
+	}
+	run.running = true
+	r.inflight.Add(1)
+	go r.worker(run)
+}
+
+func (r *Registry) worker(run *sourceRun) {
+	defer r.inflight.Done()
+	for {
+		r.mu.Lock()
+		run.pending = false
+		ctx := r.ctx
+		r.mu.Unlock()
+		if ctx.Err() != nil {
+			r.mu.Lock()
+			run.running = false
+			r.mu.Unlock()
+			return
+		}
+		select {
+		case r.sem <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		err := r.syncOne(ctx, run)
+		<-r.sem
+		if err != nil {
+			r.scheduleRetry(run)
+		}
+		r.mu.Lock()
+		if !run.pending || run.removed {
+			run.running = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+}
+
+// Backoff bounds for failed syncs.
+const (
+	retryBase = 2 * time.Second
+	retryCap  = 5 * time.Minute
+)
+
+func (r *Registry) scheduleRetry(run *sourceRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.removed || r.ctx == nil || r.ctx.Err() != nil {
+		return
+	}
+	d := retryBase << min(run.state.Failures-1, 20)
+	if d > retryCap || d <= 0 {
+		d = retryCap
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	run.state.NextRetry = r.o.Now().Add(d)
+	if run.retry != nil {
+		run.retry.Stop()
+	}
+	name := run.src.Name
+	run.retry = time.AfterFunc(d, func() { r.RequestSync(name, "retry") })
+	r.log.Info("sync will be retried", "source", name, "in", d.Round(time.Second), "failures", run.state.Failures)
+}
+
+// SyncNow runs one sync of a source and waits for it (for `skillreg sync`
+// and tests). It returns the sync's error.
+func (r *Registry) SyncNow(ctx context.Context, name string) error {
+	r.mu.Lock()
+	run, ok := r.sources[name]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("sync %s: %w", name, ErrSourceUnknown)
+	}
+	return r.syncOne(ctx, run)
+}
+
+// syncOne runs one sync of a source: produce a snapshot, swap it in if it
+// changed anything, persist it, record the outcome.
+func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
+	run.syncMu.Lock()
+	defer run.syncMu.Unlock()
+	src := run.src
+	timeout := src.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	start := r.o.Now()
+	r.mu.Lock()
+	run.state.LastStart = start
+	run.state.Syncing = true
+	r.mu.Unlock()
+
+	prev, _ := r.Current().Snapshot(src.Name)
+	snap, err := r.produce(ctx, &src, prev)
+	end := r.o.Now()
+	dur := end.Sub(start)
+
+	r.mu.Lock()
+	st := &run.state
+	st.Syncing = false
+	st.Attempted = true
+	st.LastEnd = end
+	removed := run.removed
+	switch {
+	case err != nil:
+		st.LastResult = "failed"
+		st.LastError = err.Error()
+		st.LastErrorAt = end
+		st.Failures++
+	case snap == nil:
+		st.LastResult = "unchanged"
+	default:
+		st.LastResult = "updated"
+	}
+	if err == nil {
+		st.LastSuccess = end
+		st.LastError = ""
+		st.Failures = 0
+		st.NextRetry = time.Time{}
+		if snap != nil {
+			st.Commit, st.Skills, st.Excluded = snap.Commit, len(snap.Skills), len(snap.Excluded)
+		}
+	}
+	state := *st
+	r.mu.Unlock()
+	if removed {
+		return nil
+	}
+
+	if err != nil {
+		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur.Round(time.Millisecond).String(), "failures", state.Failures, "err", err)
+		if r.o.Store != nil {
+			if serr := r.o.Store.SaveState(state); serr != nil {
+				r.log.Error("save source state", "source", src.Name, "err", serr)
+			}
+		}
+		r.metric(src.Name, "failed", dur, nil)
+		return err
+	}
+	if snap == nil {
+		r.log.Debug("sync unchanged", "source", src.Name, "commit", state.Commit, "dur", dur.Round(time.Millisecond).String())
+		r.metric(src.Name, "unchanged", dur, prev)
+		return nil
+	}
+	if r.o.Store != nil {
+		// Persist before serving: a crash after the swap must not restart
+		// on an older commit than agents have already seen.
+		if err := r.o.Store.SaveSnapshot(snap, state); err != nil {
+			// Serving the new snapshot anyway is still correct (its bytes
+			// match its manifest); only the restart shortcut is lost.
+			r.log.Error("persist snapshot", "source", src.Name, "commit", snap.Commit, "err", err)
+		}
+	}
+	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog { return c.with(gen, now, snap) })
+	for _, ex := range snap.Excluded {
+		r.log.Warn("skill excluded", "source", src.Name, "skill", ex.Path, "rule", ex.Problem.Rule, "detail", ex.Problem.Detail)
+	}
+	r.log.Info("sync", "source", src.Name, "ref", src.Describe(), "commit", snap.Commit, "skills", len(snap.Skills),
+		"excluded", len(snap.Excluded), "files", snap.Stats.Files, "bytes", snap.Stats.Bytes,
+		"hashed", snap.Stats.Hashed, "reused", snap.Stats.Reused, "dur", dur.Round(time.Millisecond).String())
+	r.metric(src.Name, "updated", dur, snap)
+	return nil
+}
+
+func (r *Registry) metric(source, result string, d time.Duration, snap *Snapshot) {
+	if r.o.Metrics != nil {
+		r.o.Metrics.SyncFinished(source, result, d, snap)
+	}
+}
+
+// produce builds a new snapshot of src, or returns nil when nothing changed.
+func (r *Registry) produce(ctx context.Context, src *Source, prev *Snapshot) (*Snapshot, error) {
+	switch src.Kind {
+	case KindDir:
+		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &Snapshot{Source: src.Name, Kind: KindDir})
+	case KindEmbedded:
+		if prev != nil {
+			return nil, nil // compiled in: it cannot change
+		}
+		return r.indexTree(ctx, src, prev, skill.FSTree{FS: src.FS}, &Snapshot{Source: src.Name, Kind: KindEmbedded})
+	case KindGit:
+		return r.syncGit(ctx, src, prev)
+	}
+	return nil, fmt.Errorf("source %s: unknown kind %q", src.Name, src.Kind)
+}
+
+func (r *Registry) indexTree(ctx context.Context, src *Source, prev *Snapshot, tree skill.Tree, base *Snapshot) (*Snapshot, error) {
+	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
+	if prev != nil {
+		o.Previous = prev.Skills
+	}
+	res, err := skill.Index(ctx, tree, o)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", src.Name, err)
+	}
+	if prev != nil && sameResult(prev, res) {
+		return nil, nil
+	}
+	base.Skills, base.Excluded, base.Stats, base.IndexedAt = res.Skills, res.Excluded, res.Stats, r.o.Now()
+	return NewSnapshot(base, tree), nil
+}
+
+// sameResult reports whether an index run found exactly the previous
+// snapshot's skills (each reused unchanged) and exclusions.
+func sameResult(prev *Snapshot, res *skill.Result) bool {
+	if res.Stats.Reused != len(prev.Skills) || len(res.Skills) != len(prev.Skills) {
+		return false
+	}
+	return slices.EqualFunc(res.Excluded, prev.Excluded, func(a, b skill.Exclusion) bool { return a == b })
+}
+
+// swap builds the next generation from the current one under the swap
+// lock; next returns nil when there is nothing to change.
+func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
+	r.swapMu.Lock()
+	old := r.cur.Load()
+	now := r.o.Now()
+	nc := next(old, old.Gen+1, now)
+	if nc == nil {
+		r.swapMu.Unlock()
+		return
+	}
+	r.cur.Store(nc)
+	r.mu.Lock()
+	r.history = append(r.history, retired{old, now})
+	r.pruneHistory()
+	r.mu.Unlock()
+	r.swapMu.Unlock()
+	if r.o.OnSwap != nil {
+		r.o.OnSwap(old, nc)
+	}
+}
+
+// States returns every configured source's state, sorted by name.
+func (r *Registry) States() []State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]State, 0, len(r.sources))
+	for _, run := range r.sources {
+		out = append(out, run.state)
+	}
+	slices.SortFunc(out, func(a, b State) int {
+		switch {
+		case a.Source < b.Source:
+			return -1
+		case a.Source > b.Source:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Ready reports whether the catalog is loaded: every source has a snapshot
+// or has finished at least one sync attempt.
+func (r *Registry) Ready() bool {
+	cat := r.Current()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, run := range r.sources {
+		if _, ok := cat.Snapshot(name); !ok && !run.state.Attempted {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadFile returns the bytes of a served file, always exactly the bytes
+// whose size and digest the manifest states: from the content cache, or
+// read from the source and checked. A file whose bytes no longer match is
+// refused with ErrChanged and its source is asked to resync.
+func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
+	if b, ok := r.content.get(f.File.Digest); ok {
+		return b, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rc, err := f.Snap.tree.Open(f.File.ID)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
+			r.RequestSync(f.Snap.Source, "file vanished")
+			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
+		}
+		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, f.File.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+	}
+	sum := sha256.Sum256(data)
+	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
+		r.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
+		r.RequestSync(f.Snap.Source, "file changed")
+		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
+	}
+	r.content.put(f.File.Digest, data)
+	return data, nil
+}

@@ -1,0 +1,272 @@
+package skill
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+func write(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, data := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func skillMD(name string) string {
+	return "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"
+}
+
+// countingTree counts reads, to prove what was not read.
+type countingTree struct {
+	Tree
+	opens atomic.Int64
+}
+
+func (c *countingTree) Open(id string) (io.ReadCloser, error) {
+	c.opens.Add(1)
+	return c.Tree.Open(id)
+}
+
+func TestIndexNestedAndManifest(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"README.md":                      "not a skill file",
+		"outer/SKILL.md":                 skillMD("outer"),
+		"outer/scripts/run.sh":           "echo hi\n",
+		"outer/inner/SKILL.md":           skillMD("inner"),
+		"outer/inner/references/x.md":    "x",
+		"other/deep/er/SKILL.md":         skillMD("er"),
+		"broken/SKILL.md":                "no frontmatter",
+		"mismatch/SKILL.md":              skillMD("other-name"),
+		"outer/inner/references/y/z.txt": "z",
+	})
+	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range res.Skills {
+		names = append(names, s.Path+"="+s.Name())
+	}
+	if got := strings.Join(names, ","); got != "other/deep/er=er,outer=outer,outer/inner=inner" {
+		t.Fatalf("skills = %s", got)
+	}
+	outer := res.Skills[1]
+	var paths []string
+	for _, f := range outer.Files {
+		paths = append(paths, f.Path)
+		sum := sha256.Sum256(mustRead(t, filepath.Join(root, "outer", f.Path)))
+		if f.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Errorf("%s: digest %s is wrong", f.Path, f.Digest)
+		}
+	}
+	if got := strings.Join(paths, ","); got != "SKILL.md,inner/SKILL.md,inner/references/x.md,inner/references/y/z.txt,scripts/run.sh" {
+		t.Errorf("outer files = %s (nested skill files must belong to the enclosing skill)", got)
+	}
+	if got := strings.Join(outer.Dirs, ","); got != "inner,inner/references,inner/references/y,scripts" {
+		t.Errorf("outer dirs = %s", got)
+	}
+	if len(res.Excluded) != 2 || res.Excluded[0].Problem.Rule != RuleFrontmatter || res.Excluded[1].Problem.Rule != RuleNameMismatch {
+		t.Errorf("excluded = %+v", res.Excluded)
+	}
+	if res.Stats.Files != 6 {
+		t.Errorf("stats.Files = %d, want 6 distinct files", res.Stats.Files)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestIndexRefusesNonRegularFiles(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, dir string)
+		rule Rule
+	}{
+		{"symlink", func(t *testing.T, dir string) {
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleSymlink},
+		{"dir symlink", func(t *testing.T, dir string) {
+			if err := os.Symlink("/etc", filepath.Join(dir, "etc")); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleSymlink},
+		{"hardlink", func(t *testing.T, dir string) {
+			write(t, dir, map[string]string{"a.txt": "a"})
+			if err := os.Link(filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleHardlink},
+		{"fifo", func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleSpecialFile},
+		{"symlinked SKILL.md", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "SKILL.md"))
+			write(t, dir, map[string]string{"real.md": skillMD("s")})
+			if err := os.Symlink("real.md", filepath.Join(dir, "SKILL.md")); err != nil {
+				t.Fatal(err)
+			}
+		}, RuleSkillMD},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, root, map[string]string{"s/SKILL.md": skillMD("s"), "ok/SKILL.md": skillMD("ok")})
+			c.make(t, filepath.Join(root, "s"))
+			res, err := Index(context.Background(), DirTree{Root: root}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Skills) != 1 || res.Skills[0].Name() != "ok" {
+				t.Errorf("served %d skills; the good one must still be served", len(res.Skills))
+			}
+			if len(res.Excluded) != 1 || res.Excluded[0].Problem.Rule != c.rule {
+				t.Fatalf("excluded = %+v, want rule %s", res.Excluded, c.rule)
+			}
+		})
+	}
+}
+
+func TestIndexLimits(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"many/SKILL.md": skillMD("many"), "big/SKILL.md": skillMD("big"), "edge/SKILL.md": skillMD("edge")}
+	for i := range MaxFiles {
+		files[fmt.Sprintf("many/f/%03d.txt", i)] = "x"
+	}
+	for i := range MaxFiles - 1 {
+		files[fmt.Sprintf("edge/f/%03d.txt", i)] = "x"
+	}
+	write(t, root, files)
+	big, err := os.Create(filepath.Join(root, "big", "blob.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(MaxBytes); err != nil { // with SKILL.md: one file over
+		t.Fatal(err)
+	}
+	big.Close()
+	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skills) != 1 || res.Skills[0].Name() != "edge" || len(res.Skills[0].Files) != MaxFiles {
+		t.Fatalf("skills = %+v; a skill with exactly %d files must be served", res.Skills, MaxFiles)
+	}
+	rules := map[string]Rule{}
+	for _, ex := range res.Excluded {
+		rules[ex.Path] = ex.Problem.Rule
+	}
+	if rules["many"] != RuleTooManyFiles || rules["big"] != RuleTooLarge {
+		t.Errorf("exclusions = %v", rules)
+	}
+}
+
+// A tree that fails to list is an error of the sync, not an exclusion.
+type failingTree struct{}
+
+func (failingTree) Entries(context.Context) ([]Entry, error) { return nil, errors.New("disk on fire") }
+func (failingTree) Open(string) (io.ReadCloser, error)       { return nil, errors.New("unreachable") }
+
+func TestIndexTreeError(t *testing.T) {
+	if _, err := Index(context.Background(), failingTree{}, Options{}); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestIndexRootSkill(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{"SKILL.md": skillMD("pdf")})
+	res, err := Index(context.Background(), DirTree{Root: root}, Options{RootName: "pdf"})
+	if err != nil || len(res.Skills) != 1 || res.Skills[0].Path != "" {
+		t.Fatalf("root skill named after its source must be served: %+v %v", res, err)
+	}
+	res, err = Index(context.Background(), DirTree{Root: root}, Options{RootName: "acme"})
+	if err != nil || len(res.Excluded) != 1 || res.Excluded[0].Problem.Rule != RuleRootSkill {
+		t.Fatalf("root skill with another name must be excluded: %+v %v", res, err)
+	}
+}
+
+func TestIndexIncremental(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"a/SKILL.md": skillMD("a"), "a/ref.md": "a",
+		"b/SKILL.md": skillMD("b"), "b/ref.md": "b",
+	})
+	cache := &mapCache{m: map[string]Digest{}}
+	tree := &countingTree{Tree: DirTree{Root: root}}
+	first, err := Index(context.Background(), tree, Options{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.opens.Load() != 4 {
+		t.Fatalf("first run opened %d files, want 4", tree.opens.Load())
+	}
+	// Nothing changed: every skill reused, nothing read.
+	tree.opens.Store(0)
+	again, err := Index(context.Background(), tree, Options{Cache: cache, Previous: first.Skills})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.opens.Load() != 0 || again.Stats.Reused != 2 || again.Skills[0] != first.Skills[0] {
+		t.Fatalf("unchanged run opened %d files, reused %d", tree.opens.Load(), again.Stats.Reused)
+	}
+	// One file changed: only its skill is rebuilt, and of that skill only
+	// the changed file and SKILL.md (for its frontmatter) are read.
+	write(t, root, map[string]string{"b/ref.md": "b changed"})
+	tree.opens.Store(0)
+	third, err := Index(context.Background(), tree, Options{Cache: cache, Previous: again.Skills})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.opens.Load() != 2 || third.Stats.Reused != 1 || third.Skills[0] != first.Skills[0] {
+		t.Fatalf("one-file change opened %d files (want 2), reused %d", tree.opens.Load(), third.Stats.Reused)
+	}
+	if f, _ := third.Skills[1].File("ref.md"); f.Size != int64(len("b changed")) {
+		t.Errorf("changed file has size %d", f.Size)
+	}
+}
+
+type mapCache struct {
+	mu sync.Mutex
+	m  map[string]Digest
+}
+
+func (c *mapCache) Get(k string) (Digest, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.m[k]
+	return d, ok
+}
+
+func (c *mapCache) Put(k string, d Digest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = d
+}
