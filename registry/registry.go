@@ -705,3 +705,10 @@ func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	r.content.put(f.File.Digest, data)
 	return data, nil
 }
+
+// Persisted is what a store kept of one source: its last snapshot (nil when
+// it never synced) and its state.
+type Persisted struct {
+	Snapshot *Snapshot
+	State    State
+}
