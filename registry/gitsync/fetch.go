@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -116,7 +117,7 @@ func (r *Repo) fetchLocked(ctx context.Context, res Resolved, auth Auth) (int64,
 	case req.Capabilities.Supports(capability.Sideband):
 		body = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	pack, n, err := r.ingestPack(ctx, body, len(held) > 0)
+	pack, fresh, n, err := r.ingestPack(ctx, body, len(held) > 0)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fail(err)
@@ -126,8 +127,10 @@ func (r *Repo) fetchLocked(ctx context.Context, res Resolved, auth Auth) (int64,
 
 	// The pack must hold the commit and its whole tree: check before the
 	// commit counts as held, so HasCommit never promises a broken tree.
-	r.invalidateReaders()
-	if err := r.checkComplete(want); err != nil {
+	if err := r.reloadPacks(); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
+	}
+	if err := r.checkComplete(want, fresh); err != nil {
 		r.log.Warn("fetched pack does not complete the commit", "commit", res.Commit, "pack", pack, "err", err)
 		return 0, fmt.Errorf("%s %s: %w: the pack does not complete the commit: %w", op, r.url, ErrNetwork, err)
 	}
@@ -149,24 +152,35 @@ func (n netReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// checkComplete walks the commit's whole tree and checks that every object
-// is present and intact.
-func (r *Repo) checkComplete(commit plumbing.Hash) error {
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	_, err := closure(rd, []plumbing.Hash{commit}, false)
+// checkComplete checks that every object of the commit's tree is present,
+// decoding (and verifying) the trees that the fetched pack brought. A tree
+// the pack did not bring is one the server left out because a held commit
+// reaches it, and held commits are complete, so it is only looked up: the
+// check costs in proportion to the change, not to the tree.
+func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) error {
+	s, err := r.acquire()
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	_, err = r.closure(s, []plumbing.Hash{commit}, fresh)
 	return err
 }
 
 // closure returns the ids of the given commits and every tree and blob
 // they reach (gitlinks excluded: they name commits of other repositories).
-// Trees are decoded and verified; blobs are only looked up in the index
-// unless readBlobs is set.
-func closure(rd *reader, commits []plumbing.Hash, readBlobs bool) (map[plumbing.Hash]plumbing.ObjectType, error) {
+// Trees are decoded and verified; blobs are only looked up. With only
+// non-nil, trees outside it are looked up but not descended into (see
+// checkComplete).
+func (r *Repo) closure(s *packSet, commits []plumbing.Hash, only *idxfile.MemoryIndex) (map[plumbing.Hash]plumbing.ObjectType, error) {
 	seen := map[plumbing.Hash]plumbing.ObjectType{}
-	w := walker{rd: rd}
+	w := walker{r: r, s: s}
+	must := func(id plumbing.Hash) error {
+		if !s.has(id) {
+			return fmt.Errorf("%w: %s", ErrObjectNotFound, id)
+		}
+		return nil
+	}
 	var visit func(tree plumbing.Hash, depth int) error
 	visit = func(tree plumbing.Hash, depth int) error {
 		if _, ok := seen[tree]; ok {
@@ -175,39 +189,39 @@ func closure(rd *reader, commits []plumbing.Hash, readBlobs bool) (map[plumbing.
 		if depth > maxDepth {
 			return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
 		}
-		data, err := w.read(plumbing.TreeObject, tree)
+		if only != nil {
+			if in, _ := only.Contains(tree); !in {
+				if err := must(tree); err != nil {
+					return err
+				}
+				seen[tree] = plumbing.TreeObject
+				return nil
+			}
+		}
+		entries, err := w.tree(tree)
 		if err != nil {
 			return err
 		}
 		seen[tree] = plumbing.TreeObject
-		return eachTreeEntry(tree, data, func(_ string, m Mode, id plumbing.Hash) error {
-			switch m {
+		for _, e := range entries {
+			switch e.mode {
 			case modeDir:
-				return visit(id, depth+1)
-			case ModeSubmodule:
-				return nil
-			}
-			if _, ok := seen[id]; ok {
-				return nil
-			}
-			if readBlobs {
-				obj, err := rd.object(plumbing.BlobObject, id)
-				if err != nil {
+				if err := visit(e.id, depth+1); err != nil {
 					return err
 				}
-				if obj.rc != nil {
-					_, err = io.Copy(io.Discard, obj.rc)
-					obj.close()
-					if err != nil {
-						return err
-					}
-				}
-			} else if err := rd.os.HasEncodedObject(id); err != nil {
-				return storeError(err)
+				continue
+			case ModeSubmodule:
+				continue
 			}
-			seen[id] = plumbing.BlobObject
-			return nil
-		})
+			if _, ok := seen[e.id]; ok {
+				continue
+			}
+			if err := must(e.id); err != nil {
+				return err
+			}
+			seen[e.id] = plumbing.BlobObject
+		}
+		return nil
 	}
 	for _, c := range commits {
 		tree, err := w.commitTree(c)
@@ -248,14 +262,15 @@ func (r *Repo) writeShallow() error {
 }
 
 // ingestPack stores a pack read from src under objects/pack and returns
-// its name and size. A thin pack (deltas against objects the store already
-// has) is completed first by appending those base objects, as git's
+// its name, its index and the bytes received. The pack is indexed while
+// it arrives (see indexPack). A thin pack (deltas against objects the
+// store already has) is completed by appending those bases, as git's
 // index-pack --fix-thin does, because a pack on disk must stand alone.
-func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, int64, error) {
+func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *idxfile.MemoryIndex, int64, error) {
 	packDir := filepath.Join(r.dir, "objects", "pack")
 	f, err := os.CreateTemp(packDir, "tmp_pack_")
 	if err != nil {
-		return "", 0, err
+		return "", nil, 0, err
 	}
 	keep := false
 	defer func() {
@@ -264,63 +279,59 @@ func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (s
 			os.Remove(f.Name())
 		}
 	}()
-	max := r.opts.MaxPackBytes
-	n, err := io.Copy(f, io.LimitReader(netReader{src}, max+1))
-	if err != nil {
-		return "", n, err
+	var external func(plumbing.Hash) (externalObject, bool, error)
+	if mayBeThin {
+		s, err := r.acquire()
+		if err != nil {
+			return "", nil, 0, err
+		}
+		defer s.release()
+		external = func(id plumbing.Hash) (externalObject, bool, error) {
+			obj, err := r.readObject(s, plumbing.AnyObject, id)
+			if errors.Is(err, ErrObjectNotFound) {
+				return externalObject{}, false, nil
+			}
+			if err != nil {
+				return externalObject{}, false, fmt.Errorf("thin pack base %s: %w", id, err)
+			}
+			data := obj.data
+			if obj.rc != nil {
+				data, err = io.ReadAll(obj.rc)
+				obj.close()
+				if err != nil {
+					return externalObject{}, false, fmt.Errorf("thin pack base %s: %w", id, err)
+				}
+			}
+			return externalObject{typ: obj.typ, data: data}, true, nil
+		}
 	}
+	max := r.opts.MaxPackBytes
+	lr := &io.LimitedReader{R: netReader{src}, N: max + 1}
+	// Trees go straight into the tree cache: the completeness check and
+	// the caller's first Walk then read none of them back.
+	onTree := func(id plumbing.Hash, data []byte) {
+		if entries, err := parseTree(id, data); err == nil {
+			r.trees.put(id, entries)
+		}
+	}
+	w, sum, err := indexPack(lr, f, external, onTree)
+	n := max + 1 - lr.N
 	if n > max {
-		return "", n, fmt.Errorf("%w: the pack exceeds %d bytes", ErrTooLarge, max)
+		return "", nil, n, fmt.Errorf("%w: the pack exceeds %d bytes", ErrTooLarge, max)
+	}
+	if err != nil {
+		return "", nil, n, err
 	}
 	if err := ctx.Err(); err != nil {
-		return "", n, err
+		return "", nil, n, err
 	}
-	if mayBeThin {
-		if err := r.fixThin(f); err != nil {
-			return "", n, err
-		}
-	}
-	name, err := installPack(ctx, f)
+	name, err := placePack(f, w, sum)
 	if err != nil {
-		return "", n, err
+		return "", nil, n, err
 	}
 	keep = true
-	return name, n, nil
-}
-
-// fixThin appends to the pack in f every object that a REF_DELTA refers
-// to but the pack does not contain, reading them from the store, and
-// rewrites the header's count and the trailing checksum.
-func (r *Repo) fixThin(f *os.File) error {
-	missing, err := externalBases(f)
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	pw, err := appendToPack(f)
-	if err != nil {
-		return err
-	}
-	for _, id := range missing {
-		obj, err := rd.object(plumbing.AnyObject, id)
-		if errors.Is(err, ErrObjectNotFound) {
-			// Possibly a REF_DELTA base that is itself a delta in the
-			// pack (see externalBases): the parse will tell.
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("thin pack base %s: %w", id, err)
-		}
-		err = pw.add(obj.typ, obj.size, obj.content())
-		obj.close()
-		if err != nil {
-			return err
-		}
-	}
-	return pw.finish()
+	idx, err := w.Index()
+	return name, idx, n, err
 }
 
 // sortedHashes returns the keys of a set in a stable order.

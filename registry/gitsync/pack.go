@@ -3,7 +3,6 @@ package gitsync
 import (
 	"bufio"
 	"compress/zlib"
-	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // Pack files are git's format, version 2: "PACK", version, object count,
@@ -24,57 +22,6 @@ const (
 	packHeaderLen  = 12
 	packTrailerLen = 20
 )
-
-// externalBases scans the pack in f and returns the ids that REF_DELTA
-// entries refer to but no whole object in the pack has: the bases a thin
-// pack expects the receiver to hold. It also verifies the pack's checksum.
-// Bases that are themselves deltas inside the pack cannot be told apart
-// from external ones without resolving every delta; git's pack-objects
-// uses OFS_DELTA for in-pack bases when ofs-delta is negotiated, and a
-// REF_DELTA to an in-pack delta resolves anyway, so a listed id the store
-// lacks is only an error if the parse later fails on it.
-func externalBases(f *os.File) ([]plumbing.Hash, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	sc := packfile.NewScanner(bufio.NewReaderSize(f, 64<<10))
-	_, count, err := sc.Header()
-	if err != nil {
-		return nil, fmt.Errorf("%w: pack header: %w", ErrNetwork, err)
-	}
-	whole := map[plumbing.Hash]bool{}
-	refs := map[plumbing.Hash]bool{}
-	for i := uint32(0); i < count; i++ {
-		oh, err := sc.NextObjectHeader()
-		if err != nil {
-			return nil, fmt.Errorf("%w: pack object %d: %w", ErrNetwork, i, err)
-		}
-		switch oh.Type {
-		case plumbing.REFDeltaObject:
-			refs[oh.Reference] = true
-			_, _, err = sc.NextObject(io.Discard)
-		case plumbing.OFSDeltaObject:
-			_, _, err = sc.NextObject(io.Discard)
-		default:
-			h := plumbing.NewHasher(oh.Type, oh.Length)
-			_, _, err = sc.NextObject(h)
-			whole[h.Sum()] = true
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: pack object %d: %w", ErrNetwork, i, err)
-		}
-	}
-	if _, err := sc.Checksum(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNetwork, err)
-	}
-	var out []plumbing.Hash
-	for _, h := range sortedHashes(refs) {
-		if !whole[h] {
-			out = append(out, h)
-		}
-	}
-	return out, nil
-}
 
 // packWriter writes pack entries (whole objects, zlib-compressed) to a
 // file, recording each entry's offset and CRC-32 for the index.
@@ -87,8 +34,7 @@ type packWriter struct {
 	sum    hash.Hash // the pack checksum, when writing from the start
 	zw     *zlib.Writer
 	crc    hash.Hash32
-	start  int64 // offset of the first appended entry
-	header uint32
+	header uint32 // the object count in the header
 }
 
 // newPackWriter starts a pack of count objects in f (which must be empty).
@@ -102,7 +48,6 @@ func newPackWriter(f *os.File, count uint32) (*packWriter, error) {
 	if _, err := pw.write(hdr[:]); err != nil {
 		return nil, err
 	}
-	pw.start = pw.off
 	_ = pw.idx.OnHeader(count)
 	return pw, nil
 }
@@ -128,7 +73,7 @@ func appendToPack(f *os.File) (*packWriter, error) {
 	if _, err := f.Seek(end, io.SeekStart); err != nil {
 		return nil, err
 	}
-	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), off: end, start: end, crc: crc32.NewIEEE(),
+	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), off: end, crc: crc32.NewIEEE(),
 		header: binary.BigEndian.Uint32(hdr[8:])}
 	pw.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
 	return pw, nil
@@ -168,7 +113,7 @@ func (pw *packWriter) add(t plumbing.ObjectType, size int64, src io.Reader) erro
 	pw.zw.Reset(writerFunc(pw.write))
 	n, err := io.Copy(io.MultiWriter(pw.zw, h), src)
 	if err != nil {
-		return storeError(err)
+		return err
 	}
 	if n != size {
 		return fmt.Errorf("%w: object of %d bytes read as %d", ErrCorrupt, size, n)
@@ -187,63 +132,35 @@ type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 
-// finish writes the trailer (fixing the count first when appending) and
-// flushes. When writing from the start it also completes the index.
-func (pw *packWriter) finish() error {
+// finish writes the trailer (when appending, after fixing the count and
+// re-hashing the file), flushes, and returns the pack's checksum.
+func (pw *packWriter) finish() (plumbing.Hash, error) {
+	var sum plumbing.Hash
 	if err := pw.bw.Flush(); err != nil {
-		return err
+		return sum, err
 	}
 	if pw.sum == nil { // appending: patch the count, re-hash the file
 		var cnt [4]byte
 		binary.BigEndian.PutUint32(cnt[:], pw.header+pw.count)
 		if _, err := pw.f.WriteAt(cnt[:], 8); err != nil {
-			return err
+			return sum, err
 		}
-		if _, err := pw.f.Seek(0, io.SeekStart); err != nil {
-			return err
+		h := sha1.New()
+		if _, err := io.Copy(h, io.NewSectionReader(pw.f, 0, pw.off)); err != nil {
+			return sum, err
 		}
-		sum := sha1.New()
-		if _, err := io.Copy(sum, io.LimitReader(pw.f, pw.off)); err != nil {
-			return err
-		}
-		if _, err := pw.f.Seek(pw.off, io.SeekStart); err != nil {
-			return err
-		}
-		_, err := pw.f.Write(sum.Sum(nil))
-		return err
+		h.Sum(sum[:0])
+		_, err := pw.f.WriteAt(sum[:], pw.off)
+		return sum, err
 	}
 	if pw.count != pw.header {
-		return fmt.Errorf("pack header says %d objects, wrote %d", pw.header, pw.count)
+		return sum, fmt.Errorf("pack header says %d objects, wrote %d", pw.header, pw.count)
 	}
-	trailer := pw.sum.Sum(nil)
-	if _, err := pw.bw.Write(trailer); err != nil {
-		return err
+	pw.sum.Sum(sum[:0])
+	if _, err := pw.bw.Write(sum[:]); err != nil {
+		return sum, err
 	}
-	if err := pw.bw.Flush(); err != nil {
-		return err
-	}
-	return pw.idx.OnFooter(plumbing.Hash(trailer))
-}
-
-// installPack indexes the complete pack in f with go-git's parser (which
-// resolves deltas and checks the trailer) and moves it into place.
-func installPack(ctx context.Context, f *os.File) (string, error) {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	w := new(idxfile.Writer)
-	p, err := packfile.NewParser(packfile.NewScanner(f), w)
-	if err != nil {
-		return "", err
-	}
-	sum, err := p.Parse()
-	if err != nil {
-		return "", fmt.Errorf("%w: indexing pack: %w", ErrNetwork, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	return placePack(f, w, sum)
+	return sum, pw.bw.Flush()
 }
 
 // placePack writes the index for the pack in f, makes both durable and

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -36,15 +35,21 @@ type PoolOptions struct {
 	MaxPackBytes int64
 	// MaxTreeEntries bounds the entries one Walk returns (default 1,000,000).
 	MaxTreeEntries int
-	// CacheBytes is each repository's object cache, which mostly keeps
-	// delta bases of trees (default 16 MiB).
+	// CacheBytes bounds each repository's cache of delta bases
+	// (default 16 MiB).
 	CacheBytes int64
+	// TreeCacheEntries bounds each repository's cache of parsed trees, in
+	// tree entries (default 1,000,000, roughly 60 MB when full): with the
+	// trees of the commit in use cached, a walk after a small push
+	// decodes only the trees that changed.
+	TreeCacheEntries int
 }
 
 const (
-	defaultMaxPackBytes   = 2 << 30
-	defaultMaxTreeEntries = 1_000_000
-	defaultCacheBytes     = 16 << 20
+	defaultMaxPackBytes     = 2 << 30
+	defaultMaxTreeEntries   = 1_000_000
+	defaultCacheBytes       = 16 << 20
+	defaultTreeCacheEntries = 1_000_000
 	// largeObject is the size above which a blob is streamed from its pack
 	// instead of being read into memory.
 	largeObject = 4 << 20
@@ -87,6 +92,9 @@ func NewPool(dir string, opts PoolOptions) (*Pool, error) {
 	}
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = defaultCacheBytes
+	}
+	if opts.TreeCacheEntries <= 0 {
+		opts.TreeCacheEntries = defaultTreeCacheEntries
 	}
 	log := opts.Logger
 	if log == nil {
@@ -221,7 +229,8 @@ func (p *Pool) open(u string) (*Repo, error) {
 		opts:      p.opts,
 		log:       p.log.With("repo", u),
 		sem:       make(chan struct{}, 1),
-		cache:     cache.NewObjectLRU(cache.FileSize(p.opts.CacheBytes)),
+		objects:   newObjectCache(int(p.opts.CacheBytes)),
+		trees:     newTreeCache(p.opts.TreeCacheEntries),
 	}
 	if !looksLikeRepo(dir) {
 		if _, err := os.Lstat(dir); err == nil {

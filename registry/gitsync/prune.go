@@ -1,7 +1,6 @@
 package gitsync
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha1"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // repair brings the store back to a consistent state after a crash, a
@@ -51,18 +49,18 @@ func (r *Repo) repairLocked() error {
 			}
 		}
 	}
-	// A corrupt object may have been cached before its check failed.
-	r.cache.Clear()
-	if len(remove) > 0 {
-		r.store.Lock()
-		for _, name := range remove {
-			if err := os.Remove(filepath.Join(packDir, name)); err != nil && !os.IsNotExist(err) {
-				r.store.Unlock()
-				return fmt.Errorf("repair: %w", err)
-			}
+	// Reads in flight keep the packs they opened; removing the files
+	// does not disturb them.
+	for _, name := range remove {
+		if err := os.Remove(filepath.Join(packDir, name)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("repair: %w", err)
 		}
-		r.invalidateReaders()
-		r.store.Unlock()
+	}
+	// Anything cached may have come from a damaged pack.
+	r.objects.clear()
+	r.trees.clear()
+	if err := r.reloadPacks(); err != nil {
+		return fmt.Errorf("repair: %w", err)
 	}
 
 	refDir := filepath.Join(r.dir, filepath.FromSlash(commitRefDir))
@@ -74,14 +72,17 @@ func (r *Repo) repairLocked() error {
 		return fmt.Errorf("repair: %w", err)
 	}
 	held := map[string]bool{}
-	r.store.RLock()
-	rd := r.getReader()
+	s, err := r.acquire()
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	defer s.release()
 	for _, e := range refs {
 		c := e.Name()
 		data, err := os.ReadFile(filepath.Join(refDir, c))
 		ok := err == nil && isHexID(c) && string(data) == c+"\n"
 		if ok {
-			if _, err := closure(rd, []plumbing.Hash{plumbing.NewHash(c)}, false); err != nil {
+			if _, err := r.closure(s, []plumbing.Hash{plumbing.NewHash(c)}, nil); err != nil {
 				r.log.Warn("commit is no longer complete; it will be fetched again", "commit", c, "err", err)
 				ok = false
 			}
@@ -91,13 +92,9 @@ func (r *Repo) repairLocked() error {
 			continue
 		}
 		if err := os.Remove(filepath.Join(refDir, c)); err != nil && !os.IsNotExist(err) {
-			r.putReader(rd)
-			r.store.RUnlock()
 			return fmt.Errorf("repair: %w", err)
 		}
 	}
-	r.putReader(rd)
-	r.store.RUnlock()
 
 	r.mu.Lock()
 	r.held = held
@@ -117,15 +114,9 @@ func verifyPack(dir, base string) error {
 	if !ok || !isHexID(want) {
 		return fmt.Errorf("unexpected pack name %q", base)
 	}
-	idxFile, err := os.Open(filepath.Join(dir, base+".idx"))
+	idx, err := readIndex(filepath.Join(dir, base+".idx"))
 	if err != nil {
 		return err
-	}
-	idx := idxfile.NewMemoryIndex()
-	err = idxfile.NewDecoder(bufio.NewReader(idxFile)).Decode(idx)
-	idxFile.Close()
-	if err != nil {
-		return fmt.Errorf("index: %w", err)
 	}
 	if got := plumbing.Hash(idx.PackfileChecksum).String(); got != want {
 		return fmt.Errorf("index is for pack %s", got)
@@ -213,22 +204,22 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 
-	r.store.RLock()
-	rd := r.getReader()
-	needed, err := closure(rd, kept, false)
+	s, err := r.acquire()
 	if err != nil {
-		r.putReader(rd)
-		r.store.RUnlock()
+		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	needed, err := r.closure(s, kept, nil)
+	if err != nil {
+		s.release()
 		r.noteError(err)
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	rewrite := len(old) > 1 || len(loose) > 0 || stored != int64(len(needed))
 	newPack := ""
 	if rewrite && len(needed) > 0 {
-		newPack, err = r.writeKeptPack(ctx, rd, packDir, needed)
+		newPack, err = r.writeKeptPack(ctx, s, packDir, needed)
 	}
-	r.putReader(rd)
-	r.store.RUnlock()
+	s.release()
 	if err != nil {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
@@ -241,7 +232,8 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	if !rewrite {
 		return nil
 	}
-	r.store.Lock()
+	// Reads in flight hold the old packs open, so deleting the files
+	// under them is safe (POSIX); the reload then drops them for new reads.
 	var rmErr error
 	for _, p := range old {
 		if p == "pack-"+newPack {
@@ -259,8 +251,9 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 			rmErr = err
 		}
 	}
-	r.invalidateReaders()
-	r.store.Unlock()
+	if err := r.reloadPacks(); err != nil && rmErr == nil {
+		rmErr = err
+	}
 	if rmErr != nil {
 		return fmt.Errorf("prune %s: %w", r.url, rmErr)
 	}
@@ -274,7 +267,7 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 
 // writeKeptPack writes the needed objects into one new pack: commits,
 // then trees, then blobs, so that what a Walk reads sits together.
-func (r *Repo) writeKeptPack(ctx context.Context, rd *reader, packDir string, needed map[plumbing.Hash]plumbing.ObjectType) (string, error) {
+func (r *Repo) writeKeptPack(ctx context.Context, s *packSet, packDir string, needed map[plumbing.Hash]plumbing.ObjectType) (string, error) {
 	ids := sortedHashes(needed)
 	slices.SortStableFunc(ids, func(a, b plumbing.Hash) int { return int(needed[a]) - int(needed[b]) })
 	f, err := os.CreateTemp(packDir, "tmp_pack_")
@@ -295,7 +288,7 @@ func (r *Repo) writeKeptPack(ctx context.Context, rd *reader, packDir string, ne
 				return "", err
 			}
 		}
-		obj, err := rd.object(needed[id], id)
+		obj, err := r.readObject(s, needed[id], id)
 		if err != nil {
 			r.noteError(err)
 			return "", err
@@ -306,14 +299,14 @@ func (r *Repo) writeKeptPack(ctx context.Context, rd *reader, packDir string, ne
 			return "", err
 		}
 	}
-	if err := pw.finish(); err != nil {
-		return "", err
-	}
-	sum, err := pw.idx.Index()
+	sum, err := pw.finish()
 	if err != nil {
 		return "", err
 	}
-	return placePack(f, pw.idx, plumbing.Hash(sum.PackfileChecksum))
+	if err := pw.idx.OnFooter(sum); err != nil {
+		return "", err
+	}
+	return placePack(f, pw.idx, sum)
 }
 
 // dropHeld forgets every held commit not in keep: ref, memory, shallow.
@@ -347,15 +340,9 @@ func packInventory(packDir string) ([]string, int64, error) {
 		if !ok || !strings.HasPrefix(base, "pack-") {
 			continue
 		}
-		f, err := os.Open(filepath.Join(packDir, base+".idx"))
+		idx, err := readIndex(filepath.Join(packDir, base+".idx"))
 		if err != nil {
-			return nil, 0, err
-		}
-		idx := idxfile.NewMemoryIndex()
-		err = idxfile.NewDecoder(bufio.NewReader(f)).Decode(idx)
-		f.Close()
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: index of %s: %v", ErrCorrupt, base, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		n, _ := idx.Count()
 		total += n

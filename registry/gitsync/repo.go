@@ -19,12 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // commitRefDir holds one ref per commit the store holds completely (the
@@ -35,9 +31,9 @@ const commitRefDir = "refs/skillreg/commit"
 
 // Repo is the local object store of one remote repository. It is safe for
 // concurrent use: Fetch and Prune take the repository's lock (one at a
-// time, in call order), while reads (HasCommit, Walk, ReadBlob, OpenBlob,
-// BlobSize) run concurrently with each other and with a Fetch, and wait
-// only for the brief moment in which Prune removes old packs.
+// time), while reads (HasCommit, Walk, ReadBlob, OpenBlob, BlobSize) never
+// wait: each uses the set of packs current when it started, which stays
+// readable until its last reader is done, even after Prune deleted it.
 type Repo struct {
 	url       string // normalised, without credentials
 	scheme    string
@@ -49,20 +45,17 @@ type Repo struct {
 	// sem is the repository lock for Fetch and Prune; a channel rather
 	// than a mutex so that waiting for it honours the caller's context.
 	sem chan struct{}
-	// store guards the set of pack files: readers hold it shared while
-	// they look objects up, Prune exclusively while it deletes packs.
-	store sync.RWMutex
 	// suspect is set when a read finds a corrupt or missing object; the
 	// next Fetch repairs the store before anything else.
 	suspect atomic.Bool
 	closed  atomic.Bool
 
-	cache cache.Object // shared by all readers; the LRU is goroutine-safe
+	objects *objectCache // delta bases
+	trees   *treeCache   // parsed trees
 
-	mu   sync.Mutex      // guards held, gen and free
-	held map[string]bool // commits held completely, mirrored by refs
-	gen  uint64          // bumped whenever the set of packs changes
-	free []*reader       // idle readers of the current generation
+	mu    sync.Mutex      // guards held and packs
+	held  map[string]bool // commits held completely, mirrored by refs
+	packs *packSet        // current packs; nil until first needed
 }
 
 // URL returns the repository's normalised URL (never with credentials).
@@ -80,13 +73,7 @@ func (r *Repo) usable() error {
 
 func (r *Repo) close() {
 	r.closed.Store(true)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gen++
-	for _, rd := range r.free {
-		rd.os.Close()
-	}
-	r.free = nil
+	r.dropPacks()
 }
 
 // lock takes the repository lock, giving up when ctx ends first.
@@ -119,123 +106,6 @@ func (r *Repo) Commits() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// reader is one go-git object storage, used by one goroutine at a time:
-// go-git's storage is not safe for concurrent use (it fills its pack index
-// map and offset caches lazily), so concurrent reads each take their own.
-type reader struct {
-	gen uint64
-	os  *filesystem.ObjectStorage
-}
-
-// maxIdleReaders bounds the idle readers kept open (each holds the pack
-// indexes in memory and the pack files open).
-const maxIdleReaders = 8
-
-func (r *Repo) getReader() *reader {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n := len(r.free); n > 0 {
-		rd := r.free[n-1]
-		r.free = r.free[:n-1]
-		return rd
-	}
-	dg := dotgit.NewWithOptions(osfs.New(r.dir), dotgit.Options{})
-	return &reader{gen: r.gen, os: filesystem.NewObjectStorageWithOptions(dg, r.cache, filesystem.Options{
-		KeepDescriptors:      true,
-		LargeObjectThreshold: largeObject,
-	})}
-}
-
-func (r *Repo) putReader(rd *reader) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if rd.gen != r.gen || len(r.free) >= maxIdleReaders || r.closed.Load() {
-		rd.os.Close()
-		return
-	}
-	r.free = append(r.free, rd)
-}
-
-// invalidateReaders makes every reader opened before now be discarded, so
-// that later reads see the current packs. Readers in use finish first.
-func (r *Repo) invalidateReaders() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gen++
-	for _, rd := range r.free {
-		rd.os.Close()
-	}
-	r.free = nil
-}
-
-// object reads one object in full and checks that it hashes to its id,
-// because go-git does not, and a flipped bit in a pack would otherwise be
-// served as content. Objects above largeObject come back as a stream
-// instead (data nil, rc set), verified as they are read.
-func (rd *reader) object(t plumbing.ObjectType, id plumbing.Hash) (obj objectData, err error) {
-	eo, err := rd.os.EncodedObject(t, id)
-	if err != nil {
-		return obj, storeError(err)
-	}
-	if t != plumbing.AnyObject && eo.Type() != t {
-		return obj, fmt.Errorf("%w: %s is a %s, not a %s", ErrObjectNotFound, id, eo.Type(), t)
-	}
-	obj.typ, obj.size = eo.Type(), eo.Size()
-	src, err := eo.Reader()
-	if err != nil {
-		return obj, storeError(err)
-	}
-	v := newVerifier(obj.typ, obj.size, id, src)
-	if obj.size > largeObject {
-		obj.rc = v
-		return obj, nil
-	}
-	defer v.Close()
-	obj.data = make([]byte, obj.size)
-	if _, err := io.ReadFull(v, obj.data); err != nil {
-		return objectData{}, storeError(err)
-	}
-	if err := v.finish(); err != nil {
-		return objectData{}, err
-	}
-	return obj, nil
-}
-
-// objectData is an object read from the store: its content in data, or
-// for large objects a verifying stream in rc that the caller must close.
-type objectData struct {
-	typ  plumbing.ObjectType
-	size int64
-	data []byte
-	rc   io.ReadCloser
-}
-
-// content returns a reader of the object's content, whichever way it came.
-func (o objectData) content() io.Reader {
-	if o.rc != nil {
-		return o.rc
-	}
-	return bytes.NewReader(o.data)
-}
-
-func (o objectData) close() {
-	if o.rc != nil {
-		o.rc.Close()
-	}
-}
-
-// storeError maps go-git's object store errors: a missing object is
-// ErrObjectNotFound, anything else (zlib, delta, short read) ErrCorrupt.
-func storeError(err error) error {
-	switch {
-	case errors.Is(err, ErrObjectNotFound), errors.Is(err, ErrCorrupt):
-		return err
-	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return fmt.Errorf("%w: %v", ErrObjectNotFound, err)
-	}
-	return fmt.Errorf("%w: %v", ErrCorrupt, err)
 }
 
 // verifier hashes an object's content as it is read and fails the read
@@ -276,7 +146,7 @@ func (v *verifier) Read(p []byte) (int, error) {
 		return n, v.err
 	}
 	if err != nil && err != io.EOF {
-		v.err = storeError(err)
+		v.err = fmt.Errorf("%w: object %s: %v", ErrCorrupt, v.id, err)
 		return n, v.err
 	}
 	return n, nil
@@ -311,60 +181,58 @@ func parseID(id string) (plumbing.Hash, error) {
 // ReadBlob returns a blob's content, read from the object store and
 // checked against its id.
 func (r *Repo) ReadBlob(id string) ([]byte, error) {
-	if err := r.usable(); err != nil {
-		return nil, err
-	}
-	h, err := parseID(id)
+	rc, size, err := r.OpenBlob(id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read %w", err)
 	}
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	obj, err := rd.object(plumbing.BlobObject, h)
-	if err != nil {
+	defer rc.Close()
+	if b, ok := rc.(*bytesBlob); ok {
+		return b.data, nil
+	}
+	data := make([]byte, 0, size)
+	buf := bytes.NewBuffer(data)
+	if _, err := buf.ReadFrom(rc); err != nil { // the verifier fails the final read on a mismatch
 		r.noteError(err)
 		return nil, fmt.Errorf("read blob %s: %w", id, err)
 	}
-	if obj.rc == nil {
-		return obj.data, nil
-	}
-	defer obj.close()
-	data, err := io.ReadAll(obj.rc) // the verifier fails the final read on a mismatch
-	if err != nil {
-		r.noteError(err)
-		return nil, fmt.Errorf("read blob %s: %w", id, err)
-	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
-// OpenBlob returns a reader of a blob's content and its size. Large blobs
-// are streamed from their pack with their own file handle, so a reader
-// outlives a concurrent Prune (POSIX keeps a deleted file readable while
-// it is open); the read that reaches the end fails with ErrCorrupt if the
-// content does not match the id. Close it when done.
+// bytesBlob is a blob already in memory, so ReadBlob can skip a copy.
+type bytesBlob struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bytesBlob) Close() error { return nil }
+
+// OpenBlob returns a reader of a blob's content and its size. Blobs above
+// a few MiB are streamed from their pack and checked against their id as
+// they are read: the read that reaches the end fails with ErrCorrupt on a
+// mismatch. The reader keeps its pack open, so it outlives a concurrent
+// Prune. Close it when done.
 func (r *Repo) OpenBlob(id string) (io.ReadCloser, int64, error) {
 	if err := r.usable(); err != nil {
 		return nil, 0, err
 	}
 	h, err := parseID(id)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
 	}
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	obj, err := rd.object(plumbing.BlobObject, h)
+	s, err := r.acquire()
+	if err != nil {
+		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
+	}
+	defer s.release()
+	obj, err := r.readObject(s, plumbing.BlobObject, h)
 	if err != nil {
 		r.noteError(err)
-		return nil, 0, fmt.Errorf("open blob %s: %w", id, err)
+		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
 	}
 	if obj.rc != nil {
 		return obj.rc, obj.size, nil
 	}
-	return io.NopCloser(bytes.NewReader(obj.data)), obj.size, nil
+	return &bytesBlob{Reader: bytes.NewReader(obj.data), data: obj.data}, obj.size, nil
 }
 
 // BlobSize returns a blob's size without reading its content.
@@ -376,13 +244,13 @@ func (r *Repo) BlobSize(id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	n, err := rd.os.EncodedObjectSize(h)
+	s, err := r.acquire()
 	if err != nil {
-		err = storeError(err)
+		return 0, fmt.Errorf("blob size %s: %w", id, err)
+	}
+	defer s.release()
+	n, err := r.objectSize(s, h)
+	if err != nil {
 		r.noteError(err)
 		return 0, fmt.Errorf("blob size %s: %w", id, err)
 	}
@@ -421,8 +289,9 @@ type Entry struct {
 // Walk lists every file, symlink and submodule under subpath ("" for the
 // root) in commit's tree, sorted by path. Each tree object is decoded once
 // (go-git's worktree code re-decodes the tree per file, which is quadratic
-// on large trees). ErrPathNotFound if subpath is missing or not a
-// directory.
+// on large trees) and parsed trees are cached by id, so walking a commit
+// that changed a few files decodes only the trees that changed.
+// ErrPathNotFound if subpath is missing or not a directory.
 func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	if err := r.usable(); err != nil {
 		return nil, err
@@ -435,11 +304,12 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.store.RLock()
-	defer r.store.RUnlock()
-	rd := r.getReader()
-	defer r.putReader(rd)
-	w := walker{rd: rd, max: r.opts.MaxTreeEntries}
+	s, err := r.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", commit, err)
+	}
+	defer s.release()
+	w := walker{r: r, s: s, max: r.opts.MaxTreeEntries}
 	entries, err := w.walkCommit(h, sub)
 	if err != nil {
 		r.noteError(err)
@@ -469,40 +339,51 @@ func cleanSubpath(p string) ([]string, error) {
 	return parts, nil
 }
 
-// walker decodes trees with its own minimal parser: it needs names, modes
-// and ids only, and checks each name is a plain file name so that no
-// hostile tree can produce a path that escapes.
+// walker lists trees through the Repo's tree cache: a commit that
+// changed one file shares every other tree with the commit before it, so a
+// walk decodes only the changed trees.
 type walker struct {
-	rd  *reader
+	r   *Repo
+	s   *packSet
 	max int
 	out []Entry
 }
 
-func (w *walker) read(t plumbing.ObjectType, id plumbing.Hash) ([]byte, error) {
-	obj, err := w.rd.object(t, id)
-	if err != nil {
-		return nil, err
-	}
-	if obj.rc != nil {
-		// A tree or commit this large is hostile.
-		obj.close()
-		return nil, fmt.Errorf("%w: %s %s is larger than %d bytes", ErrTooLarge, t, id, largeObject)
-	}
-	return obj.data, nil
-}
-
 // commitTree returns the root tree of a commit.
 func (w *walker) commitTree(id plumbing.Hash) (plumbing.Hash, error) {
-	data, err := w.read(plumbing.CommitObject, id)
+	obj, err := w.r.readObject(w.s, plumbing.CommitObject, id)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	line, _, _ := bytes.Cut(data, []byte("\n"))
+	obj.close()
+	line, _, _ := bytes.Cut(obj.data, []byte("\n"))
 	tree, ok := bytes.CutPrefix(line, []byte("tree "))
 	if !ok || !isHexID(string(tree)) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: commit %s has no tree line", ErrCorrupt, id)
 	}
 	return plumbing.NewHash(string(tree)), nil
+}
+
+// tree returns a tree's entries, parsed once per tree id.
+func (w *walker) tree(id plumbing.Hash) ([]treeEntry, error) {
+	if entries, ok := w.r.trees.get(id); ok {
+		return entries, nil
+	}
+	obj, err := w.r.readObject(w.s, plumbing.TreeObject, id)
+	if err != nil {
+		return nil, err
+	}
+	if obj.rc != nil {
+		// A tree this large is hostile.
+		obj.close()
+		return nil, fmt.Errorf("%w: tree %s is larger than %d bytes", ErrTooLarge, id, largeObject)
+	}
+	entries, err := parseTree(id, obj.data)
+	if err != nil {
+		return nil, err
+	}
+	w.r.trees.put(id, entries)
+	return entries, nil
 }
 
 func (w *walker) walkCommit(commit plumbing.Hash, sub []string) ([]Entry, error) {
@@ -511,20 +392,16 @@ func (w *walker) walkCommit(commit plumbing.Hash, sub []string) ([]Entry, error)
 		return nil, err
 	}
 	for i, name := range sub {
-		data, err := w.read(plumbing.TreeObject, tree)
+		entries, err := w.tree(tree)
 		if err != nil {
 			return nil, err
 		}
 		found := false
-		err = eachTreeEntry(tree, data, func(n string, m Mode, id plumbing.Hash) error {
-			if n == name && m == modeDir {
-				tree, found = id, true
-				return errStop
+		for _, e := range entries {
+			if e.name == name && e.mode == modeDir {
+				tree, found = e.id, true
+				break
 			}
-			return nil
-		})
-		if err != nil && err != errStop {
-			return nil, err
 		}
 		if !found {
 			return nil, fmt.Errorf("%w: %s", ErrPathNotFound, strings.Join(sub[:i+1], "/"))
@@ -533,7 +410,17 @@ func (w *walker) walkCommit(commit plumbing.Hash, sub []string) ([]Entry, error)
 	if err := w.walkTree(tree, "", 0); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(w.out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	// Git's tree order (directories compared as "name/") makes a
+	// depth-first walk come out sorted by path already; a tree that
+	// breaks the order is re-sorted, and one with duplicates refused.
+	if !slices.IsSortedFunc(w.out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }) {
+		slices.SortFunc(w.out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	}
+	for i := 1; i < len(w.out); i++ {
+		if w.out[i].Path == w.out[i-1].Path {
+			return nil, fmt.Errorf("%w: the tree lists %q twice", ErrCorrupt, w.out[i].Path)
+		}
+	}
 	return w.out, nil
 }
 
@@ -544,27 +431,96 @@ func (w *walker) walkTree(id plumbing.Hash, prefix string, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
 	}
-	data, err := w.read(plumbing.TreeObject, id)
+	entries, err := w.tree(id)
 	if err != nil {
 		return err
 	}
-	return eachTreeEntry(id, data, func(name string, m Mode, child plumbing.Hash) error {
-		p := prefix + name
-		switch m {
-		case modeDir:
-			return w.walkTree(child, p+"/", depth+1)
-		case modeGroupWritable:
-			m = ModeRegular
+	for _, e := range entries {
+		if e.mode == modeDir {
+			if err := w.walkTree(e.id, prefix+e.name+"/", depth+1); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(w.out) >= w.max {
 			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, w.max)
 		}
-		w.out = append(w.out, Entry{Path: p, Mode: m, Blob: child.String()})
-		return nil
-	})
+		w.out = append(w.out, Entry{Path: prefix + e.name, Mode: e.mode, Blob: e.id.String()})
+	}
+	return nil
 }
 
-var errStop = errors.New("stop")
+// treeEntry is one parsed tree entry; group-writable files already read
+// as ModeRegular.
+type treeEntry struct {
+	name string
+	mode Mode
+	id   plumbing.Hash
+}
+
+// parseTree parses a raw tree object ("<octal mode> <name>\0<20-byte id>"
+// repeated), checking each name is a plain file name so that no hostile
+// tree can produce a path that escapes.
+func parseTree(tree plumbing.Hash, data []byte) ([]treeEntry, error) {
+	var out []treeEntry
+	err := eachTreeEntry(tree, data, func(name string, m Mode, id plumbing.Hash) error {
+		if m == modeGroupWritable {
+			m = ModeRegular
+		}
+		out = append(out, treeEntry{name: name, mode: m, id: id})
+		return nil
+	})
+	return out, err
+}
+
+// treeCache keeps parsed trees by id, in two generations: when the
+// current one is full it becomes the old one, and hits in the old one move
+// back, so the trees of the commits in use stay.
+type treeCache struct {
+	mu       sync.Mutex
+	max, n   int // entries allowed in cur, entries in cur
+	cur, old map[plumbing.Hash][]treeEntry
+}
+
+func newTreeCache(max int) *treeCache {
+	return &treeCache{max: max, cur: map[plumbing.Hash][]treeEntry{}}
+}
+
+func (c *treeCache) get(id plumbing.Hash) ([]treeEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.cur[id]; ok {
+		return e, true
+	}
+	e, ok := c.old[id]
+	if ok {
+		c.add(id, e)
+	}
+	return e, ok
+}
+
+func (c *treeCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur, c.old, c.n = map[plumbing.Hash][]treeEntry{}, nil, 0
+}
+
+func (c *treeCache) put(id plumbing.Hash, e []treeEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.add(id, e)
+}
+
+func (c *treeCache) add(id plumbing.Hash, e []treeEntry) {
+	if _, ok := c.cur[id]; ok {
+		return
+	}
+	if c.n+len(e)+1 > c.max {
+		c.old, c.cur, c.n = c.cur, map[plumbing.Hash][]treeEntry{}, 0
+	}
+	c.cur[id] = e
+	c.n += len(e) + 1
+}
 
 // eachTreeEntry parses a raw tree object ("<octal mode> <name>\0<20-byte
 // id>" repeated) and calls fn for each entry.

@@ -1,0 +1,613 @@
+package gitsync
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"container/list"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// This file is gitsync's index-pack: it reads a pack as it arrives,
+// writes it to a file and indexes it in the same single pass, inflating
+// each object once. go-git's packfile.Parser needs the whole pack on disk
+// first and then inflates every object twice (once to index it, once
+// again to resolve deltas), which made indexing a 30,000-file pack cost
+// more than git clone spends in total; it also cannot complete thin packs
+// without writing every object loose.
+
+// errBadPack marks a pack that does not parse: the remote's fault.
+var errBadPack = fmt.Errorf("%w: malformed pack", ErrNetwork)
+
+const (
+	// maxInMemory is the largest object kept whole in memory while
+	// indexing; larger non-delta objects are hashed as they stream by.
+	maxInMemory = largeObject
+	// maxDeltaResult bounds what a delta may declare it expands to, so
+	// that a hostile pack cannot make us allocate without bound.
+	maxDeltaResult = 256 << 20
+	// maxChain bounds delta chains (git's default depth is 50).
+	maxChain = 1000
+	// baseCacheBytes bounds the inflated objects kept as possible delta
+	// bases while indexing.
+	baseCacheBytes = 16 << 20
+)
+
+// packStream is the buffered reader the indexer and zlib read from. It
+// counts the offset, and feeds the bytes it has handed out to the entry's
+// CRC-32 and to the pack checksum in bulk, not per byte: flate reads one
+// byte at a time.
+type packStream struct {
+	src  io.Reader
+	buf  []byte
+	r, w int
+	mark int   // start of handed-out bytes not yet hashed
+	off  int64 // pack offset of buf[r]
+	crc  hash.Hash32
+	sum  hash.Hash
+}
+
+func newPackStream(src io.Reader) *packStream {
+	return &packStream{src: src, buf: make([]byte, 256<<10), crc: crc32.NewIEEE(), sum: sha1.New()}
+}
+
+func (s *packStream) flush() {
+	if s.mark < s.r {
+		s.crc.Write(s.buf[s.mark:s.r])
+		s.sum.Write(s.buf[s.mark:s.r])
+		s.mark = s.r
+	}
+}
+
+func (s *packStream) fill() error {
+	s.flush()
+	n := copy(s.buf, s.buf[s.r:s.w])
+	s.r, s.w, s.mark = 0, n, 0
+	for s.w == 0 {
+		k, err := s.src.Read(s.buf[s.w:])
+		s.w += k
+		if err != nil {
+			if s.w > 0 {
+				return nil
+			}
+			if err == io.EOF {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *packStream) ReadByte() (byte, error) {
+	if s.r == s.w {
+		if err := s.fill(); err != nil {
+			return 0, err
+		}
+	}
+	b := s.buf[s.r]
+	s.r++
+	s.off++
+	return b, nil
+}
+
+func (s *packStream) Read(p []byte) (int, error) {
+	if s.r == s.w {
+		if err := s.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, s.buf[s.r:s.w])
+	s.r += n
+	s.off += int64(n)
+	return n, nil
+}
+
+// startEntry begins a new entry's CRC-32.
+func (s *packStream) startEntry() {
+	s.flush()
+	s.crc.Reset()
+}
+
+func (s *packStream) entryCRC() uint32 {
+	s.flush()
+	return s.crc.Sum32()
+}
+
+// trailer reads the 20-byte checksum and reports whether it matches the
+// SHA-1 of everything before it.
+func (s *packStream) trailer() (plumbing.Hash, bool, error) {
+	s.flush()
+	want := s.sum.Sum(nil)
+	var got plumbing.Hash
+	for i := range got {
+		b, err := s.ReadByte()
+		if err != nil {
+			return got, false, err
+		}
+		got[i] = b
+	}
+	s.mark = s.r // the trailer is not part of the checksum
+	return got, bytes.Equal(got[:], want), nil
+}
+
+// readEntryHeader reads a pack entry's type and size, and for deltas the
+// base's relative offset or id.
+func readEntryHeader(br io.ByteReader) (t plumbing.ObjectType, size int64, ofs int64, ref plumbing.Hash, err error) {
+	b, err := br.ReadByte()
+	if err != nil {
+		return
+	}
+	t = plumbing.ObjectType((b >> 4) & 7)
+	size = int64(b & 0x0f)
+	for shift := 4; b&0x80 != 0; shift += 7 {
+		if shift > 56 {
+			return 0, 0, 0, ref, fmt.Errorf("%w: entry size overflows", errBadPack)
+		}
+		if b, err = br.ReadByte(); err != nil {
+			return
+		}
+		size |= int64(b&0x7f) << shift
+	}
+	switch t {
+	case plumbing.OFSDeltaObject:
+		if b, err = br.ReadByte(); err != nil {
+			return
+		}
+		ofs = int64(b & 0x7f)
+		for b&0x80 != 0 {
+			if ofs > 1<<55 {
+				return 0, 0, 0, ref, fmt.Errorf("%w: delta offset overflows", errBadPack)
+			}
+			if b, err = br.ReadByte(); err != nil {
+				return
+			}
+			ofs = (ofs+1)<<7 | int64(b&0x7f)
+		}
+	case plumbing.REFDeltaObject:
+		for i := range ref {
+			if ref[i], err = br.ReadByte(); err != nil {
+				return
+			}
+		}
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	default:
+		return 0, 0, 0, ref, fmt.Errorf("%w: entry type %d", errBadPack, t)
+	}
+	return
+}
+
+// objectID computes a git object id.
+func objectID(t plumbing.ObjectType, data []byte) plumbing.Hash {
+	h := sha1.New()
+	h.Write([]byte(t.String() + " " + strconv.Itoa(len(data)) + "\x00"))
+	h.Write(data)
+	var id plumbing.Hash
+	h.Sum(id[:0])
+	return id
+}
+
+// packEntry is what the index needs of one entry, plus how to rebuild it.
+type packEntry struct {
+	off      int64
+	diskType plumbing.ObjectType // as stored: a whole type or a delta
+	typ      plumbing.ObjectType // the object's type once resolved
+	baseOff  int64               // OFS_DELTA base offset
+	baseRef  plumbing.Hash       // REF_DELTA base id
+	id       plumbing.Hash
+	crc      uint32
+	resolved bool
+}
+
+// externalObject is a thin pack's base found in the store, to be appended.
+type externalObject struct {
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// packIndexer indexes one pack in a single pass.
+type packIndexer struct {
+	f        *os.File // the pack as written so far, for re-reading bases
+	zr       io.ReadCloser
+	entries  []packEntry
+	byOff    map[int64]int         // offset -> entries index
+	byID     map[plumbing.Hash]int // id -> entries index
+	cache    *baseCache
+	external func(plumbing.Hash) (externalObject, bool, error)
+	appended map[plumbing.Hash]externalObject
+	onTree   func(plumbing.Hash, []byte)
+}
+
+// indexPack reads a pack from src, writing every byte to f, and returns
+// the index writer and the pack's checksum. external looks up thin-pack
+// bases in the store (nil when the pack cannot be thin); bases it finds
+// are appended to the pack in f, which is then a standalone pack. onTree,
+// if set, sees every tree's content (already checked against its id) so
+// that the caller need not read it back.
+func indexPack(src io.Reader, f *os.File, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) (*idxfile.Writer, plumbing.Hash, error) {
+	s := newPackStream(io.TeeReader(src, f))
+	ix := &packIndexer{
+		f:        f,
+		byOff:    map[int64]int{},
+		byID:     map[plumbing.Hash]int{},
+		cache:    newBaseCache(baseCacheBytes),
+		external: external,
+		appended: map[plumbing.Hash]externalObject{},
+		onTree:   onTree,
+	}
+	var hdr [packHeaderLen]byte
+	if _, err := io.ReadFull(s, hdr[:]); err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack header: %w", errBadPack, err)
+	}
+	if string(hdr[:4]) != "PACK" || (binary.BigEndian.Uint32(hdr[4:]) != 2 && binary.BigEndian.Uint32(hdr[4:]) != 3) {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: not a version 2 pack", errBadPack)
+	}
+	count := binary.BigEndian.Uint32(hdr[8:])
+	ix.entries = make([]packEntry, 0, min(count, 1<<20))
+	var pending []int
+	for i := uint32(0); i < count; i++ {
+		ok, err := ix.next(s)
+		if err != nil {
+			return nil, plumbing.ZeroHash, fmt.Errorf("pack entry %d: %w", i, err)
+		}
+		if !ok {
+			pending = append(pending, len(ix.entries)-1)
+		}
+	}
+	sum, ok, err := s.trailer()
+	if err != nil {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack trailer: %w", errBadPack, err)
+	}
+	if !ok {
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack checksum mismatch", errBadPack)
+	}
+	// Deltas whose base came later in the pack (or was a pending delta
+	// itself) resolve now that every entry is known.
+	for len(pending) > 0 {
+		var still []int
+		for _, i := range pending {
+			if _, err := ix.contentOf(i, 0); err != nil {
+				if errors.Is(err, errBaseMissing) {
+					still = append(still, i)
+					continue
+				}
+				return nil, plumbing.ZeroHash, err
+			}
+		}
+		if len(still) == len(pending) {
+			e := ix.entries[still[0]]
+			return nil, plumbing.ZeroHash, fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", errBadPack, e.off, e.baseRef)
+		}
+		pending = still
+	}
+
+	w := new(idxfile.Writer)
+	_ = w.OnHeader(count + uint32(len(ix.appended)))
+	for _, e := range ix.entries {
+		w.Add(e.id, uint64(e.off), e.crc)
+	}
+	if len(ix.appended) > 0 {
+		pw, err := appendToPack(f)
+		if err != nil {
+			return nil, plumbing.ZeroHash, err
+		}
+		pw.idx = w
+		for _, id := range sortedHashes(ix.appended) {
+			o := ix.appended[id]
+			if err := pw.add(o.typ, int64(len(o.data)), bytes.NewReader(o.data)); err != nil {
+				return nil, plumbing.ZeroHash, err
+			}
+		}
+		if sum, err = pw.finish(); err != nil {
+			return nil, plumbing.ZeroHash, err
+		}
+	}
+	if err := w.OnFooter(sum); err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	return w, sum, nil
+}
+
+var errBaseMissing = errors.New("delta base not yet known")
+
+// next reads one entry from the stream; it reports false when the entry
+// is a delta whose base is not known yet.
+func (ix *packIndexer) next(s *packStream) (bool, error) {
+	e := packEntry{off: s.off}
+	s.startEntry()
+	t, size, ofs, ref, err := readEntryHeader(s)
+	if err != nil {
+		return false, wrapEOF(err)
+	}
+	e.diskType = t
+	switch t {
+	case plumbing.OFSDeltaObject:
+		e.baseOff = e.off - ofs
+		if ofs <= 0 || e.baseOff < packHeaderLen {
+			return false, fmt.Errorf("%w: delta base offset out of range", errBadPack)
+		}
+	case plumbing.REFDeltaObject:
+		e.baseRef = ref
+	}
+
+	var data []byte
+	if !t.IsDelta() && size > maxInMemory {
+		// Hash it as it streams by; it is re-read if a delta needs it.
+		h := plumbing.NewHasher(t, size)
+		if err := ix.inflate(s, size, h); err != nil {
+			return false, err
+		}
+		e.id, e.typ, e.resolved = h.Sum(), t, true
+	} else {
+		if size > maxDeltaResult {
+			return false, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
+		}
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		if err := ix.inflate(s, size, buf); err != nil {
+			return false, err
+		}
+		data = buf.Bytes()
+	}
+	e.crc = s.entryCRC()
+	i := len(ix.entries)
+	ix.entries = append(ix.entries, e)
+	ix.byOff[e.off] = i
+	switch {
+	case e.resolved:
+		ix.byID[e.id] = i
+		return true, nil
+	case !t.IsDelta():
+		ix.finish(i, t, data)
+		return true, nil
+	}
+	base, err := ix.baseOf(i, 0)
+	if errors.Is(err, errBaseMissing) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, ix.patch(i, base, data)
+}
+
+// inflate decompresses exactly one zlib stream of size bytes into w,
+// consuming its checksum so that the stream stands at the next entry.
+func (ix *packIndexer) inflate(src io.Reader, size int64, w io.Writer) error {
+	var err error
+	if ix.zr == nil {
+		ix.zr, err = zlib.NewReader(src)
+	} else {
+		err = ix.zr.(zlib.Resetter).Reset(src, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBadPack, wrapEOF(err))
+	}
+	n, err := io.CopyN(w, ix.zr, size)
+	if err != nil {
+		return fmt.Errorf("%w: entry inflated to %d of %d bytes: %w", errBadPack, n, size, wrapEOF(err))
+	}
+	// Reading on to EOF makes zlib check its Adler-32 and consume it.
+	var one [1]byte
+	if k, err := ix.zr.Read(one[:]); k != 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = errors.New("longer than declared")
+		}
+		return fmt.Errorf("%w: entry: %w", errBadPack, wrapEOF(err))
+	}
+	return nil
+}
+
+func wrapEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// finish records a resolved entry's type and content.
+func (ix *packIndexer) finish(i int, t plumbing.ObjectType, data []byte) {
+	e := &ix.entries[i]
+	e.typ, e.id, e.resolved = t, objectID(t, data), true
+	ix.byID[e.id] = i
+	ix.cache.put(e.off, t, data)
+	if t == plumbing.TreeObject && ix.onTree != nil {
+		ix.onTree(e.id, data)
+	}
+}
+
+// patch applies a delta to its base and records the result.
+func (ix *packIndexer) patch(i int, base cachedObject, delta []byte) error {
+	if err := checkDeltaSizes(delta, len(base.data)); err != nil {
+		return err
+	}
+	data, err := packfile.PatchDelta(base.data, delta)
+	if err != nil {
+		return fmt.Errorf("%w: delta at %d: %w", errBadPack, ix.entries[i].off, err)
+	}
+	ix.finish(i, base.typ, data)
+	return nil
+}
+
+// checkDeltaSizes reads the sizes a delta declares (base, then result)
+// and refuses a mismatched base or an oversized result before anything
+// is allocated for it.
+func checkDeltaSizes(delta []byte, baseLen int) error {
+	r := bytes.NewReader(delta)
+	src, err := binary.ReadUvarint(r)
+	if err != nil {
+		return fmt.Errorf("%w: delta header", errBadPack)
+	}
+	dst, err := binary.ReadUvarint(r)
+	if err != nil {
+		return fmt.Errorf("%w: delta header", errBadPack)
+	}
+	if src != uint64(baseLen) {
+		return fmt.Errorf("%w: delta expects a base of %d bytes, got %d", errBadPack, src, baseLen)
+	}
+	if dst > maxDeltaResult {
+		return fmt.Errorf("%w: delta result of %d bytes", ErrTooLarge, dst)
+	}
+	return nil
+}
+
+// baseOf returns the base of delta entry i: an earlier entry (from the
+// cache or re-read from the file), or for a thin pack an object in the
+// store, which is then appended to the pack.
+func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
+	e := ix.entries[i]
+	var j int
+	var ok bool
+	if e.diskType == plumbing.OFSDeltaObject {
+		if j, ok = ix.byOff[e.baseOff]; !ok {
+			return cachedObject{}, fmt.Errorf("%w: delta base at %d is not an entry", errBadPack, e.baseOff)
+		}
+	} else if j, ok = ix.byID[e.baseRef]; !ok {
+		if o, ok := ix.appended[e.baseRef]; ok {
+			return cachedObject(o), nil
+		}
+		if ix.external != nil {
+			o, found, err := ix.external(e.baseRef)
+			if err != nil {
+				return cachedObject{}, err
+			}
+			if found {
+				ix.appended[e.baseRef] = o
+				return cachedObject(o), nil
+			}
+		}
+		return cachedObject{}, errBaseMissing
+	}
+	return ix.contentOf(j, depth+1)
+}
+
+// contentOf returns entry i's type and content, resolving it (and its
+// bases) from the file when it is not cached.
+func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
+	if depth > maxChain {
+		return cachedObject{}, fmt.Errorf("%w: delta chain longer than %d", errBadPack, maxChain)
+	}
+	e := ix.entries[i]
+	if e.resolved {
+		if o, ok := ix.cache.get(e.off); ok {
+			return o, nil
+		}
+	} else if !e.diskType.IsDelta() {
+		return cachedObject{}, fmt.Errorf("%w: entry at %d unresolved", errBadPack, e.off)
+	}
+	t, delta, err := ix.readRaw(e.off)
+	if err != nil {
+		return cachedObject{}, err
+	}
+	if !t.IsDelta() {
+		if int64(len(delta)) > maxDeltaResult {
+			return cachedObject{}, fmt.Errorf("%w: delta base of %d bytes", ErrTooLarge, len(delta))
+		}
+		ix.cache.put(e.off, t, delta)
+		return cachedObject{typ: t, data: delta}, nil
+	}
+	base, err := ix.baseOf(i, depth)
+	if err != nil {
+		return cachedObject{}, err
+	}
+	if !e.resolved {
+		if err := ix.patch(i, base, delta); err != nil {
+			return cachedObject{}, err
+		}
+		return ix.contentOf(i, depth)
+	}
+	if err := checkDeltaSizes(delta, len(base.data)); err != nil {
+		return cachedObject{}, err
+	}
+	data, err := packfile.PatchDelta(base.data, delta)
+	if err != nil {
+		return cachedObject{}, fmt.Errorf("%w: delta at %d: %w", errBadPack, e.off, err)
+	}
+	ix.cache.put(e.off, base.typ, data)
+	return cachedObject{typ: base.typ, data: data}, nil
+}
+
+// readRaw re-reads the entry at off from the file: its disk type and its
+// inflated data (the delta itself, for deltas).
+func (ix *packIndexer) readRaw(off int64) (plumbing.ObjectType, []byte, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(ix.f, off, 1<<62), 32<<10)
+	t, size, _, _, err := readEntryHeader(br)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, wrapEOF(err))
+	}
+	if size > maxDeltaResult {
+		return 0, nil, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
+	}
+	zr, err := zlib.NewReader(br)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, err)
+	}
+	defer zr.Close()
+	data := make([]byte, size)
+	if _, err := io.ReadFull(zr, data); err != nil {
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, wrapEOF(err))
+	}
+	return t, data, nil
+}
+
+// cachedObject is an inflated object kept as a possible delta base.
+type cachedObject struct {
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+// baseCache keeps recently inflated objects by pack offset, up to a byte
+// budget, because deltas usually refer to objects shortly before them.
+type baseCache struct {
+	max, size int
+	ll        *list.List
+	items     map[int64]*list.Element
+}
+
+type baseCacheItem struct {
+	off int64
+	obj cachedObject
+}
+
+func newBaseCache(max int) *baseCache {
+	return &baseCache{max: max, ll: list.New(), items: map[int64]*list.Element{}}
+}
+
+func (c *baseCache) get(off int64) (cachedObject, bool) {
+	el, ok := c.items[off]
+	if !ok {
+		return cachedObject{}, false
+	}
+	c.ll.MoveToFront(el)
+	return el.Value.(*baseCacheItem).obj, true
+}
+
+func (c *baseCache) put(off int64, t plumbing.ObjectType, data []byte) {
+	if len(data) > c.max/4 {
+		return
+	}
+	if el, ok := c.items[off]; ok {
+		c.ll.MoveToFront(el)
+		return
+	}
+	c.items[off] = c.ll.PushFront(&baseCacheItem{off: off, obj: cachedObject{typ: t, data: data}})
+	c.size += len(data)
+	for c.size > c.max {
+		el := c.ll.Back()
+		it := el.Value.(*baseCacheItem)
+		c.ll.Remove(el)
+		delete(c.items, it.off)
+		c.size -= len(it.obj.data)
+	}
+}

@@ -1,0 +1,366 @@
+package gitsync
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+
+	"github.com/skillreg/skillreg/internal/gittest"
+)
+
+// deltaRepo builds a history whose objects delta well (a long file edited
+// a little in every commit) and repacks it so git stores deltas.
+func deltaRepo(t *testing.T) (*gittest.Repo, []string) {
+	t.Helper()
+	srv := gittest.NewServer(t)
+	r := srv.CreateRepo("deltas")
+	var lines []string
+	for i := range 300 {
+		lines = append(lines, fmt.Sprintf("line %d of a long document that changes slowly", i))
+	}
+	var commits []string
+	for c := range 6 {
+		lines[c*40] = fmt.Sprintf("edited in commit %d", c)
+		files := map[string]string{"doc.txt": strings.Join(lines, "\n")}
+		for d := range 5 {
+			files[fmt.Sprintf("dir%d/copy.txt", d)] = strings.Join(lines[d:], "\n")
+		}
+		r.WriteFiles(files)
+		commits = append(commits, r.Commit(fmt.Sprint("c", c)))
+	}
+	r.Push("main")
+	r.GitBare("repack", "-a", "-d", "-f", "--depth=50", "--window=50", "--quiet")
+	return r, commits
+}
+
+// packObjects runs git pack-objects in the bare repository with revs on
+// stdin and returns the pack.
+func packObjects(t *testing.T, r *gittest.Repo, revs string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", r.BareDir(), "pack-objects", "--stdout", "--revs", "--quiet"}, args...)...)
+	cmd.Stdin = strings.NewReader(revs)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pack-objects: %v: %s", err, stderr.String())
+	}
+	return out.Bytes()
+}
+
+// gitIndex indexes the pack with git index-pack and returns id -> entry.
+func gitIndex(t *testing.T, pack []byte, extra ...string) (map[plumbing.Hash]idxfile.Entry, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.pack")
+	if err := os.WriteFile(p, pack, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", append([]string{"index-pack", "-o", filepath.Join(dir, "x.idx")}, append(extra, p)...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git index-pack: %v: %s", err, out)
+	}
+	idx, err := readIndex(filepath.Join(dir, "x.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idxEntries(t, idx), nil
+}
+
+func idxEntries(t *testing.T, idx *idxfile.MemoryIndex) map[plumbing.Hash]idxfile.Entry {
+	t.Helper()
+	iter, err := idx.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[plumbing.Hash]idxfile.Entry{}
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Hash] = *e
+	}
+}
+
+// ourIndex runs indexPack over pack and returns the entries and the pack
+// as written (completed when thin).
+func ourIndex(t *testing.T, pack []byte, external func(plumbing.Hash) (externalObject, bool, error)) (map[plumbing.Hash]idxfile.Entry, []byte, error) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "tmp_pack_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, _, err := indexPack(bytes.NewReader(pack), f, external, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, err := w.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idxEntries(t, idx), written, nil
+}
+
+func TestIndexPackMatchesGit(t *testing.T) {
+	r, _ := deltaRepo(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"ofs-delta", []string{"--delta-base-offset"}},
+		{"ref-delta", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pack := packObjects(t, r, "main\n", tt.args...)
+			if got := countDeltas(t, r, pack); got == 0 {
+				t.Fatal("the test pack has no deltas")
+			}
+			want, err := gitIndex(t, pack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, written, err := ourIndex(t, pack, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(written, pack) {
+				t.Fatal("the pack written differs from the pack received")
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d entries, git has %d", len(got), len(want))
+			}
+			for id, w := range want {
+				if g, ok := got[id]; !ok || g.Offset != w.Offset || g.CRC32 != w.CRC32 {
+					t.Fatalf("entry %s: got %+v, git %+v", id, g, w)
+				}
+			}
+		})
+	}
+}
+
+// countDeltas asks git verify-pack how many entries of pack are deltas.
+func countDeltas(t *testing.T, r *gittest.Repo, pack []byte) int {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.pack")
+	os.WriteFile(p, pack, 0o644)
+	if out, err := exec.Command("git", "index-pack", p).CombinedOutput(); err != nil {
+		t.Fatalf("index-pack: %v: %s", err, out)
+	}
+	out, err := exec.Command("git", "verify-pack", "-v", filepath.Join(dir, "x.idx")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 7 && isHexID(f[0]) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestIndexPackCompletesThinPack feeds a thin pack (deltas against a
+// commit the receiver holds) and checks the written pack stands alone.
+func TestIndexPackCompletesThinPack(t *testing.T) {
+	r, commits := deltaRepo(t)
+	old, head := commits[2], commits[len(commits)-1]
+	pack := packObjects(t, r, head+"\n^"+old+"\n", "--thin", "--delta-base-offset")
+	if _, err := gitIndex(t, pack); err == nil {
+		t.Fatal("git indexed the thin pack without --fix-thin: the test pack is not thin")
+	}
+	var asked []plumbing.Hash
+	external := func(id plumbing.Hash) (externalObject, bool, error) {
+		asked = append(asked, id)
+		typ, data := catFile(t, r, id.String())
+		return externalObject{typ: typ, data: data}, true, nil
+	}
+	got, written, err := ourIndex(t, pack, external)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) == 0 {
+		t.Fatal("no external base was asked for")
+	}
+	want, err := gitIndex(t, written) // no --fix-thin: it must stand alone
+	if err != nil {
+		t.Fatalf("the completed pack does not stand alone: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d entries, git has %d", len(got), len(want))
+	}
+	for id, w := range want {
+		if g := got[id]; g.Offset != w.Offset || g.CRC32 != w.CRC32 {
+			t.Fatalf("entry %s: got %+v, git %+v", id, g, w)
+		}
+	}
+
+	// Without the store's help the thin pack cannot be indexed.
+	none := func(plumbing.Hash) (externalObject, bool, error) { return externalObject{}, false, nil }
+	if _, _, err := ourIndex(t, pack, none); !errors.Is(err, ErrNetwork) {
+		t.Fatalf("thin pack without its bases: %v, want ErrNetwork", err)
+	}
+}
+
+func catFile(t *testing.T, r *gittest.Repo, id string) (plumbing.ObjectType, []byte) {
+	t.Helper()
+	typ := r.GitBare("cat-file", "-t", id)
+	out, err := exec.Command("git", "-C", r.BareDir(), "cat-file", typ, id).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ot, err := plumbing.ParseObjectType(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ot, out
+}
+
+func TestIndexPackRejectsDamage(t *testing.T) {
+	r, _ := deltaRepo(t)
+	pack := packObjects(t, r, "main\n", "--delta-base-offset")
+	cases := map[string][]byte{
+		"empty":          {},
+		"not a pack":     []byte("hello world, this is not a pack file"),
+		"truncated":      pack[:len(pack)/2],
+		"no trailer":     pack[:len(pack)-20],
+		"bad checksum":   flipped(pack, len(pack)-1),
+		"flipped body":   flipped(pack, len(pack)/2),
+		"count too high": withCount(pack, 1),
+	}
+	for name, data := range cases {
+		if _, _, err := ourIndex(t, data, nil); !errors.Is(err, ErrNetwork) {
+			t.Errorf("%s: %v, want ErrNetwork", name, err)
+		}
+	}
+}
+
+func flipped(b []byte, i int) []byte {
+	c := bytes.Clone(b)
+	c[i] ^= 0x40
+	return c
+}
+
+func withCount(b []byte, extra uint32) []byte {
+	c := bytes.Clone(b)
+	binary.BigEndian.PutUint32(c[8:], binary.BigEndian.Uint32(c[8:])+extra)
+	return c
+}
+
+// TestDeltifiedServer syncs from a server whose packs are full of deltas
+// (as hosted services' are), first whole, then incrementally.
+func TestDeltifiedServer(t *testing.T) {
+	r, commits := deltaRepo(t)
+	pool := newPool(t, t.TempDir())
+	repo, err := pool.Repo(r.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := resolveFetch(t, repo, commits[1])
+	want := snapshotCLI(t, r, commits[1])
+	if got := snapshot(t, repo, first, ""); !equalMaps(got, want) {
+		t.Fatal("deltified initial snapshot differs")
+	}
+	last := resolveFetch(t, repo, commits[len(commits)-1])
+	if got := snapshot(t, repo, last, ""); !equalMaps(got, snapshotCLI(t, r, last)) {
+		t.Fatal("deltified incremental snapshot differs")
+	}
+	if err := repo.Prune(t.Context(), []string{last}); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, repo, last, ""); !equalMaps(got, snapshotCLI(t, r, last)) {
+		t.Fatal("snapshot after prune differs")
+	}
+}
+
+func resolveFetch(t *testing.T, repo *Repo, commit string) string {
+	t.Helper()
+	if err := repo.Fetch(t.Context(), Resolved{Commit: commit}, Auth{}); err != nil {
+		t.Fatal(err)
+	}
+	return commit
+}
+
+// snapshotCLI lists a commit's files with the git CLI, the reference.
+func snapshotCLI(t *testing.T, r *gittest.Repo, commit string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(r.GitBare("ls-tree", "-r", commit), "\n") {
+		meta, path, _ := strings.Cut(line, "\t")
+		f := strings.Fields(meta)
+		data, err := exec.Command("git", "-C", r.BareDir(), "cat-file", "blob", f[2]).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[path] = string(data)
+	}
+	return out
+}
+
+// TestIndexPackForwardReferences reverses a REF_DELTA pack so that every
+// delta comes before its base (legal, and what some servers send): the
+// deltas wait until their bases are known.
+func TestIndexPackForwardReferences(t *testing.T) {
+	r, _ := deltaRepo(t)
+	pack := packObjects(t, r, "main\n") // REF_DELTA only: entries stand alone
+	want, err := gitIndex(t, pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for _, e := range want {
+		offs = append(offs, int64(e.Offset))
+	}
+	slices.Sort(offs)
+	end := int64(len(pack) - 20)
+	var reversed bytes.Buffer
+	reversed.Write(pack[:12])
+	for i := len(offs) - 1; i >= 0; i-- {
+		next := end
+		if i+1 < len(offs) {
+			next = offs[i+1]
+		}
+		reversed.Write(pack[offs[i]:next])
+	}
+	sum := sha1.Sum(reversed.Bytes())
+	reversed.Write(sum[:])
+
+	got, _, err := ourIndex(t, reversed.Bytes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRev, err := gitIndex(t, reversed.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(wantRev) {
+		t.Fatalf("%d entries, git has %d", len(got), len(wantRev))
+	}
+	for id, w := range wantRev {
+		if g := got[id]; g.Offset != w.Offset || g.CRC32 != w.CRC32 {
+			t.Fatalf("entry %s: got %+v, git %+v", id, g, w)
+		}
+	}
+}
