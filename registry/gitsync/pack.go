@@ -128,6 +128,22 @@ func (pw *packWriter) add(t plumbing.ObjectType, size int64, src io.Reader) erro
 	return nil
 }
 
+// addRaw copies one entry verbatim from another pack, checking it
+// against the CRC-32 recorded for it there.
+func (pw *packWriter) addRaw(id plumbing.Hash, src io.Reader, wantCRC uint32) error {
+	offset := pw.off
+	pw.crc.Reset()
+	if _, err := io.Copy(writerFunc(pw.write), src); err != nil {
+		return err
+	}
+	if got := pw.crc.Sum32(); got != wantCRC {
+		return fmt.Errorf("%w: entry of %s fails its CRC check", ErrCorrupt, id)
+	}
+	pw.count++
+	pw.idx.Add(id, uint64(offset), wantCRC)
+	return nil
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

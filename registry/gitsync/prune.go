@@ -1,6 +1,7 @@
 package gitsync
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha1"
@@ -266,10 +267,34 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 }
 
 // writeKeptPack writes the needed objects into one new pack: commits,
-// then trees, then blobs, so that what a Walk reads sits together.
+// then trees, then blobs, so that what a Walk reads sits together. Whole
+// (non-delta) entries are copied as they are, compressed bytes and all,
+// after checking them against the CRC-32 their index recorded when they
+// arrived; only deltas are resolved and written whole, because their
+// bases may not be kept.
 func (r *Repo) writeKeptPack(ctx context.Context, s *packSet, packDir string, needed map[plumbing.Hash]plumbing.ObjectType) (string, error) {
-	ids := sortedHashes(needed)
-	slices.SortStableFunc(ids, func(a, b plumbing.Hash) int { return int(needed[a]) - int(needed[b]) })
+	type source struct {
+		id  plumbing.Hash
+		p   *pack
+		off int64
+	}
+	srcs := make([]source, 0, len(needed))
+	for id := range needed {
+		p, off, ok := s.find(id)
+		if !ok {
+			return "", fmt.Errorf("%w: %s", ErrObjectNotFound, id)
+		}
+		srcs = append(srcs, source{id, p, off})
+	}
+	slices.SortFunc(srcs, func(a, b source) int {
+		if c := int(needed[a.id]) - int(needed[b.id]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.p.name, b.p.name); c != 0 {
+			return c
+		}
+		return int(a.off - b.off) // sequential reads of each pack
+	})
 	f, err := os.CreateTemp(packDir, "tmp_pack_")
 	if err != nil {
 		return "", err
@@ -278,17 +303,33 @@ func (r *Repo) writeKeptPack(ctx context.Context, s *packSet, packDir string, ne
 		f.Close()
 		os.Remove(f.Name()) // a no-op once renamed
 	}()
-	pw, err := newPackWriter(f, uint32(len(ids)))
+	pw, err := newPackWriter(f, uint32(len(srcs)))
 	if err != nil {
 		return "", err
 	}
-	for i, id := range ids {
+	ends := map[*pack][]int64{}
+	for i, src := range srcs {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return "", err
 			}
 		}
-		obj, err := r.readObject(s, needed[id], id)
+		offs, ok := ends[src.p]
+		if !ok {
+			if offs, err = entryOffsets(src.p); err != nil {
+				return "", err
+			}
+			ends[src.p] = offs
+		}
+		copied, err := copyWholeEntry(pw, src.p, offs, src.off, src.id)
+		if err != nil {
+			r.noteError(err)
+			return "", err
+		}
+		if copied {
+			continue
+		}
+		obj, err := r.readObject(s, needed[src.id], src.id)
 		if err != nil {
 			r.noteError(err)
 			return "", err
@@ -307,6 +348,52 @@ func (r *Repo) writeKeptPack(ctx context.Context, s *packSet, packDir string, ne
 		return "", err
 	}
 	return placePack(f, pw.idx, sum)
+}
+
+// entryOffsets returns the offsets of a pack's entries, sorted, so that
+// an entry's end is the next entry's start (or the trailer's).
+func entryOffsets(p *pack) ([]int64, error) {
+	iter, err := p.idx.EntriesByOffset()
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	var offs []int64
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			return offs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		offs = append(offs, int64(e.Offset))
+	}
+}
+
+// copyWholeEntry copies the entry at off verbatim if it is a whole object
+// and reports whether it did; deltas are left to the caller.
+func copyWholeEntry(pw *packWriter, p *pack, offs []int64, off int64, id plumbing.Hash) (bool, error) {
+	i, found := slices.BinarySearch(offs, off)
+	if !found {
+		return false, fmt.Errorf("%w: %s: no entry at %d", ErrCorrupt, p.name, off)
+	}
+	end := p.size - packTrailerLen
+	if i+1 < len(offs) {
+		end = offs[i+1]
+	}
+	t, _, _, _, err := readEntryHeader(bufio.NewReaderSize(io.NewSectionReader(p.f, off, end-off), 64))
+	if err != nil {
+		return false, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, err)
+	}
+	if t.IsDelta() {
+		return false, nil
+	}
+	crc, err := p.idx.FindCRC32(id)
+	if err != nil {
+		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+	}
+	return true, pw.addRaw(id, io.NewSectionReader(p.f, off, end-off), crc)
 }
 
 // dropHeld forgets every held commit not in keep: ref, memory, shallow.

@@ -103,11 +103,13 @@ func TestSymlinkAndSubmoduleModes(t *testing.T) {
 	}
 }
 
-// TestCorruptObject flips a byte inside a blob in the pack: reading it
-// fails with ErrCorrupt (never with wrong bytes), and the next Fetch
-// repairs the store and downloads the commit again.
+// TestCorruptObject flips a byte inside a blob in a pack: Prune refuses
+// to copy the damaged entry, reading it fails with ErrCorrupt (never with
+// wrong bytes), and the next Fetch repairs the store and downloads the
+// commit again.
 func TestCorruptObject(t *testing.T) {
 	f := newFixture(t)
+	ctx := context.Background()
 	files := bigTree(20, "c")
 	f.remote.WriteFiles(files)
 	commit := f.remote.Commit("one")
@@ -122,8 +124,16 @@ func TestCorruptObject(t *testing.T) {
 	if len(packs) != 1 {
 		t.Fatalf("packs: %v", packs)
 	}
+	// A second pack, so that Prune has something to fold.
+	f.remote.WriteFiles(map[string]string{"extra.md": "x\n"})
+	f.remote.Commit("two")
+	f.remote.Push("main")
+	syncPin(t, f.repo, Pin{})
 	flipByte(t, packs[0]+".pack", offsetOf(t, packs[0], victim.Blob)+6)
 
+	if err := f.repo.Prune(ctx, []string{commit}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Prune over a corrupt entry: %v, want ErrCorrupt", err)
+	}
 	if _, err := f.repo.ReadBlob(victim.Blob); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ReadBlob of a corrupt blob: %v, want ErrCorrupt", err)
 	}
@@ -137,7 +147,7 @@ func TestCorruptObject(t *testing.T) {
 	}
 
 	f.srv.ResetRequests()
-	if err := f.repo.Fetch(context.Background(), res, Auth{}); err != nil {
+	if err := f.repo.Fetch(ctx, res, Auth{}); err != nil {
 		t.Fatalf("Fetch after corruption: %v", err)
 	}
 	if f.srv.Requests().Fetches != 1 {
@@ -145,6 +155,9 @@ func TestCorruptObject(t *testing.T) {
 	}
 	if got := snapshot(t, f.repo, commit, ""); !equalMaps(got, files) {
 		t.Fatal("snapshot after repair differs")
+	}
+	if err := f.repo.Prune(ctx, []string{commit}); err != nil {
+		t.Fatalf("Prune after repair: %v", err)
 	}
 }
 
@@ -458,5 +471,62 @@ func writeFile(t *testing.T, name string, data []byte) {
 	}
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadsDuringFetchAndPrune reads one commit from several goroutines
+// while others are fetched and the store is pruned around it: no read may
+// fail or see wrong bytes (ReadBlob checks every blob against its id).
+func TestReadsDuringFetchAndPrune(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.remote.WriteFiles(bigTree(60, "r"))
+	base := f.remote.Commit("base")
+	f.remote.Push("main")
+	syncPin(t, f.repo, Pin{})
+	want := snapshot(t, f.repo, base, "")
+
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				entries, err := f.repo.Walk(base, "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, e := range entries[:10] {
+					data, err := f.repo.ReadBlob(e.Blob)
+					if err != nil || string(data) != want[e.Path] {
+						errs <- fmt.Errorf("%s: %v", e.Path, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for i := range 5 {
+		f.remote.WriteFiles(map[string]string{"n.md": fmt.Sprint(i)})
+		c := f.remote.Commit(fmt.Sprint("n", i))
+		f.remote.Push("main")
+		syncPin(t, f.repo, Pin{})
+		if err := f.repo.Prune(ctx, []string{base, c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("read during fetch/prune: %v", err)
 	}
 }
