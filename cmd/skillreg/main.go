@@ -42,6 +42,8 @@ func commands() []command {
 		{"validate", "DIR...", "check skill trees the way the server judges them", cmdValidate},
 		{"index", "DIR [--json]", "index a tree once and print what was found and how long it took", cmdIndex},
 		{"new-skill", "DIR/NAME", "create a new skill that validate accepts", cmdNewSkill},
+		{"pull", "--server URL [--into DIR] [SKILL...]", "install skills from a Skills-extension server, verified and locked", cmdPull},
+		{"outdated", "[--into DIR]", "compare skills.lock with what the servers serve now", cmdOutdated},
 		{"version", "", "print the version", cmdVersion},
 	}
 }
