@@ -1,19 +1,3 @@
-// Package gitsync keeps one bare, shallow git object store per remote
-// repository and reads commits straight from it: list the remote's refs,
-// resolve a pin to a commit, fetch only what is new, walk a commit's tree,
-// read blobs by id, and prune what no kept commit needs. It never checks
-// out a working tree (go-git's checkout is quadratic on large trees) and
-// knows nothing about skills.
-//
-// Fetches speak the smart protocol through go-git's transport but drive
-// the negotiation themselves: "deepen 1" with the commits already held
-// sent as both "have" and "shallow", and a thin pack completed locally
-// (git's index-pack --fix-thin). go-git's own Fetch either refetches the
-// whole tree on every update (Depth: 1, because it never asks for a thin
-// pack, and git's pack-objects only leaves out what the client holds when
-// the pack may be thin) or can miss objects after a force-push (Depth: 0
-// without shallow lines lets the server assume the client holds history it
-// does not).
 package gitsync
 
 import "errors"

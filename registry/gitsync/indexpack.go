@@ -32,9 +32,6 @@ import (
 var errBadPack = fmt.Errorf("%w: malformed pack", ErrNetwork)
 
 const (
-	// maxInMemory is the largest object kept whole in memory while
-	// indexing; larger non-delta objects are hashed as they stream by.
-	maxInMemory = largeObject
 	// maxDeltaResult bounds what a delta may declare it expands to, so
 	// that a hostile pack cannot make us allocate without bound.
 	maxDeltaResult = 256 << 20
@@ -343,13 +340,15 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 	}
 
 	var data []byte
-	if !t.IsDelta() && size > maxInMemory {
+	if !t.IsDelta() && size > largeObject {
 		// Hash it as it streams by; it is re-read if a delta needs it.
-		h := plumbing.NewHasher(t, size)
+		h := sha1.New()
+		h.Write([]byte(t.String() + " " + strconv.FormatInt(size, 10) + "\x00"))
 		if err := ix.inflate(s, size, h); err != nil {
 			return false, err
 		}
-		e.id, e.typ, e.resolved = h.Sum(), t, true
+		h.Sum(e.id[:0])
+		e.typ, e.resolved = t, true
 	} else {
 		if size > maxDeltaResult {
 			return false, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)

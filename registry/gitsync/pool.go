@@ -50,10 +50,13 @@ const (
 	defaultMaxTreeEntries   = 1_000_000
 	defaultCacheBytes       = 16 << 20
 	defaultTreeCacheEntries = 1_000_000
-	// largeObject is the size above which a blob is streamed from its pack
-	// instead of being read into memory.
-	largeObject = 4 << 20
 )
+
+// largeObject is the size above which a blob is streamed from its pack
+// instead of being read into memory, and above which the indexer hashes
+// an incoming object as it streams by. A variable only so that tests can
+// exercise streaming without multi-megabyte fixtures.
+var largeObject int64 = 4 << 20
 
 // Pool hands out one Repo per remote repository, each a bare git object
 // store in its own directory under the pool's directory, named by a hash

@@ -64,6 +64,12 @@ func (r *Repo) repairLocked() error {
 		return fmt.Errorf("repair: %w", err)
 	}
 
+	// writeFileAtomic's temporary files, if a crash left any.
+	if leftovers, err := filepath.Glob(filepath.Join(r.dir, ".tmp-*")); err == nil {
+		for _, name := range leftovers {
+			os.Remove(name)
+		}
+	}
 	refDir := filepath.Join(r.dir, filepath.FromSlash(commitRefDir))
 	if err := os.MkdirAll(refDir, 0o755); err != nil {
 		return fmt.Errorf("repair: %w", err)
