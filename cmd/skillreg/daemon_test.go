@@ -31,7 +31,7 @@ type testDaemon struct {
 
 // startDaemon starts a daemon from YAML configuration (relative paths
 // against dir) and waits until it is ready.
-func startDaemon(t *testing.T, yaml, dir string) *testDaemon {
+func startDaemon(t testing.TB, yaml, dir string) *testDaemon {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), dir)
 	if err != nil {
@@ -70,14 +70,14 @@ func startDaemon(t *testing.T, yaml, dir string) *testDaemon {
 	return td
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
-func waitUntil(t *testing.T, cond func() bool) {
+func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

@@ -112,37 +112,57 @@ type object struct {
 
 func (o *object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := o.encode(&b, enc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encode writes the object with one encoder for every key and value and
+// without HTML escaping, so "<" in a description stays "<" on the wire, as
+// any client's own parser would read it.
+func (o *object) encode(b *bytes.Buffer, enc *json.Encoder) error {
 	b.WriteByte('{')
 	for i, k := range o.keys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, err := marshalNoEscape(k)
-		if err != nil {
-			return nil, err
+		if err := encodeValue(b, enc, k); err != nil {
+			return err
 		}
-		b.Write(kb)
 		b.WriteByte(':')
-		vb, err := marshalNoEscape(o.vals[k])
-		if err != nil {
-			return nil, err
+		if err := encodeValue(b, enc, o.vals[k]); err != nil {
+			return err
 		}
-		b.Write(vb)
 	}
 	b.WriteByte('}')
-	return b.Bytes(), nil
+	return nil
 }
 
-// marshalNoEscape encodes v as JSON without HTML escaping, so "<" in a
-// description stays "<" on the wire, as any client's own parser would read it.
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+func encodeValue(b *bytes.Buffer, enc *json.Encoder, v value) error {
+	switch x := v.(type) {
+	case *object:
+		return x.encode(b, enc)
+	case []value:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeValue(b, enc, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode ends each value with a newline
+	return nil
 }
 
 func decodeStrict(block []byte) (*object, error) {
@@ -307,6 +327,11 @@ func scalar(n *yaml.Node, path string) (value, error) {
 	}
 	if yaml11Bools[s] {
 		return nil, problem(RuleStrict, fmt.Sprintf("%s: %q is a boolean in YAML 1.1 and a string in YAML 1.2; quote it (or write true/false)", at(n, path), s))
+	}
+	// Only scalars starting with a digit, a sign or a dot can read as a
+	// number or a date; everything else is a string in every YAML version.
+	if c := s[0]; !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+		return s, nil
 	}
 	if canonicalInt.MatchString(s) {
 		i, err := strconv.ParseInt(s, 10, 64)

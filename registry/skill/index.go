@@ -186,7 +186,7 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 			}
 		}
 	}
-	h := &hasher{tree: t, cache: o.Cache, skillMD: map[string][]byte{}}
+	h := &hasher{tree: t, cache: o.Cache, skillMD: map[string]parsedMD{}}
 	digests, err := h.hashAll(ctx, need, o.Workers)
 	if err != nil {
 		return nil, err
@@ -194,7 +194,11 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 	res.Stats.Hashed = h.hashed
 
 	for _, w := range work {
-		s, ex := build(w.dir, w.entries, digests, h.skillMD[joinPath(w.dir, "SKILL.md")], o.RootName)
+		md, ok := h.skillMD[joinPath(w.dir, "SKILL.md")]
+		if !ok {
+			md.err = problem(RuleUnreadable, joinPath(w.dir, "SKILL.md")+" could not be read")
+		}
+		s, ex := build(w.dir, w.entries, digests, md, o.RootName)
 		if ex != nil {
 			res.Excluded = append(res.Excluded, *ex)
 			continue
@@ -309,7 +313,7 @@ func checkEntries(dir string, sub []Entry) *Exclusion {
 }
 
 // build assembles a skill from hashed entries and its SKILL.md.
-func build(dir string, sub []Entry, digests map[string]Digest, skillMD []byte, rootName string) (*Skill, *Exclusion) {
+func build(dir string, sub []Entry, digests map[string]Digest, md parsedMD, rootName string) (*Skill, *Exclusion) {
 	exclude := func(file string, err error) (*Skill, *Exclusion) {
 		return nil, &Exclusion{Path: dir, File: file, Problem: *AsProblem(err)}
 	}
@@ -343,10 +347,10 @@ func build(dir string, sub []Entry, digests map[string]Digest, skillMD []byte, r
 	slices.Sort(s.Dirs)
 
 	mdPath := joinPath(dir, "SKILL.md")
-	fm, body, err := ParseSkillMD(skillMD)
-	if err != nil {
-		return exclude(mdPath, err)
+	if md.err != nil {
+		return exclude(mdPath, md.err)
 	}
+	fm, body := md.fm, md.body
 	want := path.Base(dir)
 	if dir == "" {
 		if fm.Name != rootName {
@@ -361,14 +365,22 @@ func build(dir string, sub []Entry, digests map[string]Digest, skillMD []byte, r
 }
 
 // hasher hashes entries in parallel, consulting and filling the cache, and
-// keeps the bytes of every SKILL.md it reads.
+// parses every SKILL.md it reads (in the same worker, so parsing runs on
+// every core too).
 type hasher struct {
 	tree  Tree
 	cache DigestCache
 
 	mu      sync.Mutex
 	hashed  int
-	skillMD map[string][]byte
+	skillMD map[string]parsedMD
+}
+
+// parsedMD is a SKILL.md read by the hasher.
+type parsedMD struct {
+	fm   *Frontmatter
+	body []byte
+	err  error
 }
 
 func (h *hasher) hashAll(ctx context.Context, need map[string]Entry, workers int) (map[string]Digest, error) {
@@ -429,6 +441,12 @@ feed:
 
 var errUnreadable = errors.New("unreadable")
 
+// indexOpener is implemented by trees with a cheaper open for indexing
+// (see DirTree.openForIndex).
+type indexOpener interface {
+	openForIndex(id string) (io.ReadCloser, error)
+}
+
 func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 	isMD := path.Base(e.Path) == "SKILL.md"
 	if !isMD && h.cache != nil && e.Key != "" {
@@ -436,7 +454,11 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 			return d, nil
 		}
 	}
-	rc, err := h.tree.Open(e.ID)
+	open := h.tree.Open
+	if io, ok := h.tree.(indexOpener); ok {
+		open = io.openForIndex
+	}
+	rc, err := open(e.ID)
 	if err != nil {
 		return Digest{}, fmt.Errorf("%w: open %s: %v", errUnreadable, e.Path, err)
 	}
@@ -449,15 +471,36 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 		w = io.MultiWriter(sum, mw)
 	}
 	// Read at most one byte past the per-skill limit: a bigger file breaks
-	// the limit whatever the rest of it holds.
-	n, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1), buf)
-	if err != nil {
-		return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+	// the limit whatever the rest of it holds. A file the walk saw small is
+	// read with one call: a short read of a regular file is its end.
+	var n int64
+	if e.Size >= 0 && e.Size < int64(len(buf)) {
+		k, err := io.ReadAtLeast(rc, buf[:e.Size+1], 1)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+		}
+		w.Write(buf[:k])
+		n = int64(k)
+		if k == len(buf[:e.Size+1]) { // grew since the walk: read the rest
+			m, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1-n), buf)
+			if err != nil {
+				return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+			}
+			n += m
+		}
+	} else {
+		m, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1), buf)
+		if err != nil {
+			return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+		}
+		n = m
 	}
 	d := Digest{Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil)), Size: n}
 	if isMD {
+		var md parsedMD
+		md.fm, md.body, md.err = ParseSkillMD(mw.b)
 		h.mu.Lock()
-		h.skillMD[e.Path] = mw.b
+		h.skillMD[e.Path] = md
 		h.mu.Unlock()
 	}
 	h.mu.Lock()
