@@ -53,6 +53,8 @@ type Options struct {
 	// CallerOf tells who sent a request (from the headers of its HTTP
 	// request); nil means everyone sees the whole catalog.
 	CallerOf func(h http.Header) Caller
+	// SkillMeta lists the skill-meta tools to serve.
+	SkillMeta []SkillMetaTool
 }
 
 // Server is the MCP server and its HTTP handlers.
@@ -105,6 +107,9 @@ func New(o Options) *Server {
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "resources/directory/read", s.readDirectory))
+	for _, t := range o.SkillMeta {
+		s.addSkillMeta(t)
+	}
 
 	httpOpts := func(stateless bool) *sdk.StreamableHTTPOptions {
 		return &sdk.StreamableHTTPOptions{

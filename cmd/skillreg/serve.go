@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,7 @@ import (
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/releases"
 )
 
 func cmdServe(ctx context.Context, e *env, args []string) int {
@@ -102,6 +104,7 @@ type Daemon struct {
 
 	Registry *registry.Registry
 	MCP      *mcp.Server
+	releases *releases.Client
 	echo     *echo.Echo
 	ln       net.Listener
 	started  time.Time
@@ -115,6 +118,10 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	metaTools, err := d.skillMeta(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var mcpSrv *mcp.Server
 	d.Registry = registry.New(registry.Options{
 		Logger: log,
@@ -125,15 +132,62 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 		},
 	})
 	mcpSrv = mcp.New(mcp.Options{
-		Catalogs: d.Registry,
-		Logger:   log,
-		Version:  buildVersion(),
-		CacheTTL: cfg.MCP.CacheTTL.D(),
+		Catalogs:  d.Registry,
+		Logger:    log,
+		Version:   buildVersion(),
+		CacheTTL:  cfg.MCP.CacheTTL.D(),
+		SkillMeta: metaTools,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
 	d.echo = d.routes()
 	return d, nil
+}
+
+// releasesClient returns the GitHub Releases client, made on first use:
+// the skill-meta tools, release-pinned sources and release webhooks share it.
+func (d *Daemon) releasesClient() (*releases.Client, error) {
+	if d.releases != nil {
+		return d.releases, nil
+	}
+	var token string
+	if env := d.cfg.GitHub.TokenEnv; env != "" {
+		token = strings.TrimSpace(os.Getenv(env))
+	}
+	c, err := releases.New(releases.Options{
+		APIURL: d.cfg.GitHub.APIURL,
+		Token:  token,
+		Store:  releases.NewMemoryStore(),
+		Logger: d.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	d.releases = c
+	return c, nil
+}
+
+// skillMeta turns the skill_meta entries into MCP tools.
+func (d *Daemon) skillMeta(cfg *config.Config) ([]mcp.SkillMetaTool, error) {
+	var out []mcp.SkillMetaTool
+	for i, m := range cfg.Meta {
+		rel, err := d.releasesClient()
+		if err != nil {
+			return nil, err
+		}
+		meta := releases.SkillMeta{Skill: m.Skill, Tool: m.Tool, Repo: m.Repo, UpdateDocURL: m.UpdateDocURL, CacheTTL: m.CacheTTL.D()}
+		if len(m.Recipes) > 0 {
+			meta.Recipes = map[string]releases.Recipe{}
+			for client, r := range m.Recipes {
+				meta.Recipes[client] = releases.Recipe{Command: r.Command, Kind: r.Kind}
+			}
+		}
+		if err := meta.Validate(); err != nil {
+			return nil, fmt.Errorf("skill_meta[%d]: %w", i, err)
+		}
+		out = append(out, mcp.SkillMetaTool{Meta: meta, Releases: rel})
+	}
+	return out, nil
 }
 
 // sources turns configured sources into registry sources; without any, the
@@ -280,6 +334,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		defer cancel()
 		err := srv.Shutdown(sctx)
 		stopReg()
+		if d.releases != nil {
+			d.releases.Close()
+		}
 		return err
 	})
 	return g.Wait()
