@@ -1,0 +1,296 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
+)
+
+// Sessions and login limits.
+const (
+	cookieName      = "skillreg_session"
+	maxSessions     = 10000            // sessions kept at once; the oldest goes first
+	maxLoginForm    = 4 << 10          // bytes of a login form
+	maxTokenLen     = 1 << 10          // bytes of a token
+	loginBurst      = 5                // failed logins allowed at once per address
+	loginRefill     = 12 * time.Second // one more failed login allowed per interval
+	maxLimitedAddrs = 10000            // addresses tracked by the login limiter
+)
+
+// session is what a session id maps to, server side. The cookie carries
+// only the random id, never the token.
+type session struct {
+	viewer  Viewer
+	expires time.Time
+}
+
+// sessionStore is a bounded map of session ids with expiry.
+type sessionStore struct {
+	mu  sync.Mutex
+	m   map[string]session
+	max int
+	ttl time.Duration
+}
+
+func newSessionStore(max int, ttl time.Duration) *sessionStore {
+	return &sessionStore{m: map[string]session{}, max: max, ttl: ttl}
+}
+
+// create starts a session and returns its id.
+func (s *sessionStore) create(v Viewer, now time.Time) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= s.max {
+		s.evictLocked(now)
+	}
+	s.m[id] = session{viewer: v, expires: now.Add(s.ttl)}
+	return id, nil
+}
+
+// evictLocked drops expired sessions and, if none had expired, the one
+// closest to expiry.
+func (s *sessionStore) evictLocked(now time.Time) {
+	oldest, first := "", time.Time{}
+	for id, ss := range s.m {
+		if !now.Before(ss.expires) {
+			delete(s.m, id)
+			continue
+		}
+		if oldest == "" || ss.expires.Before(first) {
+			oldest, first = id, ss.expires
+		}
+	}
+	if len(s.m) >= s.max && oldest != "" {
+		delete(s.m, oldest)
+	}
+}
+
+func (s *sessionStore) lookup(id string, now time.Time) (Viewer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[id]
+	if !ok {
+		return Viewer{}, false
+	}
+	if !now.Before(ss.expires) {
+		delete(s.m, id)
+		return Viewer{}, false
+	}
+	return ss.viewer, true
+}
+
+func (s *sessionStore) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}
+
+func (s *sessionStore) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = map[string]session{}
+}
+
+func (s *sessionStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// loginLimiter is a token bucket of failed logins per remote address.
+type loginLimiter struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+func newLoginLimiter() *loginLimiter { return &loginLimiter{m: map[string]*rate.Limiter{}} }
+
+func (l *loginLimiter) get(addr string, now time.Time) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lim, ok := l.m[addr]; ok {
+		return lim
+	}
+	if len(l.m) >= maxLimitedAddrs {
+		// Forget addresses whose bucket is full again: they would start
+		// afresh anyway. If every one is still draining, start over rather
+		// than grow without bound.
+		for a, lim := range l.m {
+			if lim.TokensAt(now) >= loginBurst {
+				delete(l.m, a)
+			}
+		}
+		if len(l.m) >= maxLimitedAddrs {
+			l.m = map[string]*rate.Limiter{}
+		}
+	}
+	lim := rate.NewLimiter(rate.Every(loginRefill), loginBurst)
+	l.m[addr] = lim
+	return lim
+}
+
+// blocked reports whether addr has used up its failed attempts.
+func (l *loginLimiter) blocked(addr string, now time.Time) bool {
+	return l.get(addr, now).TokensAt(now) < 1
+}
+
+// failed records a failed attempt.
+func (l *loginLimiter) failed(addr string, now time.Time) {
+	l.get(addr, now).AllowN(now, 1)
+}
+
+// remoteAddr is the address failed logins are counted against: the
+// connection's peer, or what the router's IPExtractor says when the
+// operator configured one (behind a trusted proxy). Forwarding headers are
+// never trusted on their own.
+func (h *Handler) remoteAddr(c echo.Context) string {
+	if h.echo != nil && h.echo.IPExtractor != nil {
+		return c.RealIP()
+	}
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
+}
+
+func (h *Handler) viewerFromCookie(r *http.Request) (Viewer, bool) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil || ck.Value == "" || len(ck.Value) > 64 {
+		return Viewer{}, false
+	}
+	return h.sessions.lookup(ck.Value, h.o.Now())
+}
+
+// safeNext returns where to go after signing in: a local path only, never
+// another site.
+func safeNext(next string) string {
+	if next == "" || len(next) > 2048 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/"
+	}
+	if strings.ContainsAny(next, "\r\n\t\\") || strings.HasPrefix(u.Path, "/login") || strings.HasPrefix(u.Path, "/logout") {
+		return "/"
+	}
+	return next
+}
+
+type loginData struct {
+	layout
+	Next  string
+	Error string
+}
+
+func (h *Handler) loginForm(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if !h.o.AuthRequired {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	if _, ok := h.viewerFromCookie(c.Request()); ok {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return h.render(c, http.StatusOK, "login", loginData{layout: h.layoutFor(c, "Sign in", ""), Next: next})
+}
+
+func (h *Handler) login(c echo.Context) error {
+	r := c.Request()
+	c.Response().Header().Set("Cache-Control", "no-store")
+	if err := h.cop.Check(r); err != nil {
+		h.log.Warn("cross-origin login refused", "remote", h.remoteAddr(c), "origin", r.Header.Get("Origin"))
+		return h.errorPage(c, http.StatusForbidden, "Forbidden", "Cross-origin requests are refused.")
+	}
+	if !h.o.AuthRequired {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	now, addr := h.o.Now(), h.remoteAddr(c)
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxLoginForm)
+	if err := r.ParseForm(); err != nil {
+		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The sign-in form could not be read.")
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	data := loginData{layout: h.layoutFor(c, "Sign in", ""), Next: next}
+	if h.limits.blocked(addr, now) {
+		h.log.Warn("login refused: too many failed attempts", "remote", addr)
+		c.Response().Header().Set("Retry-After", "60")
+		data.Error = "Too many failed attempts from your address. Wait a minute and try again."
+		return h.render(c, http.StatusTooManyRequests, "login", data)
+	}
+	token := r.PostForm.Get("token")
+	v, ok := Viewer{}, false
+	if token != "" && len(token) <= maxTokenLen {
+		v, ok = h.o.Authenticate(token)
+	}
+	if !ok {
+		h.limits.failed(addr, now)
+		h.log.Warn("login failed", "remote", addr)
+		data.Error = "That token was not accepted."
+		return h.render(c, http.StatusUnauthorized, "login", data)
+	}
+	id, err := h.sessions.create(v, now)
+	if err != nil {
+		h.log.Error("start session", "err", err)
+		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The session could not be started.")
+	}
+	http.SetCookie(c.Response(), &http.Cookie{
+		Name:     cookieName,
+		Value:    id,
+		Path:     "/",
+		MaxAge:   int(h.o.SessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil || h.o.SecureCookie,
+		SameSite: http.SameSiteStrictMode,
+	})
+	h.log.Info("login", "viewer", v.Name, "remote", addr)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+type logoutData struct{ layout }
+
+func (h *Handler) logoutForm(c echo.Context) error {
+	if !h.o.AuthRequired {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	v, ok := h.viewerFromCookie(c.Request())
+	if !ok {
+		return c.Redirect(http.StatusSeeOther, "/login")
+	}
+	c.Set(viewerKey, v)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return h.render(c, http.StatusOK, "logout", logoutData{h.layoutFor(c, "Sign out", "")})
+}
+
+func (h *Handler) logout(c echo.Context) error {
+	r := c.Request()
+	c.Response().Header().Set("Cache-Control", "no-store")
+	if err := h.cop.Check(r); err != nil {
+		return h.errorPage(c, http.StatusForbidden, "Forbidden", "Cross-origin requests are refused.")
+	}
+	if ck, err := r.Cookie(cookieName); err == nil {
+		h.sessions.remove(ck.Value)
+	}
+	http.SetCookie(c.Response(), &http.Cookie{
+		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: r.TLS != nil || h.o.SecureCookie, SameSite: http.SameSiteStrictMode,
+	})
+	if !h.o.AuthRequired {
+		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	return c.Redirect(http.StatusSeeOther, "/login")
+}

@@ -1,0 +1,134 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+type sourceView struct {
+	registry.State
+	Anchor    string
+	Href      string
+	Serving   bool // the catalog holds a snapshot of it
+	Describe  string
+	IndexedAt time.Time
+	Excluded  []exclusionRow
+	RepoURL   string
+	CommitURL string
+}
+
+type exclusionRow struct {
+	Path   string
+	File   string
+	Rule   string
+	Detail string
+}
+
+type deliveryView struct {
+	Delivery
+	Sources []link
+}
+
+type sourcesData struct {
+	layout
+	One        bool // a single source's page
+	Sources    []sourceView
+	Deliveries []deliveryView
+	Webhooks   bool // deliveries are configured
+}
+
+// sources serves /sources (every visible source) and /sources/<name> (one).
+func (h *Handler) sources(c echo.Context) error {
+	v := viewerOf(c)
+	cat := h.o.Catalog.Current()
+	only := c.Param("name")
+	if only != "" && (!registry.ValidSourceName(only) || !v.Filter.Allows(only)) {
+		return h.notFound(c)
+	}
+	var states []registry.State
+	if h.o.States != nil {
+		states = h.o.States()
+	}
+	// A source the catalog serves but the states do not know (restored from
+	// the store before its first sync, say) is shown from its snapshot.
+	known := map[string]bool{}
+	for _, st := range states {
+		known[st.Source] = true
+	}
+	for _, snap := range cat.Sources(registry.Filter{}) {
+		if !known[snap.Source] {
+			states = append(states, registry.State{Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref,
+				Commit: snap.Commit, Skills: len(snap.Skills), Excluded: len(snap.Excluded)})
+		}
+	}
+	slices.SortFunc(states, func(a, b registry.State) int {
+		switch {
+		case a.Source < b.Source:
+			return -1
+		case a.Source > b.Source:
+			return 1
+		}
+		return 0
+	})
+
+	title := "Sources"
+	if only != "" {
+		title = "Source " + only
+	}
+	data := sourcesData{layout: h.layoutFor(c, title, "sources"), One: only != "", Webhooks: h.o.Deliveries != nil}
+	for _, st := range states {
+		if !v.Filter.Allows(st.Source) || (only != "" && st.Source != only) {
+			continue
+		}
+		sv := sourceView{State: st, Anchor: "src-" + st.Source, Href: "/sources/" + st.Source, Describe: st.Ref}
+		if snap, ok := cat.Snapshot(st.Source); ok {
+			sv.Serving, sv.IndexedAt = true, snap.IndexedAt
+			for _, ex := range snap.Excluded {
+				sv.Excluded = append(sv.Excluded, exclusionRow{Path: ex.Path, File: ex.File, Rule: string(ex.Problem.Rule), Detail: ex.Problem.Detail})
+			}
+			if st.Commit == "" {
+				sv.Commit = snap.Commit
+			}
+		}
+		if base, ok := githubRepo(st.Repository); ok {
+			sv.RepoURL = base
+			if commitRE.MatchString(sv.Commit) {
+				sv.CommitURL = base + "/commit/" + sv.Commit
+			}
+		}
+		data.Sources = append(data.Sources, sv)
+	}
+	if only != "" && len(data.Sources) == 0 {
+		return h.notFound(c)
+	}
+	if h.o.Deliveries != nil {
+		for _, d := range h.o.Deliveries(maxDeliveries) {
+			if dv, ok := visibleDelivery(d, v.Filter, only); ok {
+				data.Deliveries = append(data.Deliveries, dv)
+			}
+		}
+	}
+	return h.render(c, http.StatusOK, "sources", data)
+}
+
+// visibleDelivery shows a delivery to a viewer limited to some sources only
+// when it asked for a sync of one of them, and then names only those. A
+// viewer who sees everything sees every delivery, including those that
+// matched no source.
+func visibleDelivery(d Delivery, f registry.Filter, only string) (deliveryView, bool) {
+	dv := deliveryView{Delivery: d}
+	for _, s := range d.Sources {
+		if f.Allows(s) && (only == "" || s == only) {
+			dv.Sources = append(dv.Sources, link{Text: s, Href: "/sources/" + s})
+		}
+	}
+	if len(dv.Sources) == 0 && (f.Private() || only != "") {
+		return deliveryView{}, false
+	}
+	return dv, true
+}

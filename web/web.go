@@ -1,0 +1,354 @@
+// Package web serves the catalog to people: small, server-rendered HTML
+// pages (html/template, no JavaScript) listing the skills a viewer may see,
+// one page per skill with its rendered SKILL.md, manifest and provenance,
+// and a page on the state of every source. Everything that comes from a
+// repository is escaped, Markdown is rendered with raw HTML disabled and its
+// links and images made inert, and every answer carries a strict
+// Content-Security-Policy.
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+// ContentSecurityPolicy is sent with every page: nothing loads or runs but
+// the catalog's own style sheet (and script, should it ever have one), no
+// form posts elsewhere, no framing.
+const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// fileCSP is sent with raw file views: stricter still, a sandbox with no
+// permissions, in case a browser ever rendered the bytes.
+const fileCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox"
+
+// Bounds on what a request may ask for.
+const (
+	maxQueryBytes = 1 << 10 // a search query, as the MCP search tool allows
+	searchLimit   = 50      // hits shown for a search
+	pageSize      = 500     // skills per catalog page
+	maxDeliveries = 50      // webhook deliveries shown on the sources page
+)
+
+// Catalog is what the pages read: the current generation and verified file
+// bytes. *registry.Registry implements it.
+type Catalog interface {
+	Current() *registry.Catalog
+	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
+}
+
+// Options configures the web catalog. Catalog is required; every other
+// field has a working zero value.
+type Options struct {
+	Catalog Catalog
+	// States returns every configured source's sync state (nil: the pages
+	// show only what the catalog holds).
+	States func() []registry.State
+	// Deliveries returns up to n recent webhook deliveries, newest first
+	// (nil: no webhook is configured).
+	Deliveries func(n int) []Delivery
+	// Search ranks skills for a query within a filter (nil: a simple
+	// substring match over name, description and tags).
+	Search func(f registry.Filter, query string, limit int) ([]Hit, error)
+
+	// AuthRequired makes every page ask for a session, started by entering
+	// a token once on /login. Authenticate maps a token to what it may see;
+	// it is required when AuthRequired is set.
+	AuthRequired bool
+	Authenticate func(token string) (Viewer, bool)
+	// SessionTTL is how long a session lasts (default 12h).
+	SessionTTL time.Duration
+	// SecureCookie marks the session cookie Secure even when the request
+	// arrived over plain HTTP (behind a proxy that terminates TLS). Requests
+	// that arrive over TLS always get a Secure cookie.
+	SecureCookie bool
+
+	// MCPURL is the public MCP endpoint shown in the "connect" snippets
+	// (default: the request's scheme and Host + "/mcp").
+	MCPURL string
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Viewer is who looks at the pages and which sources they may see.
+type Viewer struct {
+	Name   string
+	Filter registry.Filter
+}
+
+// Delivery is one webhook delivery as the sources page shows it. Its
+// fields are those of the webhook package's delivery log, in the same
+// order, so a caller converts one into the other with a type conversion.
+type Delivery struct {
+	ID, Event, Action, Repo string
+	At                      time.Time
+	Outcome                 string
+	Redelivery              bool
+	Sources                 []string // the sources it asked to sync
+}
+
+// Hit is one search result: the URI of a skill's SKILL.md, its score and
+// the fields the query matched.
+type Hit struct {
+	URI, Source, Name string
+	Score             float64
+	Fields            []string
+}
+
+// Handler serves the pages. Make one with New and mount it with Register.
+type Handler struct {
+	o        Options
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	static   map[string]staticFile
+	md       *markdown
+	sessions *sessionStore
+	limits   *loginLimiter
+	cop      *http.CrossOriginProtection
+	echo     *echo.Echo
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+type staticFile struct {
+	data    []byte
+	ctype   string
+	version string // a prefix of the content's SHA-256, for cache busting
+}
+
+// New builds a Handler: templates parsed, static files hashed.
+func New(o Options) (*Handler, error) {
+	if o.Catalog == nil {
+		return nil, errors.New("web: Options.Catalog is required")
+	}
+	if o.AuthRequired && o.Authenticate == nil {
+		return nil, errors.New("web: Options.Authenticate is required when AuthRequired is set")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	h := &Handler{
+		o:        o,
+		log:      o.Logger,
+		md:       newMarkdown(),
+		sessions: newSessionStore(maxSessions, o.SessionTTL),
+		limits:   newLoginLimiter(),
+		cop:      http.NewCrossOriginProtection(),
+	}
+	var err error
+	if h.static, err = loadStatic(); err != nil {
+		return nil, err
+	}
+	if h.pages, err = h.parseTemplates(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func loadStatic() (map[string]staticFile, error) {
+	out := map[string]staticFile{}
+	types := map[string]string{".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+	err := fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := staticFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "static/")
+		ctype := "application/octet-stream"
+		if i := strings.LastIndexByte(name, '.'); i >= 0 && types[name[i:]] != "" {
+			ctype = types[name[i:]]
+		}
+		sum := sha256.Sum256(data)
+		out[name] = staticFile{data: data, ctype: ctype, version: hex.EncodeToString(sum[:6])}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web: load static files: %w", err)
+	}
+	return out, nil
+}
+
+func (h *Handler) parseTemplates() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"static": func(name string) string {
+			if f, ok := h.static[name]; ok {
+				return "/static/" + name + "?v=" + f.version
+			}
+			return "/static/" + name
+		},
+		"ago":      h.ago,
+		"absTime":  absTime,
+		"bytes":    humanBytes,
+		"shortSHA": shortSHA,
+		"join":     strings.Join,
+	}
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: parse layout: %w", err)
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"catalog", "skill", "sources", "login", "logout", "error"} {
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: parse %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// Register mounts the pages on e: /, /skills/*, /sources, /sources/:name,
+// /login, /logout and /static/*.
+func (h *Handler) Register(e *echo.Echo) {
+	h.echo = e
+	e.GET("/", h.page(h.catalog))
+	e.GET("/skills/*", h.page(h.skillOrFile))
+	e.GET("/sources", h.page(h.sources))
+	e.GET("/sources/:name", h.page(h.sources))
+	e.GET("/login", h.secure(h.loginForm))
+	e.POST("/login", h.secure(h.login))
+	e.GET("/logout", h.secure(h.logoutForm))
+	e.POST("/logout", h.secure(h.logout))
+	e.GET("/static/*", h.secure(h.serveStatic))
+}
+
+// ResetSessions ends every session, so that every viewer signs in again:
+// for a configuration reload that changed the clients or their sources.
+func (h *Handler) ResetSessions() { h.sessions.reset() }
+
+const viewerKey = "web.viewer"
+
+// secure sets the headers every answer carries.
+func (h *Handler) secure(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		hd := c.Response().Header()
+		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+		return next(c)
+	}
+}
+
+// page wraps a page handler: security headers, then the viewer (from the
+// session when access control is on, or the anonymous viewer who sees
+// everything).
+func (h *Handler) page(next echo.HandlerFunc) echo.HandlerFunc {
+	return h.secure(func(c echo.Context) error {
+		if !h.o.AuthRequired {
+			c.Response().Header().Set("Cache-Control", "no-cache")
+			c.Set(viewerKey, Viewer{})
+			return next(c)
+		}
+		hd := c.Response().Header()
+		hd.Set("Cache-Control", "no-store")
+		hd.Add("Vary", "Cookie")
+		v, ok := h.viewerFromCookie(c.Request())
+		if !ok {
+			return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
+		}
+		c.Set(viewerKey, v)
+		return next(c)
+	})
+}
+
+func viewerOf(c echo.Context) Viewer {
+	v, _ := c.Get(viewerKey).(Viewer)
+	return v
+}
+
+// layout is what every page template reads besides its own data.
+type layout struct {
+	Title        string
+	Nav          string // "catalog" or "sources": the active tab
+	Query        string
+	Viewer       string
+	AuthRequired bool
+	SignedIn     bool
+}
+
+func (h *Handler) layoutFor(c echo.Context, title, nav string) layout {
+	l := layout{Title: title, Nav: nav, AuthRequired: h.o.AuthRequired}
+	if v, ok := c.Get(viewerKey).(Viewer); ok && h.o.AuthRequired {
+		l.Viewer, l.SignedIn = v.Name, true
+	}
+	return l
+}
+
+// render executes a page template into a buffer first, so a failure
+// answers a clean error page rather than half a page.
+func (h *Handler) render(c echo.Context, code int, name string, data any) error {
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		h.log.Error("render page", "page", name, "path", c.Request().URL.Path, "err", err)
+		if name == "error" {
+			return c.String(http.StatusInternalServerError, "internal error")
+		}
+		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The page could not be rendered.")
+	}
+	return c.HTMLBlob(code, buf.Bytes())
+}
+
+type errorData struct {
+	layout
+	Code    int
+	Heading string
+	Message string
+}
+
+func (h *Handler) errorPage(c echo.Context, code int, heading, msg string) error {
+	return h.render(c, code, "error", errorData{layout: h.layoutFor(c, heading, ""), Code: code, Heading: heading, Message: msg})
+}
+
+// notFound is the one answer for anything a viewer may not see or that
+// does not exist: the two are indistinguishable on purpose.
+func (h *Handler) notFound(c echo.Context) error {
+	return h.errorPage(c, http.StatusNotFound, "Not found", "There is no such skill, file or source in your catalog.")
+}
+
+func (h *Handler) serveStatic(c echo.Context) error {
+	f, ok := h.static[c.Param("*")]
+	if !ok {
+		return h.notFound(c)
+	}
+	hd := c.Response().Header()
+	hd.Set("Content-Type", f.ctype)
+	hd.Set("ETag", `"`+f.version+`"`)
+	if c.QueryParam("v") == f.version {
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		hd.Set("Cache-Control", "public, max-age=300")
+	}
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(f.data))
+	return nil
+}
