@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The shared conformance suite sits beside the checkout.
 CONFORMANCE ?= ../shared/conformance/run.sh
 
-.PHONY: all build run test unit conformance bench fmt-check vet tools
+.PHONY: all build run test unit conformance bench fmt-check vet tools chromium
 all: build
 
 tools:
@@ -28,7 +28,13 @@ fmt-check: tools
 vet: tools
 	$(GO) vet ./...
 
-unit: tools
+# The web catalog's browser test drives Debian's headless Chromium; this
+# installs it when missing (a no-op when present; outside CI the test skips
+# with a message if it cannot be installed, with CI=true it fails).
+chromium:
+	@scripts/install-chromium.sh
+
+unit: tools chromium
 	$(GO) test -race -count=1 ./...
 
 test: fmt-check vet unit conformance

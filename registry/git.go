@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
+
+	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/registry/skill"
 )
 
 // PinKind is what a git source is pinned to.
@@ -78,9 +82,197 @@ func RedactURL(u string) string {
 	return p.String()
 }
 
-func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (*Snapshot, error) {
-	return nil, fmt.Errorf("source %s: git sources are not wired yet", src.Name)
+// gitTree is a skill.Tree over one commit's tree in a git object store:
+// file bytes are read by blob id, so what is served is by construction what
+// was hashed.
+type gitTree struct {
+	repo    *gitsync.Repo
+	entries []gitsync.Entry
 }
 
-// GitBackend is the git machinery git sources use.
-type GitBackend interface{}
+// Entries converts the walked entries. Git has no hard links or devices;
+// symlinks and submodules are reported so Index refuses them in a skill.
+func (t gitTree) Entries(context.Context) ([]skill.Entry, error) {
+	out := make([]skill.Entry, len(t.entries))
+	for i, e := range t.entries {
+		se := skill.Entry{Path: e.Path, Size: -1, ID: e.Blob, Key: "git:" + e.Blob}
+		switch e.Mode {
+		case gitsync.ModeRegular:
+			se.Mode = skill.ModeRegular
+		case gitsync.ModeExecutable:
+			se.Mode = skill.ModeExecutable
+		case gitsync.ModeSymlink:
+			se.Mode, se.Key = skill.ModeSymlink, ""
+		case gitsync.ModeSubmodule:
+			se.Mode, se.Key = skill.ModeSubmodule, ""
+		default:
+			se.Mode, se.Key = skill.ModeOther, ""
+		}
+		out[i] = se
+	}
+	return out, nil
+}
+
+// Open reads a blob from the object store.
+func (t gitTree) Open(id string) (io.ReadCloser, error) {
+	rc, _, err := t.repo.OpenBlob(id)
+	return rc, err
+}
+
+// syncGit lists the remote's refs, resolves the pin and stops there when
+// the commit has not moved (no fetch, no hashing); otherwise it fetches
+// only what is new, walks the commit's tree under the source's path and
+// indexes it, reusing every skill whose blobs did not change.
+func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (*Snapshot, error) {
+	g := src.Git
+	if r.o.Git == nil {
+		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
+	}
+	repo, err := r.o.Git.Repo(g.URL)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	var auth gitsync.Auth
+	if g.Token != nil {
+		if auth.Token, err = g.Token(); err != nil {
+			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
+		}
+	}
+	res, err := r.resolve(ctx, src, repo, auth, prev)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.Commit == res.Commit && prev.Kind == KindGit {
+		return nil, nil
+	}
+	if err := repo.Fetch(ctx, res, auth); err != nil {
+		return nil, fmt.Errorf("fetch %s@%s: %w", RedactURL(g.URL), shortCommit(res.Commit), err)
+	}
+	entries, err := repo.Walk(res.Commit, g.Path)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s@%s:%s: %w", RedactURL(g.URL), shortCommit(res.Commit), g.Path, err)
+	}
+	tree := gitTree{repo: repo, entries: entries}
+	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
+	if prev != nil {
+		o.Previous = prev.Skills
+	}
+	idx, err := skill.Index(ctx, tree, o)
+	if err != nil {
+		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
+	}
+	snap := NewSnapshot(&Snapshot{
+		Source: src.Name, Kind: KindGit, Repository: RedactURL(g.URL), Ref: g.Pin.String(),
+		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
+		IndexedAt: r.o.Now(),
+	}, tree)
+	r.maybePrune(ctx, repo)
+	return snap, nil
+}
+
+// resolve turns the source's pin into a commit with one ref listing (none
+// at all for a commit pin already served).
+func (r *Registry) resolve(ctx context.Context, src *Source, repo *gitsync.Repo, auth gitsync.Auth, prev *Snapshot) (gitsync.Resolved, error) {
+	g := src.Git
+	if g.Pin.Kind == PinCommit {
+		return gitsync.Resolved{Commit: g.Pin.Value}, nil
+	}
+	refs, err := repo.ListRemote(ctx, auth)
+	if err != nil {
+		return gitsync.Resolved{}, fmt.Errorf("list refs of %s: %w", RedactURL(g.URL), err)
+	}
+	var pin gitsync.Pin
+	switch g.Pin.Kind {
+	case PinRelease:
+		tag, err := r.latestRelease(ctx, g.URL, refs)
+		if err != nil {
+			return gitsync.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, RedactURL(g.URL), err)
+		}
+		pin = gitsync.Pin{Kind: gitsync.PinTag, Value: tag}
+	default:
+		if pin, err = gitsync.ParsePin(string(g.Pin.Kind), g.Pin.Value); err != nil {
+			return gitsync.Resolved{}, fmt.Errorf("source %s: %w", src.Name, err)
+		}
+	}
+	res, err := refs.Resolve(pin)
+	if err != nil {
+		return gitsync.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, RedactURL(g.URL), err)
+	}
+	return res, nil
+}
+
+// latestRelease is the tag of the newest published release: from GitHub's
+// releases when a resolver is configured, else the highest non-prerelease
+// semantic-version tag.
+func (r *Registry) latestRelease(ctx context.Context, url string, refs *gitsync.RemoteRefs) (string, error) {
+	if r.o.Releases != nil {
+		return r.o.Releases.LatestTag(ctx, url)
+	}
+	return refs.LatestSemverTag()
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// Pruning: a store is pruned when its packs have grown past twice what they
+// held after the last prune (plus pruneSlack), keeping every commit that a
+// retained generation (current or superseded within Retain) still serves.
+const pruneSlack = 8 << 20
+
+func (r *Registry) maybePrune(ctx context.Context, repo *gitsync.Repo) {
+	usage, err := repo.DiskUsage()
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	if r.pruned == nil {
+		r.pruned = map[string]int64{}
+	}
+	last, seen := r.pruned[repo.URL()]
+	if !seen {
+		r.pruned[repo.URL()] = usage
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	if usage <= 2*last+pruneSlack {
+		return
+	}
+	keep := r.keptCommits(repo.URL())
+	if err := repo.Prune(ctx, keep); err != nil {
+		r.log.Warn("prune git store", "repo", repo.URL(), "err", err)
+		return
+	}
+	after, _ := repo.DiskUsage()
+	r.mu.Lock()
+	r.pruned[repo.URL()] = after
+	r.mu.Unlock()
+	r.log.Info("pruned git store", "repo", repo.URL(), "before", usage, "after", after, "kept", len(keep))
+}
+
+// keptCommits lists the commits of a repository that retained generations
+// serve.
+func (r *Registry) keptCommits(url string) []string {
+	norm, err := gitsync.NormalizeURL(url)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var keep []string
+	for _, cat := range r.Retained() {
+		for _, s := range cat.sources {
+			if s.Kind != KindGit || seen[s.Commit] {
+				continue
+			}
+			if n, err := gitsync.NormalizeURL(s.Repository); err == nil && n == norm {
+				seen[s.Commit] = true
+				keep = append(keep, s.Commit)
+			}
+		}
+	}
+	return keep
+}

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/registry/skill"
 )
 
@@ -101,9 +102,9 @@ type Options struct {
 	// Digests caches file digests by key across syncs (and, when the store
 	// provides it, across restarts). Nil means an in-memory cache.
 	Digests skill.DigestCache
-	// Git gives git sources their repositories; required only when git
+	// Git gives git sources their object stores; required only when git
 	// sources are configured.
-	Git GitBackend
+	Git *gitsync.Pool
 	// Releases resolves "release: latest" pins through GitHub; nil means the
 	// newest non-prerelease semver tag.
 	Releases ReleaseResolver
@@ -137,6 +138,7 @@ type Registry struct {
 	ctx      context.Context // set by Run; nil before
 	swapMu   sync.Mutex
 	inflight sync.WaitGroup
+	pruned   map[string]int64 // store size after the last prune, by repository URL
 }
 
 type retired struct {

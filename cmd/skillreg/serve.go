@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,8 +22,35 @@ import (
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/releases"
 )
+
+func hasGit(srcs []registry.Source) bool {
+	for _, s := range srcs {
+		if s.Kind == registry.KindGit {
+			return true
+		}
+	}
+	return false
+}
+
+func hasReleasePin(srcs []registry.Source) bool {
+	for _, s := range srcs {
+		if s.Git != nil && s.Git.Pin.Kind == registry.PinRelease {
+			return true
+		}
+	}
+	return false
+}
+
+// dataDir is the configured data directory, or the default.
+func dataDir(cfg *config.Config) string {
+	if cfg.DataDir != "" {
+		return cfg.DataDir
+	}
+	return config.DefaultDataDir()
+}
 
 func cmdServe(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "serve", "[--config FILE] [--listen ADDR] [--data DIR]", "Run the catalog server. Without --config it serves the example skills\n"+
@@ -105,6 +133,7 @@ type Daemon struct {
 	Registry *registry.Registry
 	MCP      *mcp.Server
 	releases *releases.Client
+	pool     *gitsync.Pool
 	echo     *echo.Echo
 	ln       net.Listener
 	started  time.Time
@@ -123,14 +152,28 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	var mcpSrv *mcp.Server
-	d.Registry = registry.New(registry.Options{
-		Logger: log,
-		OnSwap: func(old, new *registry.Catalog) {
-			if mcpSrv != nil {
-				mcpSrv.CatalogChanged()
+	ropts := registry.Options{Logger: log}
+	if hasGit(srcs) {
+		pool, err := gitsync.NewPool(filepath.Join(dataDir(cfg), "git"), gitsync.PoolOptions{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("git object stores: %w", err)
+		}
+		d.pool = pool
+		ropts.Git = pool
+		if hasReleasePin(srcs) {
+			rel, err := d.releasesClient()
+			if err != nil {
+				return nil, err
 			}
-		},
-	})
+			ropts.Releases = releaseResolver{client: rel, host: githubHost(cfg.GitHub.APIURL)}
+		}
+	}
+	ropts.OnSwap = func(old, new *registry.Catalog) {
+		if mcpSrv != nil {
+			mcpSrv.CatalogChanged()
+		}
+	}
+	d.Registry = registry.New(ropts)
 	mcpSrv = mcp.New(mcp.Options{
 		Catalogs:  d.Registry,
 		Logger:    log,
@@ -196,23 +239,118 @@ func sources(cfg *config.Config) ([]registry.Source, error) {
 	if len(cfg.Sources) == 0 {
 		return []registry.Source{{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills}}, nil
 	}
+	ghHost := githubHost(cfg.GitHub.APIURL)
 	var out []registry.Source
 	for _, s := range cfg.Sources {
 		src := registry.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
-		switch {
-		case s.Dir != "":
+		if s.Dir != "" {
 			abs, err := filepath.Abs(s.Dir)
 			if err != nil {
 				return nil, fmt.Errorf("source %s: %w", s.Name, err)
 			}
 			src.Kind, src.Dir = registry.KindDir, abs
-		default:
-			return nil, fmt.Errorf("source %s: git sources are not supported yet", s.Name)
+			out = append(out, src)
+			continue
 		}
+		g := &registry.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
+		if r := s.Ref; r != nil {
+			switch {
+			case r.Branch != "":
+				g.Pin = registry.Pin{Kind: registry.PinBranch, Value: r.Branch}
+			case r.Tag != "":
+				g.Pin = registry.Pin{Kind: registry.PinTag, Value: r.Tag}
+			case r.Commit != "":
+				g.Pin = registry.Pin{Kind: registry.PinCommit, Value: r.Commit}
+			case r.Semver != "":
+				g.Pin = registry.Pin{Kind: registry.PinSemver, Value: r.Semver}
+			case r.Release != "":
+				g.Pin = registry.Pin{Kind: registry.PinRelease, Value: r.Release}
+			}
+		}
+		g.Token, g.TokenID = tokenSource(s.Auth, s.URL, ghHost, cfg.GitHub.TokenEnv)
+		src.Kind, src.Git = registry.KindGit, g
 		out = append(out, src)
 	}
 	return out, nil
 }
+
+// tokenSource says where a git source's token comes from: its own auth,
+// else github.token_env for URLs on the GitHub host. The token is read at
+// every sync (so a rotated file takes effect) and never kept elsewhere.
+func tokenSource(a *config.Auth, url, ghHost, ghTokenEnv string) (func() (string, error), string) {
+	switch {
+	case a != nil && a.TokenEnv != "":
+		env := a.TokenEnv
+		return func() (string, error) {
+			v := strings.TrimSpace(os.Getenv(env))
+			if v == "" {
+				return "", fmt.Errorf("environment variable %s is empty", env)
+			}
+			return v, nil
+		}, "env:" + env
+	case a != nil && a.TokenFile != "":
+		file := a.TokenFile
+		return func() (string, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return "", fmt.Errorf("token file: %w", err)
+			}
+			v := strings.TrimSpace(string(b))
+			if v == "" {
+				return "", fmt.Errorf("token file %s is empty", file)
+			}
+			return v, nil
+		}, "file:" + file
+	case ghTokenEnv != "" && ghHost != "" && urlHost(url) == ghHost:
+		env := ghTokenEnv
+		return func() (string, error) { return strings.TrimSpace(os.Getenv(env)), nil }, "github:" + env
+	}
+	return nil, ""
+}
+
+// githubHost is the web host of a GitHub API URL: github.com for the
+// public API, the Enterprise host otherwise.
+func githubHost(apiURL string) string {
+	h := urlHost(apiURL)
+	if h == "api.github.com" {
+		return "github.com"
+	}
+	return h
+}
+
+func urlHost(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
+
+// releaseResolver resolves "release: latest" pins of repositories on the
+// GitHub host through the releases API; other hosts use the newest
+// semantic-version tag.
+type releaseResolver struct {
+	client *releases.Client
+	host   string
+}
+
+func (rr releaseResolver) LatestTag(ctx context.Context, url string) (string, error) {
+	u, err := neturl.Parse(url)
+	if err != nil || strings.ToLower(u.Hostname()) != rr.host {
+		return "", fmt.Errorf("%s is not on %s: %w", registry.RedactURL(url), rr.host, errNotGitHub)
+	}
+	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	rel, err := rr.client.Latest(ctx, repo)
+	if errors.Is(err, releases.ErrNoRelease) {
+		return "", fmt.Errorf("%s: %w", repo, registry.ErrNoRelease)
+	}
+	if err != nil {
+		return "", err
+	}
+	return rel.Tag, nil
+}
+
+var errNotGitHub = errors.New("not a GitHub repository")
 
 func (d *Daemon) routes() *echo.Echo {
 	e := echo.New()
@@ -334,12 +472,23 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		defer cancel()
 		err := srv.Shutdown(sctx)
 		stopReg()
-		if d.releases != nil {
-			d.releases.Close()
-		}
 		return err
 	})
-	return g.Wait()
+	err := g.Wait()
+	d.Close()
+	return err
+}
+
+// Close releases what the daemon holds (git object stores, the releases
+// client). Serve calls it on its way out; commands that never serve call it
+// themselves.
+func (d *Daemon) Close() {
+	if d.releases != nil {
+		d.releases.Close()
+	}
+	if d.pool != nil {
+		d.pool.Close()
+	}
 }
 
 func isLoopback(a net.Addr) bool {

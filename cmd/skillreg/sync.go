@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+func cmdSync(ctx context.Context, e *env, args []string) int {
+	fs := newFlags(e, "sync", "[--config FILE] [--data DIR] [SOURCE...]", "Run one sync pass of the configured sources (all, or those named) and exit:\n"+
+		"0 when every source synced, 1 when one failed (the reason is printed), 2 on usage errors")
+	cfgPath := fs.String("config", "", "configuration file (default: the embedded example catalog)")
+	data := fs.String("data", "", "data directory, overriding the configuration")
+	names, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "skillreg sync: %v\n", err)
+		return exitUsage
+	}
+	if *data != "" {
+		cfg.DataDir = *data
+	}
+	log := newLogger(e.stderr, cfg.Log)
+	d, err := NewDaemon(cfg, log)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "skillreg sync: %v\n", err)
+		return exitProblems
+	}
+	defer d.Close()
+	known := map[string]bool{}
+	for _, st := range d.Registry.States() {
+		known[st.Source] = true
+	}
+	if len(names) == 0 {
+		for n := range known {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
+	for _, n := range names {
+		if !known[n] {
+			fmt.Fprintf(e.stderr, "skillreg sync: no source named %q\n", n)
+			return exitUsage
+		}
+	}
+	failed := 0
+	for _, n := range names {
+		start := time.Now()
+		err := d.Registry.SyncNow(ctx, n)
+		dur := time.Since(start).Round(time.Millisecond)
+		if err != nil {
+			failed++
+			fmt.Fprintf(e.stdout, "%s: failed after %s: %v\n", n, dur, err)
+			continue
+		}
+		for _, st := range d.Registry.States() {
+			if st.Source == n {
+				fmt.Fprintf(e.stdout, "%s: %s in %s: %d skills, %d excluded%s\n", n, st.LastResult, dur, st.Skills, st.Excluded, commitSuffix(st.Commit))
+			}
+		}
+	}
+	if failed > 0 {
+		return exitProblems
+	}
+	return exitOK
+}
+
+func commitSuffix(c string) string {
+	if c == "" {
+		return ""
+	}
+	return ", commit " + c
+}

@@ -1,0 +1,297 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+func TestMain(m *testing.M) {
+	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.Exit(m.Run())
+}
+
+// gitFixture is a loopback git server with one repository of skills and a
+// registry over a fresh pool.
+type gitFixture struct {
+	srv     *gittest.Server
+	remote  *gittest.Repo
+	reg     *Registry
+	poolDir string
+}
+
+func newGitFixture(t *testing.T, o Options) *gitFixture {
+	t.Helper()
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("skills")
+	remote.WriteFiles(map[string]string{
+		"README.md":             "not a skill",
+		"skills/a/SKILL.md":     md("a"),
+		"skills/a/ref.md":       "alpha",
+		"skills/b/SKILL.md":     md("b"),
+		"skills/b/scripts/x.sh": "#!/bin/sh\necho b\n",
+	})
+	remote.Commit("initial")
+	remote.Push("main")
+	dir := t.TempDir()
+	pool, err := gitsync.NewPool(dir, gitsync.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	o.Git = pool
+	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
+}
+
+func (f *gitFixture) source(name string, pin Pin, path string) Source {
+	return Source{Name: name, Kind: KindGit, Git: &GitSource{URL: f.remote.URL(), Pin: pin, Path: path}}
+}
+
+func mustSync(t *testing.T, r *Registry, name string) {
+	t.Helper()
+	if err := r.SyncNow(context.Background(), name); err != nil {
+		t.Fatalf("sync %s: %v", name, err)
+	}
+}
+
+func skillNames(c *Catalog, source string) string {
+	s, ok := c.Snapshot(source)
+	if !ok {
+		return "<none>"
+	}
+	var names []string
+	for _, sk := range s.Skills {
+		names = append(names, sk.Name())
+	}
+	return strings.Join(names, ",")
+}
+
+func TestGitEveryPinKind(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	first := f.remote.Head()
+	f.remote.Tag("v1.0.0", true)
+	f.remote.Push("main")
+	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
+	f.remote.Commit("add c")
+	f.remote.Tag("v1.1.0", false)
+	f.remote.Tag("v2.0.0-rc.1", false)
+	f.remote.Push("main")
+	f.remote.Branch("stable")
+	f.remote.Push("stable")
+
+	cases := []struct {
+		pin    Pin
+		skills string
+	}{
+		{Pin{}, "a,b,c"},
+		{Pin{PinBranch, "main"}, "a,b,c"},
+		{Pin{PinTag, "v1.0.0"}, "a,b"},
+		{Pin{PinCommit, first}, "a,b"},
+		{Pin{PinSemver, ">=1.0.0 <1.1.0"}, "a,b"},
+		{Pin{PinSemver, "^1"}, "a,b,c"},
+		{Pin{PinRelease, "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
+	}
+	var srcs []Source
+	for i, c := range cases {
+		srcs = append(srcs, f.source(string(rune('a'+i))+"-src", c.pin, "skills"))
+	}
+	f.reg.SetSources(srcs)
+	for i, c := range cases {
+		name := srcs[i].Name
+		mustSync(t, f.reg, name)
+		if got := skillNames(f.reg.Current(), name); got != c.skills {
+			t.Errorf("%s: skills %s, want %s", c.pin, got, c.skills)
+		}
+		snap, _ := f.reg.Current().Snapshot(name)
+		if snap.Commit == "" || snap.Ref != c.pin.String() || snap.Repository != f.remote.URL() || snap.Path != "skills" {
+			t.Errorf("%s: provenance %q %q %q %q", c.pin, snap.Commit, snap.Ref, snap.Repository, snap.Path)
+		}
+	}
+	// Several sources on one repository share one object store.
+	entries, _ := os.ReadDir(f.poolDir)
+	if len(entries) != 1 {
+		t.Errorf("%d object stores for one repository", len(entries))
+	}
+}
+
+func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	mustSync(t, f.reg, "s")
+	gen := f.reg.Current().Gen
+	f.srv.ResetRequests()
+	mustSync(t, f.reg, "s")
+	if c := f.srv.Requests(); c.Fetches != 0 || c.RefListings != 1 {
+		t.Fatalf("unchanged sync: %+v, want one ref listing and no fetch", c)
+	}
+	if f.reg.Current().Gen != gen {
+		t.Fatal("unchanged sync swapped the catalog")
+	}
+}
+
+func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	mustSync(t, f.reg, "s")
+	old := f.reg.Current()
+	oldA, _ := old.File(Filter{}, "skill://s/a/ref.md")
+	f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "alpha two"})
+	f.remote.Commit("change a")
+	f.remote.Push("main")
+	mustSync(t, f.reg, "s")
+	snap, _ := f.reg.Current().Snapshot("s")
+	// a/ref.md changed: it and a's SKILL.md (for the frontmatter) are read;
+	// b is reused as it was.
+	if snap.Stats.Hashed != 2 || snap.Stats.Reused != 1 {
+		t.Fatalf("one-file push hashed %d files and reused %d skills; want 2 and 1", snap.Stats.Hashed, snap.Stats.Reused)
+	}
+	newA, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	if newA.File.Digest == oldA.File.Digest {
+		t.Fatal("digest did not move")
+	}
+	// A read on the old generation, started before the swap, still gets
+	// the old bytes, matching the old manifest.
+	data, err := f.reg.ReadFile(context.Background(), oldA)
+	if err != nil || string(data) != "alpha" {
+		t.Fatalf("old generation read: %q, %v", data, err)
+	}
+	data, err = f.reg.ReadFile(context.Background(), newA)
+	if err != nil || string(data) != "alpha two" {
+		t.Fatalf("new generation read: %q, %v", data, err)
+	}
+}
+
+func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.remote.WriteFiles(map[string]string{"skills/l/SKILL.md": md("l"), "skills/m/SKILL.md": md("m")})
+	f.remote.Symlink("skills/l/passwd", "/etc/passwd")
+	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
+	f.remote.Commit("bad skills")
+	f.remote.Push("main")
+	f.reg.SetSources([]Source{f.source("s", Pin{}, "skills")})
+	mustSync(t, f.reg, "s")
+	snap, _ := f.reg.Current().Snapshot("s")
+	rules := map[string]skill.Rule{}
+	for _, ex := range snap.Excluded {
+		rules[ex.Path] = ex.Problem.Rule
+	}
+	if rules["l"] != skill.RuleSymlink || rules["m"] != skill.RuleSubmodule || skillNames(f.reg.Current(), "s") != "a,b" {
+		t.Fatalf("exclusions %v, skills %s", rules, skillNames(f.reg.Current(), "s"))
+	}
+}
+
+// TestGitFailuresKeepLastGoodSnapshot: every failure keeps serving the last
+// good snapshot, records the error with its time and schedules nothing
+// wrong; the token never appears in the error.
+func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
+	cases := []struct {
+		name  string
+		break_ func(f *gitFixture)
+		want  error
+	}{
+		{"deleted branch", func(f *gitFixture) {
+			f.remote.Branch("other")
+			f.remote.Push("other")
+			f.remote.DeleteRef("refs/heads/main")
+		}, gitsync.ErrRefNotFound},
+		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitsync.ErrRepoNotFound},
+		{"server error", func(f *gitFixture) {
+			f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "x"})
+			f.remote.Commit("x")
+			f.remote.Push("main")
+			f.srv.SetFailure(gittest.Failure{Status: 500, FetchOnly: true})
+		}, gitsync.ErrNetwork},
+		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitsync.ErrAuth},
+		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newGitFixture(t, Options{})
+			src := f.source("s", Pin{PinBranch, "main"}, "skills")
+			src.Timeout = 2 * time.Second
+			src.Git.Token = func() (string, error) { return "wrong-token-s3cr3t", nil }
+			f.reg.SetSources([]Source{src})
+			mustSync(t, f.reg, "s")
+			good := f.reg.Current()
+			c.break_(f)
+			err := f.reg.SyncNow(context.Background(), "s")
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Fatalf("token in error: %v", err)
+			}
+			if f.reg.Current() != good || skillNames(f.reg.Current(), "s") != "a,b" {
+				t.Fatal("a failed sync changed what is served")
+			}
+			st := f.reg.States()[0]
+			if st.LastResult != "failed" || st.LastError == "" || st.LastErrorAt.IsZero() || st.Failures != 1 || st.Commit == "" {
+				t.Fatalf("state after failure: %+v", st)
+			}
+			if !f.reg.Ready() {
+				t.Fatal("not ready despite a last good snapshot")
+			}
+		})
+	}
+}
+
+func TestGitForcePushAndMovedTag(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.remote.Tag("v1", false)
+	f.remote.Push("main")
+	f.reg.SetSources([]Source{f.source("b", Pin{PinBranch, "main"}, "skills"), f.source("t", Pin{PinTag, "v1"}, "skills")})
+	mustSync(t, f.reg, "b")
+	mustSync(t, f.reg, "t")
+	// Rewrite history: a new root commit with other content, force-pushed,
+	// and the tag moved onto it.
+	f.remote.Git("checkout", "--orphan", "rewrite")
+	f.remote.Git("rm", "-rf", "--cached", ".")
+	f.remote.Git("clean", "-fdx")
+	f.remote.WriteFiles(map[string]string{"skills/z/SKILL.md": md("z")})
+	f.remote.Commit("rewritten")
+	f.remote.Git("branch", "-M", "main")
+	f.remote.ForcePush("main")
+	f.remote.Tag("v1", false) // moves the tag
+	mustSync(t, f.reg, "b")
+	mustSync(t, f.reg, "t")
+	if b, tg := skillNames(f.reg.Current(), "b"), skillNames(f.reg.Current(), "t"); b != "z" || tg != "z" {
+		t.Fatalf("after force-push: branch %s, tag %s", b, tg)
+	}
+	ref, _ := f.reg.Current().File(Filter{}, "skill://b/z/SKILL.md")
+	if data, err := f.reg.ReadFile(context.Background(), ref); err != nil || !strings.Contains(string(data), "name: z") {
+		t.Fatalf("read after force-push: %q %v", data, err)
+	}
+}
+
+func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	mustSync(t, f.reg, "s")
+	repo, _ := f.reg.o.Git.Repo(f.remote.URL())
+	first, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	for i := range 5 {
+		f.remote.WriteFiles(map[string]string{"skills/a/ref.md": strings.Repeat("x", 1000+i)})
+		f.remote.Commit("push")
+		f.remote.Push("main")
+		mustSync(t, f.reg, "s")
+	}
+	keep := f.reg.keptCommits(f.remote.URL())
+	if len(keep) != 6 {
+		t.Fatalf("kept %d commits, want the 6 retained generations", len(keep))
+	}
+	if err := repo.Prune(context.Background(), keep); err != nil {
+		t.Fatal(err)
+	}
+	// The oldest retained generation is still readable.
+	if data, err := f.reg.ReadFile(context.Background(), first); err != nil || string(data) != "alpha" {
+		t.Fatalf("retained generation after prune: %q %v", data, err)
+	}
+}
