@@ -193,9 +193,9 @@ func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 // wrong; the token never appears in the error.
 func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(f *gitFixture)
-		want  error
+		want   error
 	}{
 		{"deleted branch", func(f *gitFixture) {
 			f.remote.Branch("other")

@@ -179,9 +179,11 @@ func (pw *packWriter) finish() (plumbing.Hash, error) {
 	return sum, pw.bw.Flush()
 }
 
-// placePack writes the index for the pack in f, makes both durable and
-// renames them into objects/pack: the index first, because readers list
-// packs by their .pack file and need its index the moment they see it.
+// placePack writes the index for the pack in f, syncs both (as git does
+// for packs; refs and directories are not synced, since opening a store
+// verifies it) and renames them into objects/pack: the index first,
+// because readers list packs by their .pack file and need its index the
+// moment they see it.
 func placePack(f *os.File, w *idxfile.Writer, sum plumbing.Hash) (string, error) {
 	idx, err := w.Index()
 	if err != nil {
@@ -227,5 +229,5 @@ func placePack(f *os.File, w *idxfile.Writer, sum plumbing.Hash) (string, error)
 		os.Remove(base + ".idx")
 		return "", err
 	}
-	return sum.String(), syncDir(dir)
+	return sum.String(), nil
 }

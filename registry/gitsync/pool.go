@@ -301,7 +301,7 @@ func createRepo(dir, u string) error {
 		os.RemoveAll(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(dir))
+	return nil
 }
 
 // quoteConfig quotes a value for a git config file.
@@ -328,17 +328,4 @@ func randomSuffix() string {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// syncDir flushes a directory's entries, making renames into it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !isUnsupported(err) {
-		return err
-	}
-	return nil
 }

@@ -264,9 +264,6 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	if rmErr != nil {
 		return fmt.Errorf("prune %s: %w", r.url, rmErr)
 	}
-	if err := syncDir(packDir); err != nil {
-		return fmt.Errorf("prune %s: %w", r.url, err)
-	}
 	r.log.Debug("pruned", "kept_commits", len(kept), "objects", len(needed), "objects_before", stored,
 		"packs_before", len(old), "dur", time.Since(start))
 	return nil

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -555,14 +554,12 @@ func eachTreeEntry(tree plumbing.Hash, data []byte, fn func(name string, m Mode,
 	return nil
 }
 
-// isUnsupported reports errors from fsync on directories that some file
-// systems do not implement; durability there is the file system's affair.
-func isUnsupported(err error) bool {
-	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP)
-}
-
-// writeFileAtomic writes data to name via a synced temporary file and a
-// rename, so a crash leaves the old content or the new, never a mix.
+// writeFileAtomic replaces name with data through a temporary file and a
+// rename, so a reader or a crash sees the old content or the new, never a
+// mix. It does not fsync: the files it writes (refs, the shallow list) are
+// checked against the packs whenever a store is opened, so losing one to a
+// power cut costs a download, not correctness (git does not fsync refs by
+// default either).
 func writeFileAtomic(name string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-"+filepath.Base(name)+"-")
 	if err != nil {
@@ -570,9 +567,6 @@ func writeFileAtomic(name string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -581,7 +575,6 @@ func writeFileAtomic(name string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
 	}
-	return syncDir(filepath.Dir(name))
+	return err
 }
