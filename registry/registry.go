@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -713,4 +714,16 @@ func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 type Persisted struct {
 	Snapshot *Snapshot
 	State    State
+}
+
+// Sources returns the configured sources, sorted by name.
+func (r *Registry) Sources() []Source {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Source, 0, len(r.sources))
+	for _, run := range r.sources {
+		out = append(out, run.src)
+	}
+	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/webhook"
 )
 
 func hasGit(srcs []registry.Source) bool {
@@ -134,9 +135,12 @@ type Daemon struct {
 	MCP      *mcp.Server
 	releases *releases.Client
 	pool     *gitsync.Pool
-	echo     *echo.Echo
-	ln       net.Listener
-	started  time.Time
+	webhook  *webhook.Handler
+	// deliveries is the webhook delivery log (bounded).
+	deliveries webhook.DeliveryLog
+	echo       *echo.Echo
+	ln         net.Listener
+	started    time.Time
 }
 
 // NewDaemon wires a daemon from its configuration. Nothing listens and no
@@ -183,6 +187,10 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
+	d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
+	if err := d.setupWebhook(); err != nil {
+		return nil, err
+	}
 	d.echo = d.routes()
 	return d, nil
 }
@@ -389,6 +397,9 @@ func (d *Daemon) routes() *echo.Echo {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", d.readyz)
+	if d.webhook != nil {
+		d.webhook.Register(e)
+	}
 	return e
 }
 
@@ -471,6 +482,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
+		if d.webhook != nil {
+			d.webhook.Close() // hands pending sync requests over before syncs stop
+		}
 		stopReg()
 		return err
 	})

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/webhook"
+)
+
+// webhookSecrets reads the webhook secrets from the environment variable
+// named by github.webhook_secret_env, or from github.webhook_secret_file;
+// either may hold several (one per line or comma-separated) for rotation.
+func (d *Daemon) webhookSecrets() ([]string, error) {
+	g := d.cfg.GitHub
+	var raw string
+	if g.WebhookSecretFile != "" {
+		b, err := os.ReadFile(g.WebhookSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("github.webhook_secret_file: %w", err)
+		}
+		raw = string(b)
+	}
+	if g.WebhookSecretEnv != "" {
+		if v := os.Getenv(g.WebhookSecretEnv); v != "" {
+			raw += "\n" + v
+		}
+	}
+	return webhook.ParseSecrets(raw), nil
+}
+
+// webhookTargets shows the registry's git sources to the webhook handler,
+// asked afresh on every delivery so reloads take effect.
+type webhookTargets struct{ reg *registry.Registry }
+
+func (w webhookTargets) Targets() []webhook.Target {
+	var out []webhook.Target
+	for _, s := range w.reg.Sources() {
+		if s.Git == nil {
+			continue
+		}
+		t := webhook.Target{Source: s.Name, URL: s.Git.URL, PinValue: s.Git.Pin.Value}
+		switch s.Git.Pin.Kind {
+		case registry.PinDefault:
+			t.Pin, t.PinValue = webhook.PinDefault, ""
+		case registry.PinBranch:
+			t.Pin = webhook.PinBranch
+		case registry.PinTag:
+			t.Pin = webhook.PinTag
+		case registry.PinCommit:
+			t.Pin = webhook.PinCommit
+		case registry.PinSemver:
+			t.Pin = webhook.PinSemver
+		case registry.PinRelease:
+			t.Pin = webhook.PinRelease
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// setupWebhook mounts POST /webhooks/github when a secret is configured;
+// without one the endpoint does not exist (unsigned deliveries are never
+// accepted) and the log says how to enable it.
+func (d *Daemon) setupWebhook() error {
+	secrets, err := d.webhookSecrets()
+	if err != nil {
+		return err
+	}
+	if len(secrets) == 0 {
+		d.log.Info("GitHub webhook endpoint not mounted: no secret; set " + d.cfg.GitHub.WebhookSecretEnv + " or github.webhook_secret_file to enable POST " + webhook.Path)
+		return nil
+	}
+	rel, err := d.releasesClient()
+	if err != nil {
+		return err
+	}
+	h, err := webhook.New(webhook.Options{
+		Secrets:    secrets,
+		Sources:    webhookTargets{d.Registry},
+		Syncer:     d.Registry,
+		Releases:   rel,
+		Log:        d.deliveries,
+		Logger:     d.log,
+		GitHubHost: githubHost(d.cfg.GitHub.APIURL),
+	})
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	d.webhook = h
+	d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(secrets))
+	return nil
+}
