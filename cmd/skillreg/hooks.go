@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -90,4 +91,21 @@ func (d *Daemon) setupWebhook() error {
 	d.webhook = h
 	d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(secrets))
 	return nil
+}
+
+// recentDeliveries shows the delivery log to the web catalog.
+func (d *Daemon) recentDeliveries(n int) []web.Delivery {
+	if d.webhook == nil {
+		return nil
+	}
+	ds, err := d.deliveries.Recent(n)
+	if err != nil {
+		d.log.Error("recent webhook deliveries", "err", err)
+		return nil
+	}
+	out := make([]web.Delivery, len(ds))
+	for i, x := range ds {
+		out[i] = web.Delivery(x)
+	}
+	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -136,6 +137,7 @@ type Daemon struct {
 	releases *releases.Client
 	pool     *gitsync.Pool
 	webhook  *webhook.Handler
+	web      *web.Handler
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
@@ -190,6 +192,14 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
 	if err := d.setupWebhook(); err != nil {
 		return nil, err
+	}
+	if d.web, err = web.New(web.Options{
+		Catalog:    d.Registry,
+		States:     d.Registry.States,
+		Deliveries: d.recentDeliveries,
+		Logger:     log,
+	}); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
 	}
 	d.echo = d.routes()
 	return d, nil
@@ -400,6 +410,7 @@ func (d *Daemon) routes() *echo.Echo {
 	if d.webhook != nil {
 		d.webhook.Register(e)
 	}
+	d.web.Register(e)
 	return e
 }
 
