@@ -1,0 +1,577 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// encodedSkill is one skill record, encoded before the transaction opens.
+type encodedSkill struct {
+	key []byte
+	val []byte
+	sk  *skill.Skill
+}
+
+// SaveSnapshot stores a source's snapshot (replacing the previous one) and
+// its state in one transaction, so that a restart never sees a catalog
+// without the commit it came from. Skill records equal to the stored ones
+// are not rewritten, so a sync that changed one skill of thousands writes
+// a few pages; the digest map gains the new files' keys and loses the
+// keys no stored snapshot references any more, in the same transaction.
+//
+// Skills are taken to be immutable once saved, as the registry's are: the
+// store remembers which skill values it stored last for each source, and
+// a later save of the same source encodes and writes only the skills that
+// are not among them. Other skills (after a restart, or after a failed
+// save) are encoded and compared with the stored records.
+func (s *Store) SaveSnapshot(snap *registry.Snapshot, st registry.State) error {
+	if snap == nil {
+		return errors.New("save snapshot: nil snapshot")
+	}
+	name := snap.Source
+	if name == "" || st.Source != name {
+		return fmt.Errorf("save snapshot of source %q with the state of source %q: they must name the same source", name, st.Source)
+	}
+	lock := s.sourceLock(name)
+	lock.Lock()
+	defer lock.Unlock()
+	written, err := s.saveSnapshot(snap, st)
+	s.mu.Lock()
+	if err != nil {
+		// The file may or may not hold what was written: compare bytes
+		// next time.
+		delete(s.saved, name)
+	} else {
+		saved := make(map[string]*skill.Skill, len(snap.Skills))
+		for _, sk := range snap.Skills {
+			saved[sk.Path] = sk
+		}
+		s.saved[name] = saved
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("save snapshot of %s at %s: %w", name, snap.Commit, err)
+	}
+	s.log.Debug("snapshot stored", "source", name, "commit", snap.Commit, "skills", len(snap.Skills), "written", written)
+	return nil
+}
+
+// sourceLock returns the lock that orders saves and deletes of a source.
+func (s *Store) sourceLock(name string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.locks[name]
+	if !ok {
+		l = new(sync.Mutex)
+		s.locks[name] = l
+	}
+	return l
+}
+
+// saveSnapshot writes a snapshot and returns how many skill records it
+// wrote or deleted.
+func (s *Store) saveSnapshot(snap *registry.Snapshot, st registry.State) (written int, err error) {
+	name := snap.Source
+	stateJSON, err := json.Marshal(st)
+	if err != nil {
+		return 0, fmt.Errorf("encode state: %w", err)
+	}
+	header := encodeHeader(snap)
+	paths := make(map[string]bool, len(snap.Skills))
+	for i, sk := range snap.Skills {
+		if sk == nil {
+			return 0, fmt.Errorf("skill %d is nil", i)
+		}
+		if paths[sk.Path] {
+			return 0, fmt.Errorf("two skills at path %q", sk.Path)
+		}
+		paths[sk.Path] = true
+	}
+	s.mu.Lock()
+	stored := s.saved[name]
+	s.mu.Unlock()
+
+	// What to write, known before the transaction when the stored skills
+	// are: only the skills that are not among them are encoded.
+	var (
+		toEncode = snap.Skills
+		removed  []*skill.Skill
+	)
+	if stored != nil {
+		toEncode = nil
+		for _, sk := range snap.Skills {
+			if stored[sk.Path] != sk {
+				toEncode = append(toEncode, sk)
+			}
+		}
+		for p, old := range stored {
+			if !paths[p] {
+				removed = append(removed, old)
+			}
+		}
+		slices.SortFunc(removed, func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) })
+	}
+	recs, err := encodeSkills(toEncode)
+	if err != nil {
+		return 0, err
+	}
+
+	err = s.update("save snapshot", func(tx *bolt.Tx) error {
+		written = 0
+		src, err := sourceBucket(tx, name)
+		if err != nil {
+			return err
+		}
+		if err := src.Put(keyState, stateJSON); err != nil {
+			return err
+		}
+		if err := src.Put(keySnapshot, header); err != nil {
+			return err
+		}
+		skills, err := src.CreateBucketIfNotExists(keySkills)
+		if err != nil {
+			return err
+		}
+		refs := newRefDelta()
+		if stored != nil {
+			written = len(removed) + len(recs)
+			for _, old := range removed {
+				refs.dropSkill(old)
+				if err := skills.Delete(append([]byte{skillKeyPrefix}, old.Path...)); err != nil {
+					return err
+				}
+			}
+			for _, r := range recs {
+				if old := stored[r.sk.Path]; old != nil {
+					refs.dropSkill(old)
+				}
+				refs.add(r.sk)
+				if err := skills.Put(r.key, r.val); err != nil {
+					return fmt.Errorf("skill %q: %w", r.sk.Path, err)
+				}
+			}
+			return refs.apply(tx)
+		}
+		// Plan against the stored records first (bbolt cursors do not
+		// survive changes to their bucket), then apply.
+		var puts []int
+		var dels [][]byte
+		c := skills.Cursor()
+		k, v := c.First()
+		i := 0
+		for k != nil || i < len(recs) {
+			switch cmp := compareNext(k, recs, i); {
+			case cmp < 0: // stored, gone from the snapshot
+				if err := refs.drop(tx, name, k, v); err != nil {
+					return err
+				}
+				dels = append(dels, bytes.Clone(k))
+				k, v = c.Next()
+			case cmp > 0: // new
+				refs.add(recs[i].sk)
+				puts = append(puts, i)
+				i++
+			default:
+				if !bytes.Equal(v, recs[i].val) {
+					if err := refs.drop(tx, name, k, v); err != nil {
+						return err
+					}
+					refs.add(recs[i].sk)
+					puts = append(puts, i)
+				}
+				k, v = c.Next()
+				i++
+			}
+		}
+		written = len(dels) + len(puts)
+		for _, k := range dels {
+			if err := skills.Delete(k); err != nil {
+				return err
+			}
+		}
+		// Fill leaves when the records arrive in order (a first save):
+		// the default half-full split would double the file.
+		if len(puts) == len(recs) && len(dels) == 0 {
+			skills.FillPercent = 0.9
+		}
+		for _, i := range puts {
+			if err := skills.Put(recs[i].key, recs[i].val); err != nil {
+				return fmt.Errorf("skill %q: %w", recs[i].sk.Path, err)
+			}
+		}
+		return refs.apply(tx)
+	})
+	return written, err
+}
+
+// encodeSkills encodes the skills' records into one buffer, sorted by key.
+func encodeSkills(skills []*skill.Skill) ([]encodedSkill, error) {
+	size := 0
+	for i, sk := range skills {
+		if sk == nil {
+			return nil, fmt.Errorf("skill %d is nil", i)
+		}
+		size += len(sk.Path) + 1 + len(sk.Body) + 128 + 160*len(sk.Files)
+		if sk.Frontmatter != nil {
+			size += 2 * len(sk.Frontmatter.JSON)
+		}
+	}
+	e := enc{b: make([]byte, 0, size)}
+	offs := make([][3]int, len(skills)) // key start, value start, end
+	for i, sk := range skills {
+		offs[i][0] = len(e.b)
+		e.byte(skillKeyPrefix)
+		e.b = append(e.b, sk.Path...)
+		offs[i][1] = len(e.b)
+		encodeSkill(&e, sk)
+		offs[i][2] = len(e.b)
+	}
+	recs := make([]encodedSkill, len(skills))
+	for i, o := range offs {
+		recs[i] = encodedSkill{key: e.b[o[0]:o[1]:o[1]], val: e.b[o[1]:o[2]:o[2]], sk: skills[i]}
+	}
+	if !slices.IsSortedFunc(recs, cmpKey) {
+		slices.SortFunc(recs, cmpKey)
+	}
+	for i := 1; i < len(recs); i++ {
+		if bytes.Equal(recs[i-1].key, recs[i].key) {
+			return nil, fmt.Errorf("two skills at path %q", recs[i].key[1:])
+		}
+	}
+	return recs, nil
+}
+
+func cmpKey(a, b encodedSkill) int { return bytes.Compare(a.key, b.key) }
+
+// compareNext compares the stored key k (nil when the cursor is done) with
+// recs[i] (none when i is past the end): <0 when k comes first.
+func compareNext(k []byte, recs []encodedSkill, i int) int {
+	switch {
+	case k == nil:
+		return 1
+	case i >= len(recs):
+		return -1
+	}
+	return bytes.Compare(k, recs[i].key)
+}
+
+// sourceBucket returns a source's bucket, creating it.
+func sourceBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+	sources := tx.Bucket(bucketSources)
+	if sources == nil {
+		return nil, corrupt(tx.DB().Path(), errors.New("sources bucket missing"))
+	}
+	b, err := sources.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return nil, fmt.Errorf("source bucket %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// refDelta accumulates changes to the digest map's reference counts.
+type refDelta struct {
+	delta map[string]int64
+	dg    map[string]skill.Digest // digests of keys gaining references
+}
+
+func newRefDelta() *refDelta {
+	return &refDelta{delta: map[string]int64{}, dg: map[string]skill.Digest{}}
+}
+
+func (r *refDelta) add(sk *skill.Skill) {
+	for _, f := range sk.Files {
+		if f.Key != "" {
+			r.delta[f.Key]++
+			r.dg[f.Key] = skill.Digest{Digest: f.Digest, Size: f.Size}
+		}
+	}
+}
+
+// dropSkill removes the references of a stored skill known by value.
+func (r *refDelta) dropSkill(sk *skill.Skill) {
+	for _, f := range sk.Files {
+		if f.Key != "" {
+			r.delta[f.Key]--
+		}
+	}
+}
+
+// drop removes the references of a stored record.
+func (r *refDelta) drop(tx *bolt.Tx, source string, k, v []byte) error {
+	err := skillFileKeys(string(v), func(key string, _ skill.Digest) { r.delta[key]-- })
+	if err != nil {
+		return corrupt(tx.DB().Path(), fmt.Errorf("source %s skill %q: %w", source, k[1:], err))
+	}
+	return nil
+}
+
+// apply writes the counts, in key order (bbolt writes sorted keys
+// fastest), deleting entries that reach zero.
+func (r *refDelta) apply(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketDigests)
+	if b == nil {
+		return corrupt(tx.DB().Path(), errors.New("digests bucket missing"))
+	}
+	keys := make([]string, 0, len(r.delta))
+	for k, d := range r.delta {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	if k, _ := b.Cursor().First(); k == nil {
+		b.FillPercent = 0.9 // a first save, in key order
+	}
+	for _, k := range keys {
+		var refs int64
+		dg, known := r.dg[k]
+		if v := b.Get([]byte(k)); v != nil {
+			n, old, err := decodeDigest(string(v))
+			if err != nil {
+				return corrupt(tx.DB().Path(), fmt.Errorf("digest of %q: %w", k, err))
+			}
+			refs = int64(n)
+			if !known {
+				dg = old
+			}
+		}
+		refs += r.delta[k]
+		if refs <= 0 {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := b.Put([]byte(k), encodeDigest(uint64(refs), dg)); err != nil {
+			return fmt.Errorf("digest of %q: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// SaveState stores a source's state, leaving its snapshot as it is.
+func (s *Store) SaveState(st registry.State) error {
+	if st.Source == "" {
+		return errors.New("save state: no source name")
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("save state of %s: encode: %w", st.Source, err)
+	}
+	err = s.update("save state", func(tx *bolt.Tx) error {
+		src, err := sourceBucket(tx, st.Source)
+		if err != nil {
+			return err
+		}
+		return src.Put(keyState, b)
+	})
+	if err != nil {
+		return fmt.Errorf("save state of %s: %w", st.Source, err)
+	}
+	return nil
+}
+
+// DeleteSource forgets a source: its snapshot, its state and the digests
+// only it referenced. Forgetting an unknown source is not an error.
+func (s *Store) DeleteSource(name string) error {
+	lock := s.sourceLock(name)
+	lock.Lock()
+	defer lock.Unlock()
+	s.mu.Lock()
+	delete(s.saved, name)
+	s.mu.Unlock()
+	err := s.update("delete source", func(tx *bolt.Tx) error {
+		sources := tx.Bucket(bucketSources)
+		if sources == nil {
+			return corrupt(tx.DB().Path(), errors.New("sources bucket missing"))
+		}
+		src := sources.Bucket([]byte(name))
+		if src == nil {
+			return nil
+		}
+		refs := newRefDelta()
+		if skills := src.Bucket(keySkills); skills != nil {
+			if err := skills.ForEach(func(k, v []byte) error { return refs.drop(tx, name, k, v) }); err != nil {
+				return err
+			}
+		}
+		if err := sources.DeleteBucket([]byte(name)); err != nil {
+			return err
+		}
+		return refs.apply(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("delete source %s: %w", name, err)
+	}
+	return nil
+}
+
+// rawSource is one source's values, copied out of a read transaction into
+// one string per source so that decoding allocates little and never
+// touches the mapped file.
+type rawSource struct {
+	name   string
+	state  string
+	header string // "" when the source has no snapshot
+	hasHdr bool
+	arena  string
+	skills []rawSkill // offsets into arena
+}
+
+type rawSkill struct{ key, val [2]int }
+
+// Load returns every stored source's last snapshot (nil when it has none)
+// and state, sorted by source name. Snapshots come back unsealed: the
+// registry verifies them against their trees and seals them with
+// registry.NewSnapshot. Their strings share one allocation per source.
+func (s *Store) Load() ([]registry.Persisted, error) {
+	var raws []rawSource
+	err := s.view("load", func(tx *bolt.Tx) error {
+		sources := tx.Bucket(bucketSources)
+		if sources == nil {
+			return corrupt(s.path, errors.New("sources bucket missing"))
+		}
+		return sources.ForEachBucket(func(name []byte) error {
+			src := sources.Bucket(name)
+			r := rawSource{name: string(name), state: string(src.Get(keyState))}
+			if h := src.Get(keySnapshot); h != nil {
+				r.header, r.hasHdr = string(h), true
+			}
+			if skills := src.Bucket(keySkills); skills != nil {
+				var size int
+				c := skills.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					size += len(k) + len(v)
+				}
+				var arena strings.Builder
+				arena.Grow(size)
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					var rs rawSkill
+					rs.key = [2]int{arena.Len(), arena.Len() + len(k)}
+					arena.Write(k)
+					rs.val = [2]int{arena.Len(), arena.Len() + len(v)}
+					arena.Write(v)
+					r.skills = append(r.skills, rs)
+				}
+				r.arena = arena.String()
+			}
+			raws = append(raws, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", s.path, err)
+	}
+	out := make([]registry.Persisted, 0, len(raws))
+	for i := range raws {
+		p, err := decodeSource(&raws[i])
+		if err != nil {
+			return nil, corrupt(s.path, fmt.Errorf("source %s: %w", raws[i].name, err))
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// decodeSource builds one source's Persisted from its raw values.
+func decodeSource(r *rawSource) (registry.Persisted, error) {
+	var p registry.Persisted
+	if r.state == "" {
+		return p, errors.New("no state")
+	}
+	if err := json.Unmarshal([]byte(r.state), &p.State); err != nil {
+		return p, fmt.Errorf("state: %w", err)
+	}
+	if p.State.Source != r.name {
+		return p, fmt.Errorf("state names source %q", p.State.Source)
+	}
+	if !r.hasHdr {
+		if len(r.skills) > 0 {
+			return p, errors.New("skills without a snapshot")
+		}
+		return p, nil
+	}
+	snap, n, err := decodeHeader(r.header)
+	if err != nil {
+		return p, fmt.Errorf("snapshot: %w", err)
+	}
+	if snap.Source != r.name {
+		return p, fmt.Errorf("snapshot names source %q", snap.Source)
+	}
+	if max(n, 0) != len(r.skills) {
+		return p, fmt.Errorf("snapshot has %d skill records, its header says %d", len(r.skills), max(n, 0))
+	}
+	if n >= 0 {
+		// One allocation for all skills and one for all frontmatters.
+		skills := make([]skill.Skill, n)
+		fms := make([]skill.Frontmatter, n)
+		snap.Skills = make([]*skill.Skill, n)
+		for i, rs := range r.skills {
+			key := r.arena[rs.key[0]:rs.key[1]]
+			if key == "" || key[0] != skillKeyPrefix {
+				return p, fmt.Errorf("skill key %q", key)
+			}
+			if err := decodeSkill(key[1:], r.arena[rs.val[0]:rs.val[1]], &skills[i], &fms[i]); err != nil {
+				return p, fmt.Errorf("skill %q: %w", key[1:], err)
+			}
+			snap.Skills[i] = &skills[i]
+		}
+	}
+	p.Snapshot = snap
+	return p, nil
+}
+
+// Digests returns the persisted digest map: every file key a stored
+// snapshot references, with its digest and size. The registry loads it at
+// start into its digest cache, so that the first sync after a restart
+// hashes only what changed.
+func (s *Store) Digests() (map[string]skill.Digest, error) {
+	var arena string
+	var offs [][3]int // key end, value end, per entry (starts follow)
+	err := s.view("load digests", func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDigests)
+		if b == nil {
+			return corrupt(s.path, errors.New("digests bucket missing"))
+		}
+		var size, n int
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			size += len(k) + len(v)
+			n++
+		}
+		var sb strings.Builder
+		sb.Grow(size)
+		offs = make([][3]int, 0, n)
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			start := sb.Len()
+			sb.Write(k)
+			sb.Write(v)
+			offs = append(offs, [3]int{start, start + len(k), sb.Len()})
+		}
+		arena = sb.String()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load digests of %s: %w", s.path, err)
+	}
+	out := make(map[string]skill.Digest, len(offs))
+	for _, o := range offs {
+		key := arena[o[0]:o[1]]
+		_, dg, err := decodeDigest(arena[o[1]:o[2]])
+		if err != nil {
+			return nil, corrupt(s.path, fmt.Errorf("digest of %q: %w", key, err))
+		}
+		out[key] = dg
+	}
+	return out, nil
+}

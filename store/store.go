@@ -1,0 +1,267 @@
+// Package store keeps skillreg's state in one bbolt file (skillreg.db in
+// the data directory): every source's last indexed snapshot and sync state,
+// the digest map that lets a restart skip rehashing, the release cache and
+// the webhook delivery log. It implements, by method sets, the storage
+// interfaces declared by registry and releases, and a delivery log shaped
+// like webhook's (which cmd adapts, so that store never imports webhook).
+//
+// Layout (schema version 1):
+//
+//	meta/        "schema" -> decimal version
+//	sources/     <name>/ "state" -> JSON registry.State
+//	                     "snapshot" -> binary snapshot header (absent: never indexed)
+//	                     skills/ "/"+path -> binary skill record
+//	digests/     file key -> references, size, digest
+//	releases/    repository -> releases.MarshalCached bytes
+//	deliveries/  8-byte big-endian sequence -> JSON delivery
+//	delivery_ids/ delivery id -> how many logged deliveries carry it
+//
+// Values are encoded before a write transaction opens and decoded into
+// fresh memory after being copied out of a read transaction, so
+// transactions stay short and nothing returned points into the mapped file.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// FileName is the store's file name inside the data directory.
+const FileName = "skillreg.db"
+
+// Errors of the store. Compare with errors.Is.
+var (
+	// ErrLocked means another process holds the file: a second daemon on
+	// the same data directory.
+	ErrLocked = errors.New("data directory in use")
+	// ErrCorrupt means the file or a value in it cannot be read.
+	ErrCorrupt = errors.New("store file is corrupt")
+	// ErrSchemaTooNew means the file was written by a newer skillreg.
+	ErrSchemaTooNew = errors.New("store schema is newer than this skillreg")
+	// ErrSchemaTooOld means a read-only open met a file that needs a
+	// migration, which only a read-write open performs.
+	ErrSchemaTooOld = errors.New("store schema needs a migration")
+)
+
+// DefaultTimeout is how long Open waits for the file lock by default.
+const DefaultTimeout = time.Second
+
+// DefaultMaxDeliveries is how many webhook deliveries the log keeps by
+// default.
+const DefaultMaxDeliveries = 1000
+
+// pageSize is the bbolt page size of new files. Skill records are a few
+// KiB; with the OS's 4 KiB pages most leaves would hold one record and
+// waste half a page, 16 KiB pages pack several (see the package's
+// encoding benchmark). Existing files keep the page size they were made
+// with.
+const pageSize = 16 << 10
+
+// Options configures Open. The zero value works.
+type Options struct {
+	// Logger receives the store's own events (migrations, pruning); nil
+	// discards them.
+	Logger *slog.Logger
+	// Timeout bounds the wait for the file lock (default DefaultTimeout).
+	// Another process holding it makes Open fail with ErrLocked.
+	Timeout time.Duration
+	// ReadOnly opens the file without writing (a shared lock; no
+	// migration, no creation).
+	ReadOnly bool
+	// OpenFile opens the database file (default os.OpenFile). Tests use it
+	// to get hold of the file bbolt writes to.
+	OpenFile func(name string, flag int, perm os.FileMode) (*os.File, error)
+	// MaxDeliveries bounds the webhook delivery log (default
+	// DefaultMaxDeliveries).
+	MaxDeliveries int
+}
+
+// Store is an open skillreg.db. It is safe for concurrent use.
+type Store struct {
+	db            *bolt.DB
+	path          string
+	log           *slog.Logger
+	maxDeliveries int
+	readOnly      bool
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex             // per source: orders saves and deletes
+	saved map[string]map[string]*skill.Skill // per source: the skills stored by the last save, by path
+}
+
+// Open opens (creating when missing, unless read-only) the store at path,
+// migrates it to the current schema and returns it. It fails with an
+// error wrapping ErrLocked when another process holds the file, ErrCorrupt
+// when the file cannot be read, and ErrSchemaTooNew when a newer skillreg
+// wrote it.
+func Open(path string, o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxDeliveries <= 0 {
+		o.MaxDeliveries = DefaultMaxDeliveries
+	}
+	db, err := openBolt(path, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		db: db, path: path, log: o.Logger, maxDeliveries: o.MaxDeliveries, readOnly: o.ReadOnly,
+		locks: map[string]*sync.Mutex{}, saved: map[string]map[string]*skill.Skill{},
+	}
+	if err := s.prepare(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openBolt opens the bbolt file, turning a held lock into ErrLocked and a
+// damaged file (including one that makes bbolt panic or fault while
+// reading its meta and freelist pages) into ErrCorrupt.
+func openBolt(path string, o Options) (db *bolt.DB, err error) {
+	existed := false
+	if info, serr := os.Stat(path); serr == nil && info.Size() > 0 {
+		existed = true
+	}
+	// Remember the file bbolt opens: a panic inside bolt.Open leaves it
+	// open and locked, and only closing it releases the lock.
+	var mu sync.Mutex
+	var opened *os.File
+	openFile := o.OpenFile
+	if openFile == nil {
+		openFile = os.OpenFile
+	}
+	bo := &bolt.Options{
+		Timeout:  o.Timeout,
+		ReadOnly: o.ReadOnly,
+		PageSize: pageSize,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := openFile(name, flag, perm)
+			mu.Lock()
+			opened = f
+			mu.Unlock()
+			return f, err
+		},
+	}
+	panicked := true
+	err = guard(path, "open", func() error {
+		var oerr error
+		db, oerr = bolt.Open(path, 0o600, bo)
+		panicked = false
+		return oerr
+	})
+	if panicked {
+		// bbolt left the file open, mapped and locked.
+		mu.Lock()
+		f := opened
+		mu.Unlock()
+		if f != nil {
+			if !o.ReadOnly {
+				releaseMappings(f)
+			}
+			f.Close()
+		}
+	}
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, ErrCorrupt):
+		return nil, err
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("open %s: %w: another skillreg process holds it (lock not granted within %s); stop it or use another data directory", path, ErrLocked, o.Timeout)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	case existed:
+		// bbolt's other open failures are about the file's contents: bad
+		// meta pages, a wrong size, a bad checksum.
+		return nil, corrupt(path, err)
+	}
+	return nil, fmt.Errorf("open %s: %w", path, err)
+}
+
+// corrupt wraps a failure to read the file as ErrCorrupt, saying what to do.
+func corrupt(path string, err error) error {
+	return fmt.Errorf("%s: %w (%v); run `skillreg store rebuild` to move it aside and resync from the sources, or restore a backup", path, ErrCorrupt, err)
+}
+
+// guard runs fn turning panics and memory faults (bbolt reads a damaged
+// file through a memory map and may do either) into ErrCorrupt.
+func guard(path, what string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = corrupt(path, fmt.Errorf("%s: %v", what, r))
+		}
+	}()
+	return fn()
+}
+
+// view runs a read transaction under guard.
+func (s *Store) view(what string, fn func(tx *bolt.Tx) error) error {
+	return guard(s.path, what, func() error { return s.db.View(fn) })
+}
+
+// update runs a write transaction under guard. A failed commit (a full
+// disk, say) rolls back: the previous state stays and the error is
+// returned.
+func (s *Store) update(what string, fn func(tx *bolt.Tx) error) error {
+	return guard(s.path, what, func() error { return s.db.Update(fn) })
+}
+
+// Path is the file the store keeps its state in.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the file, waiting for running transactions.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// SizeBytes is the space the file takes on disk, for metrics: its
+// allocated blocks (bbolt grows the file ahead of its use, sparsely, so the
+// apparent size can be much larger), or its apparent size where the file
+// system does not say.
+func (s *Store) SizeBytes() (int64, error) {
+	info, err := os.Stat(s.path)
+	if err != nil {
+		return 0, fmt.Errorf("size of %s: %w", s.path, err)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512, nil
+	}
+	return info.Size(), nil
+}
+
+// Backup writes a consistent copy of the whole file to w from one read
+// transaction, while the store keeps serving and writing. The copy is a
+// valid store file: Open reads it.
+func (s *Store) Backup(w io.Writer) error {
+	err := s.view("backup", func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("back up %s: %w", s.path, err)
+	}
+	return nil
+}
