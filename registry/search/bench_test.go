@@ -1,0 +1,46 @@
+package search_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/registry/search"
+)
+
+func BenchmarkBuildSegment(b *testing.B) {
+	docs := generated(b)
+	c0 := cpuTime()
+	n := 0
+	for b.Loop() {
+		search.BuildSegment(docs)
+		n++
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(n)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(len(docs)), "docs")
+}
+
+func BenchmarkSearch(b *testing.B) {
+	docs := generated(b)
+	segs := split(docs, 4)
+	queries := generatedQueries(corpus.Realistic(corpus.RealisticOptions{Skills: qualityCorpusSkills, Seed: qualityCorpusSeed}), 400)
+	for _, q := range corpusQueries {
+		queries = append(queries, q)
+	}
+	c0 := cpuTime()
+	i := 0
+	for b.Loop() {
+		search.Search(segs, queries[i%len(queries)].query, search.Options{})
+		i++
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(i)/1e6, "cpu-ms/op")
+}
+
+// cpuTime is the process's user and system CPU time: steadier than wall
+// time on a shared machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

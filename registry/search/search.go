@@ -1,0 +1,437 @@
+// Package search is the catalog's ranked keyword search: an in-memory
+// inverted index per source snapshot (a Segment, built once and never
+// changed) and a query that scores over any list of segments with
+// statistics combined across them, so a source that syncs every second
+// rebuilds only its own segment and scores stay exactly what one big index
+// would give.
+//
+// Ranking is BM25F-style over five fields (name, tags, description,
+// metadata values, body) with per-field weights and length normalisation.
+// Each query word matches its stem exactly, as a prefix of longer words,
+// and within a small edit distance (typos), the last two at a discount and
+// with the rarity of the word the user most likely meant, so a rare
+// near-miss never outranks the common word that was typed.
+package search
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// MaxQueryBytes bounds a query; longer ones are refused with
+// ErrQueryTooLong.
+const MaxQueryBytes = 1024
+
+// Limits on results.
+const (
+	DefaultLimit = 10
+	MaxLimit     = 100
+)
+
+// ErrQueryTooLong is returned for a query longer than MaxQueryBytes. Its
+// message is meant to be shown to the caller as it is.
+var ErrQueryTooLong = fmt.Errorf("query is longer than %d bytes; shorten it to the words that matter", MaxQueryBytes)
+
+// ErrQueryInvalid is returned for a query that is not valid UTF-8.
+var ErrQueryInvalid = errors.New("query is not valid UTF-8")
+
+// Options tunes one search. The zero value works.
+type Options struct {
+	// Limit is the number of hits to return: DefaultLimit when zero or
+	// negative, at most MaxLimit.
+	Limit int
+	// IncludeDeprecated also returns deprecated skills.
+	IncludeDeprecated bool
+	// Tag, when set, keeps only skills with this tag (case-insensitive).
+	Tag string
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID     string
+	Source string
+	Name   string
+	Score  float64
+	// Fields names the fields the query matched, in the order name, tags,
+	// description, metadata, body.
+	Fields []string
+}
+
+// Ranking parameters, chosen on principle and then checked against the
+// quality test set and a larger set of generated queries (the figures were
+// flat around these values; see the package tests).
+var (
+	// fieldWeight puts a match in the name or tags above one in the
+	// description, above the body and metadata.
+	fieldWeight = [numFields]float64{fieldName: 4, fieldTags: 3, fieldDescription: 2, fieldMetadata: 0.5, fieldBody: 1}
+	// fieldB is how much a field's length discounts its matches (BM25's b).
+	fieldB = [numFields]float64{fieldName: 0.5, fieldTags: 0.5, fieldDescription: 0.75, fieldMetadata: 0.5, fieldBody: 0.75}
+)
+
+const (
+	// k1 is BM25's term frequency saturation.
+	k1 = 1.2
+
+	// Query words at least prefixMinLen bytes long also match as a prefix
+	// of longer words; from typo1Len bytes they allow one typo, from
+	// typo2Len two.
+	prefixMinLen = 3
+	typo1Len     = 4
+	typo2Len     = 8
+
+	// Discounts of inexact matches. A prefix match weighs between
+	// prefixWeight and prefixWeight+prefixCover, by how much of the word
+	// the prefix covers.
+	prefixWeight = 0.5
+	prefixCover  = 0.4
+	typo1Weight  = 0.6
+	typo2Weight  = 0.35
+
+	// nameBonus rewards a skill whose name or tags contain the query's
+	// words: a score grows by up to this share when all of them are there.
+	// Names are curated summaries, and a word that is common in bodies
+	// (so weak by rarity) is still decisive when it is in the name.
+	nameBonus = 0.5
+	nameMask  = 1<<fieldName | 1<<fieldTags
+
+	// maxExpansions bounds the words one query word expands to (the
+	// closest typos and the shortest prefix completions win).
+	maxExpansions = 24
+	// maxQueryTerms bounds the words of a query that are searched at all;
+	// only the first maxFuzzyTerms of them expand to prefixes and typos,
+	// which bounds the cost of a long query.
+	maxQueryTerms = 32
+	maxFuzzyTerms = 12
+)
+
+// expansion is one indexed term a query word matches, with its weight.
+type expansion struct {
+	stem   string
+	weight float64
+	df     int  // documents containing the stem, over all segments
+	exact  bool // the query word's own stem
+}
+
+// queryTerm is one query word and everything it matches.
+type queryTerm struct {
+	exp []expansion
+	idf float64
+}
+
+// Search ranks the documents of segs against query. Pass exactly the
+// segments the caller may see: document frequencies, document count and
+// field lengths are summed over them, so a hit's score depends on the
+// visible catalog as a whole, never on how it is split. Hits are ordered by
+// score, then by ID. A query with no searchable words (empty, or only stop
+// words such as "how do I") returns no hits and no error.
+func Search(segs []*Segment, query string, o Options) ([]Hit, error) {
+	if len(query) > MaxQueryBytes {
+		return nil, ErrQueryTooLong
+	}
+	if !utf8.ValidString(query) {
+		return nil, ErrQueryInvalid
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	segs = slices.DeleteFunc(slices.Clone(segs), func(s *Segment) bool { return s.Len() == 0 })
+	pl := newPlan(segs, queryTokens(query))
+	if pl == nil {
+		return []Hit{}, nil
+	}
+	tag := normTag(o.Tag)
+	top := make([]Hit, 0, limit+1)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	for _, s := range segs {
+		pl.score(s, sc)
+		for _, d := range sc.hits {
+			info := &s.docs[d]
+			if info.deprecated && !o.IncludeDeprecated || tag != "" && !slices.Contains(info.tags, tag) {
+				continue
+			}
+			h := Hit{ID: info.id, Source: info.source, Name: info.name, Score: pl.final(sc, d)}
+			if len(top) == limit && !better(h, top[limit-1]) {
+				continue
+			}
+			h.Fields = fieldList(sc.fields[d])
+			i, _ := slices.BinarySearchFunc(top, h, func(a, b Hit) int {
+				if better(a, b) {
+					return -1
+				}
+				return 1 // IDs are unique, so never equal
+			})
+			top = slices.Insert(top, i, h)
+			if len(top) > limit {
+				top = top[:limit]
+			}
+		}
+	}
+	return top, nil
+}
+
+// plan is a query prepared against a set of segments: its words' matches
+// and the statistics of the whole set.
+type plan struct {
+	terms  []queryTerm
+	idfSum float64
+	avgLen [numFields]float64
+}
+
+// newPlan prepares toks against segs; nil when nothing can match.
+func newPlan(segs []*Segment, toks []token) *plan {
+	if len(toks) > maxQueryTerms {
+		toks = toks[:maxQueryTerms]
+	}
+	if len(toks) == 0 || len(segs) == 0 {
+		return nil
+	}
+	var n int
+	var sumLen [numFields]uint64
+	for _, s := range segs {
+		n += len(s.docs)
+		for f := range numFields {
+			sumLen[f] += s.sumLen[f]
+		}
+	}
+	pl := &plan{}
+	for f := range numFields {
+		pl.avgLen[f] = math.Max(float64(sumLen[f])/float64(n), 1)
+	}
+	for i, t := range toks {
+		exp := expand(segs, t, i < maxFuzzyTerms)
+		if len(exp) == 0 {
+			continue
+		}
+		// Every expansion is scored with one rarity: the typed word's when
+		// it is indexed, else the most common expansion's (the word the
+		// user most likely meant), so a rare near-miss cannot outscore the
+		// word that was typed.
+		df := 0
+		for _, e := range exp {
+			if e.exact {
+				df = e.df
+				break
+			}
+			df = max(df, e.df)
+		}
+		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+		pl.terms = append(pl.terms, queryTerm{exp: exp, idf: idf})
+		pl.idfSum += idf
+	}
+	if len(pl.terms) == 0 {
+		return nil
+	}
+	return pl
+}
+
+// score accumulates the query's per-document sums for segment s in sc;
+// sc.hits lists the documents that matched any word.
+func (pl *plan) score(s *Segment, sc *scratch) {
+	sc.reset(len(s.docs))
+	for _, qt := range pl.terms {
+		for _, e := range qt.exp {
+			t, ok := s.terms[e.stem]
+			if !ok {
+				continue
+			}
+			for _, p := range s.postings[t] {
+				// BM25F: field-weighted, length-normalised term frequency,
+				// saturated once.
+				tfw := 0.0
+				var mask uint8
+				l := &s.lens[p.doc]
+				for f := range numFields {
+					if p.tf[f] == 0 {
+						continue
+					}
+					norm := 1 - fieldB[f] + fieldB[f]*float64(l[f])/pl.avgLen[f]
+					tfw += fieldWeight[f] * float64(p.tf[f]) / norm
+					mask |= 1 << f
+				}
+				v := e.weight * tfw * (k1 + 1) / (k1 + tfw)
+				// A word counts once per document, by its best match.
+				d := p.doc
+				if sc.term[d] == 0 {
+					sc.touched = append(sc.touched, d)
+				}
+				sc.term[d] = max(sc.term[d], v)
+				if mask&nameMask != 0 {
+					sc.nameTerm[d] = max(sc.nameTerm[d], e.weight)
+				}
+				sc.fields[d] |= mask
+			}
+		}
+		for _, d := range sc.touched {
+			if sc.matched[d] == 0 {
+				sc.hits = append(sc.hits, d)
+			}
+			sc.score[d] += qt.idf * sc.term[d]
+			sc.matched[d] += qt.idf
+			sc.names[d] += sc.nameTerm[d]
+			sc.term[d], sc.nameTerm[d] = 0, 0
+		}
+		sc.touched = sc.touched[:0]
+	}
+}
+
+// final is document d's score: its BM25F sum, scaled by how much of the
+// query it matched and by how much of it its name and tags hold.
+func (pl *plan) final(sc *scratch, d uint32) float64 {
+	return sc.score[d] * coverage(sc.matched[d], pl.idfSum) * (1 + nameBonus*sc.names[d]/float64(len(pl.terms)))
+}
+
+// coverage scales a score by the share of the query matched, each word
+// counted by its rarity: missing "kafka" costs much more than missing
+// "write".
+func coverage(matched, total float64) float64 {
+	if matched >= total {
+		return 1
+	}
+	r := matched / total
+	return r * r
+}
+
+// better orders hits: higher score first, then lower ID.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.ID < b.ID
+}
+
+func fieldList(mask uint8) []string {
+	out := make([]string, 0, numFields)
+	for f := range numFields {
+		if mask&(1<<f) != 0 {
+			out = append(out, fieldNames[f])
+		}
+	}
+	return out
+}
+
+// expand finds the indexed terms a query word matches in any segment: its
+// stem exactly, and when fuzzy is set, words it is a prefix of and words
+// within its typo distance. The result is the same whichever way the
+// documents are split into segments.
+func expand(segs []*Segment, t token, fuzzy bool) []expansion {
+	weights := map[string]float64{} // stem -> best weight
+	offer := func(stem string, w float64) {
+		if w > weights[stem] {
+			weights[stem] = w
+		}
+	}
+	for _, s := range segs {
+		if _, ok := s.terms[t.stem]; ok {
+			offer(t.stem, 1)
+			break
+		}
+	}
+	if fuzzy {
+		q := t.word
+		type cand struct {
+			word   string
+			weight float64
+		}
+		var cands []cand
+		for _, s := range segs {
+			if len(q) >= prefixMinLen {
+				lo, hi := s.dict.prefixRange(q)
+				for i := lo; i < hi; i++ {
+					w := s.dict.words[i]
+					cands = append(cands, cand{w, prefixWeight + prefixCover*float64(len(q))/float64(len(w))})
+				}
+			}
+			if k := typoDistance(q); k > 0 {
+				s.dict.fuzzy(q, k, func(i, dist int) {
+					w := typo1Weight
+					if dist == 0 {
+						w = 1
+					} else if dist == 2 {
+						w = typo2Weight
+					}
+					cands = append(cands, cand{s.dict.words[i], w})
+				})
+			}
+		}
+		// Keep the best maxExpansions distinct words, by weight then word,
+		// which is the same for any split into segments.
+		slices.SortFunc(cands, func(a, b cand) int {
+			if c := cmp.Compare(b.weight, a.weight); c != 0 {
+				return c
+			}
+			return strings.Compare(a.word, b.word)
+		})
+		cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.word == b.word })
+		if len(cands) > maxExpansions {
+			cands = cands[:maxExpansions]
+		}
+		for _, c := range cands {
+			offer(stem(c.word), c.weight)
+		}
+	}
+	exp := make([]expansion, 0, len(weights))
+	for st, w := range weights {
+		e := expansion{stem: st, weight: w, exact: st == t.stem}
+		for _, s := range segs {
+			if t, ok := s.terms[st]; ok {
+				e.df += len(s.postings[t])
+			}
+		}
+		if e.df > 0 {
+			exp = append(exp, e)
+		}
+	}
+	slices.SortFunc(exp, func(a, b expansion) int { return strings.Compare(a.stem, b.stem) })
+	return exp
+}
+
+func typoDistance(q string) int {
+	switch {
+	case len(q) >= typo2Len:
+		return 2
+	case len(q) >= typo1Len:
+		return 1
+	}
+	return 0
+}
+
+// scratch holds one search's per-document accumulators, reused between
+// searches.
+type scratch struct {
+	score    []float64
+	term     []float64
+	fields   []uint8
+	matched  []float64 // idf mass of the query words matched
+	nameTerm []float64 // best weight of the current query word in the name
+	names    []float64 // sum over query words of their weight in the name
+	touched  []uint32  // documents matched by the current query word
+	hits     []uint32  // documents matched by any query word
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// reset prepares the scratch for a segment of n documents. Only the
+// documents touched by the previous segment are dirty.
+func (sc *scratch) reset(n int) {
+	for _, d := range sc.hits {
+		sc.score[d], sc.fields[d], sc.matched[d], sc.names[d] = 0, 0, 0, 0
+	}
+	sc.hits = sc.hits[:0]
+	if len(sc.score) < n {
+		sc.score = make([]float64, n)
+		sc.term = make([]float64, n)
+		sc.fields = make([]uint8, n)
+		sc.matched = make([]float64, n)
+		sc.nameTerm = make([]float64, n)
+		sc.names = make([]float64, n)
+	}
+}

@@ -1,0 +1,292 @@
+package search
+
+import (
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Doc is one skill as search sees it.
+type Doc struct {
+	ID          string // the skill's URI; unique across all segments searched together
+	Source      string
+	Name        string
+	Description string
+	Tags        []string
+	Metadata    map[string]string // values are indexed, keys are not
+	Body        string
+	Deprecated  bool
+}
+
+// field is one indexed part of a Doc.
+type field uint8
+
+const (
+	fieldName field = iota
+	fieldTags
+	fieldDescription
+	fieldMetadata
+	fieldBody
+	numFields
+)
+
+// fieldNames are the names Hit.Fields uses, in field order.
+var fieldNames = [numFields]string{"name", "tags", "description", "metadata", "body"}
+
+// posting is one document's occurrences of a term, counted per field
+// (saturated at 255, far beyond where BM25 stops caring).
+type posting struct {
+	doc uint32
+	tf  [numFields]uint8
+}
+
+// docInfo is what a hit reports, and what filters look at.
+type docInfo struct {
+	id, source, name string
+	tags             []string // lowercased, for the tag filter
+	deprecated       bool
+}
+
+// Segment is an immutable inverted index of one source snapshot's skills.
+// Build it once when the snapshot is built; any number of searches may use
+// it at once. Search combines the statistics of all the segments it is
+// given, so scores do not depend on how skills are split into segments.
+type Segment struct {
+	docs   []docInfo
+	lens   [][numFields]uint32 // token count per field, compounds excluded
+	sumLen [numFields]uint64
+
+	terms    map[string]int32 // stem -> term number
+	postings [][]posting      // by term number, doc order
+	dict     dictionary
+}
+
+// Len returns the number of documents in the segment.
+func (s *Segment) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.docs)
+}
+
+// BuildSegment indexes docs. Contiguous chunks of documents are analysed in
+// parallel (one per CPU), each with its own dictionary, then merged in
+// document order, so the result does not depend on scheduling. docs is not
+// retained.
+func BuildSegment(docs []Doc) *Segment {
+	nchunks := max(1, min(runtime.GOMAXPROCS(0), len(docs)/256))
+	chunks := make([]chunk, nchunks)
+	var wg sync.WaitGroup
+	for c := range chunks {
+		lo, hi := c*len(docs)/nchunks, (c+1)*len(docs)/nchunks
+		wg.Go(func() { chunks[c].analyse(docs[lo:hi]) })
+	}
+	wg.Wait()
+
+	s := &Segment{
+		docs:  make([]docInfo, 0, len(docs)),
+		lens:  make([][numFields]uint32, 0, len(docs)),
+		terms: map[string]int32{},
+	}
+	for i := range docs {
+		d := &docs[i]
+		tags := make([]string, len(d.Tags))
+		for j, t := range d.Tags {
+			tags[j] = normTag(t)
+		}
+		s.docs = append(s.docs, docInfo{id: d.ID, source: d.Source, name: d.Name, tags: tags, deprecated: d.Deprecated})
+	}
+	// Merge the chunks' terms and words.
+	var stems []string // by global term
+	words := map[string]int32{}
+	remap := make([][]int32, len(chunks))
+	for c := range chunks {
+		ch := &chunks[c]
+		remap[c] = make([]int32, len(ch.stems))
+		for lt, st := range ch.stems {
+			g, ok := s.terms[st]
+			if !ok {
+				g = int32(len(stems))
+				s.terms[st] = g
+				stems = append(stems, st)
+			}
+			remap[c][lt] = g
+		}
+		for lw, w := range ch.wordStr {
+			if _, ok := words[w]; !ok {
+				words[w] = remap[c][ch.wordTerm[lw]]
+			}
+		}
+		s.lens = append(s.lens, ch.lens...)
+	}
+	for _, l := range s.lens {
+		for f := range numFields {
+			s.sumLen[f] += uint64(l[f])
+		}
+	}
+	// Postings: count, then fill one backing array in document order.
+	off := make([]int, len(stems)+1)
+	for c := range chunks {
+		for _, e := range chunks[c].entries {
+			off[remap[c][e.term]+1]++
+		}
+	}
+	for t := 1; t < len(off); t++ {
+		off[t] += off[t-1]
+	}
+	backing := make([]posting, off[len(stems)])
+	next := slices.Clone(off[:len(stems)])
+	doc := uint32(0)
+	for c := range chunks {
+		ch := &chunks[c]
+		start := 0
+		for _, end := range ch.docEnd {
+			for _, e := range ch.entries[start:end] {
+				g := remap[c][e.term]
+				backing[next[g]] = posting{doc: doc, tf: e.tf}
+				next[g]++
+			}
+			start = int(end)
+			doc++
+		}
+		chunks[c] = chunk{} // let the garbage collector have it
+	}
+	s.postings = make([][]posting, len(stems))
+	for t := range s.postings {
+		s.postings[t] = backing[off[t]:off[t+1]:off[t+1]]
+	}
+
+	sorted := make([]string, 0, len(words))
+	for w := range words {
+		sorted = append(sorted, w)
+	}
+	sort.Strings(sorted)
+	wterms := make([]int32, len(sorted))
+	for i, w := range sorted {
+		wterms[i] = words[w]
+	}
+	s.dict = newDictionary(sorted, wterms)
+	return s
+}
+
+// chunk is the analysis of a run of documents, with chunk-local term and
+// word numbers.
+type chunk struct {
+	// words maps every spelling seen to its local word: lowercase words,
+	// other spellings as aliases of theirs, stop words to noWord. One map
+	// lookup per word of text in the common case.
+	words    map[string]int32
+	wordStr  []string // local word -> the lowercase word
+	wordTerm []int32  // local word -> local term
+	terms    map[string]int32
+	stems    []string // local term -> stem
+	entries  []entry  // each document's terms, documents in order
+	docEnd   []int32  // end of each document's entries
+	lens     [][numFields]uint32
+
+	tf      [][numFields]uint8 // the current document's counts, by local term
+	touched []int32            // local terms the current document has
+}
+
+// noWord marks a stop word in chunk.words.
+const noWord = -1
+
+// entry is one term of one document.
+type entry struct {
+	term int32
+	tf   [numFields]uint8
+}
+
+func (ch *chunk) analyse(docs []Doc) {
+	ch.words = make(map[string]int32, len(stopWords))
+	for w := range stopWords {
+		ch.words[w] = noWord
+	}
+	ch.terms = map[string]int32{}
+	ch.lens = make([][numFields]uint32, len(docs))
+	var a analyzer
+	var keys []string
+	var f field
+	var l *[numFields]uint32
+	count := func(w string, upper, compound bool) {
+		lw, ok := ch.words[w]
+		if !ok {
+			lw = ch.addWord(w, upper)
+		}
+		if lw == noWord {
+			return
+		}
+		if !compound {
+			l[f]++
+		}
+		t := ch.wordTerm[lw]
+		tf := &ch.tf[t]
+		if *tf == ([numFields]uint8{}) {
+			ch.touched = append(ch.touched, t)
+		}
+		if tf[f] < 255 {
+			tf[f]++
+		}
+	}
+	for i := range docs {
+		d := &docs[i]
+		l = &ch.lens[i]
+		f = fieldName
+		a.tokens(d.Name, true, count)
+		f = fieldTags
+		for _, t := range d.Tags {
+			a.tokens(t, true, count)
+		}
+		f = fieldDescription
+		a.tokens(d.Description, false, count)
+		f = fieldMetadata
+		keys = keys[:0]
+		for k := range d.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a.tokens(d.Metadata[k], false, count)
+		}
+		f = fieldBody
+		a.tokens(d.Body, false, count)
+		for _, t := range ch.touched {
+			ch.entries = append(ch.entries, entry{term: t, tf: ch.tf[t]})
+			ch.tf[t] = [numFields]uint8{}
+		}
+		ch.touched = ch.touched[:0]
+		ch.docEnd = append(ch.docEnd, int32(len(ch.entries)))
+	}
+}
+
+// addWord records a spelling seen for the first time and returns its
+// local word (noWord for a stop word).
+func (ch *chunk) addWord(w string, upper bool) int32 {
+	key := strings.Clone(w) // w may point into a document
+	if upper {
+		lower := strings.ToLower(w)
+		lw, ok := ch.words[lower]
+		if !ok {
+			lw = ch.addWord(lower, false)
+		}
+		ch.words[key] = lw
+		return lw
+	}
+	st := stem(key)
+	lt, ok := ch.terms[st]
+	if !ok {
+		lt = int32(len(ch.stems))
+		ch.terms[st] = lt
+		ch.stems = append(ch.stems, st)
+		ch.tf = append(ch.tf, [numFields]uint8{})
+	}
+	lw := int32(len(ch.wordStr))
+	ch.words[key] = lw
+	ch.wordStr = append(ch.wordStr, key)
+	ch.wordTerm = append(ch.wordTerm, lt)
+	return lw
+}
+
+func normTag(t string) string { return strings.ToLower(strings.TrimSpace(t)) }

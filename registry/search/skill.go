@@ -1,0 +1,31 @@
+package search
+
+import (
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// FromSkill returns the Doc of an indexed skill: id is its URI and source
+// the name of its source. Metadata values are indexed except tags, version
+// and deprecated (tags have their own field; the others are not words
+// anyone searches for), and the compatibility note is indexed with them.
+func FromSkill(id, source string, sk *skill.Skill) Doc {
+	fm := sk.Frontmatter
+	d := Doc{
+		ID: id, Source: source, Name: fm.Name, Description: fm.Description,
+		Tags: fm.Tags, Body: sk.Body, Deprecated: fm.Deprecated,
+	}
+	if len(fm.Metadata) > 0 || fm.Compatibility != "" {
+		d.Metadata = make(map[string]string, len(fm.Metadata)+1)
+		for k, v := range fm.Metadata {
+			switch k {
+			case "tags", "version", "deprecated":
+				continue
+			}
+			d.Metadata[k] = v
+		}
+		if fm.Compatibility != "" {
+			d.Metadata["compatibility"] = fm.Compatibility
+		}
+	}
+	return d
+}
