@@ -20,10 +20,10 @@ import (
 // maxProblems bounds how many problems Check lists.
 const maxProblems = 20
 
-// Check verifies the store file at path without changing it: bbolt's page
-// consistency check, then every value decoded and the digest map's
-// reference counts recounted. It opens the file read-only, so it fails
-// with ErrLocked while a daemon runs on it. A damaged file gives an error
+// Check verifies the store file at path without changing it: every value
+// decoded, the digest map's reference counts recounted, and bbolt's page
+// consistency check. It opens the file read-only, so it fails with
+// ErrLocked while a daemon runs on it. A damaged file gives an error
 // wrapping ErrCorrupt that lists what is wrong.
 func Check(path string) error {
 	s, err := Open(path, Options{ReadOnly: true})
@@ -42,21 +42,24 @@ func (s *Store) Check() error {
 			problems = append(problems, fmt.Sprintf(format, args...))
 		}
 	}
-	err := s.view("check pages", func(tx *bolt.Tx) error {
+	// Values first: reading them walks every page of every bucket in this
+	// goroutine, where a fault on a damaged page is recovered. bbolt's own
+	// check runs in a goroutine of its own, which a fault would kill.
+	err := s.view("check values", func(tx *bolt.Tx) error {
 		if err := checkSize(tx); err != nil {
 			return err
 		}
-		for err := range tx.Check() {
-			note("%v", err)
-		}
+		checkValues(tx, note)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	if len(problems) == 0 {
-		err = s.view("check values", func(tx *bolt.Tx) error {
-			checkValues(tx, note)
+		err = s.view("check pages", func(tx *bolt.Tx) error {
+			for err := range tx.Check() {
+				note("%v", err)
+			}
 			return nil
 		})
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -176,14 +175,6 @@ func readCodec(db *bolt.DB, c codec, blob bool) ([]*skill.Skill, error) {
 	return out, err
 }
 
-func fileSize(b *testing.B, path string) int64 {
-	info, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return info.Size()
-}
-
 func BenchmarkEncoding(b *testing.B) {
 	snap := benchSnapshot(b)
 	n := len(snap.Skills)
@@ -240,7 +231,11 @@ func BenchmarkEncoding(b *testing.B) {
 			if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
 				b.Fatal(err)
 			}
-			size := float64(fileSize(b, path)) / float64(n) * 1000 / (1 << 20)
+			onDisk, err := s.SizeBytes()
+			if err != nil {
+				b.Fatal(err)
+			}
+			size := float64(onDisk) / float64(n) * 1000 / (1 << 20)
 			b.Run("load", func(b *testing.B) {
 				for b.Loop() {
 					if _, err := s.Load(); err != nil {
