@@ -51,6 +51,10 @@ type Failure struct {
 	// FetchOnly limits Status and Hang to POST git-upload-pack, so that a
 	// ref listing still succeeds and the failure hits the fetch.
 	FetchOnly bool
+	// Count, when positive, limits the failure to that many requests
+	// (of the kind FetchOnly selects); then the server serves again. For
+	// testing retries.
+	Count int
 }
 
 // Server is a loopback smart-HTTP git server serving the bare repositories
@@ -189,6 +193,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	f, token := s.failure, s.token
+	if f != (Failure{}) && (!f.FetchOnly || isFetch) && f.Count > 0 {
+		if s.failure.Count--; s.failure.Count == 0 {
+			s.failure = Failure{}
+		}
+	}
 	s.mu.Unlock()
 
 	if token != "" {

@@ -150,6 +150,11 @@ func TestFailures(t *testing.T) {
 		t.Fatalf("FetchOnly failure broke the listing: %d", got)
 	}
 
+	s.SetFailure(Failure{Status: 503, Count: 2})
+	if a, b, c := status(get()), status(get()), status(get()); a != 503 || b != 503 || c != 200 {
+		t.Fatalf("Count: 2 answered %d, %d, %d", a, b, c)
+	}
+
 	s.SetFailure(Failure{Hang: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
