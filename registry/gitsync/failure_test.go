@@ -173,3 +173,29 @@ func assertNoTempFiles(t *testing.T, r *Repo) {
 		}
 	}
 }
+
+// TestFetchRetriesWithAFreshListing checks the shortcut that lets a Fetch
+// reuse the capabilities of the listing just taken: when its request
+// fails, the Fetch lists again and retries once.
+func TestFetchRetriesWithAFreshListing(t *testing.T) {
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"v": "1"})
+	f.remote.Commit("one")
+	f.remote.Push("main")
+	res := resolve(t, f.repo, Pin{})
+	f.srv.ResetRequests()
+	f.srv.SetFailure(gittest.Failure{Status: http.StatusBadGateway, FetchOnly: true, Count: 1})
+	if err := f.repo.Fetch(context.Background(), res, Auth{}); err != nil {
+		t.Fatalf("Fetch with one failing request: %v", err)
+	}
+	if c := f.srv.Requests(); c.RefListings != 1 || c.Fetches != 2 {
+		t.Fatalf("requests: %+v, want the failed fetch, a listing and a fetch", c)
+	}
+}
+
+func TestEmptyRemote(t *testing.T) {
+	f := newFixture(t) // created, never pushed to
+	if _, err := f.repo.ListRemote(context.Background(), Auth{}); !errors.Is(err, ErrRefNotFound) {
+		t.Fatalf("ListRemote of an empty repository: %v, want ErrRefNotFound", err)
+	}
+}

@@ -68,6 +68,22 @@ func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 }
 
 func (r *Repo) fetchLocked(ctx context.Context, res Resolved, auth Auth) (int64, error) {
+	if c := r.caps.Load(); c != nil && time.Since(c.at) < capsFresh {
+		n, err := r.fetchWith(ctx, res, auth, c.caps)
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrAuth) || errors.Is(err, ErrRefNotFound) ||
+			errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) {
+			return n, err
+		}
+		// Anything else (a redirect only the listing follows, a server
+		// that changed) gets one more try the long way.
+		r.log.Debug("fetch without a fresh listing failed; listing again", "err", err)
+	}
+	return r.fetchWith(ctx, res, auth, nil)
+}
+
+// fetchWith runs one fetch; with caps nil it lists the remote's refs first
+// to learn its capabilities.
+func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *capability.List) (int64, error) {
 	op := "fetch " + res.Commit + " from"
 	fail := func(err error) (int64, error) { return 0, r.remoteError(ctx, op, err, auth) }
 	want := plumbing.NewHash(res.Commit)
@@ -77,17 +93,21 @@ func (r *Repo) fetchLocked(ctx context.Context, res Resolved, auth Auth) (int64,
 		return fail(err)
 	}
 	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return fail(err)
+	if caps == nil {
+		ar, err := sess.AdvertisedReferencesContext(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		caps = ar.Capabilities
+		r.caps.Store(&capsSnapshot{caps: caps, at: time.Now()})
 	}
-	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req := packp.NewUploadPackRequestFromCapabilities(caps)
 	req.Wants = []plumbing.Hash{want}
 	if err := req.Capabilities.Set(capability.Shallow); err != nil {
 		return fail(err)
 	}
 	req.Depth = packp.DepthCommits(1)
-	if ar.Capabilities.Supports(capability.NoProgress) {
+	if caps.Supports(capability.NoProgress) {
 		_ = req.Capabilities.Set(capability.NoProgress)
 	}
 	held := r.Commits()

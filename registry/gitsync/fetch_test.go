@@ -150,6 +150,11 @@ func TestIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	if c.Fetches != 1 || c.FetchBytes > 4096 || c.FetchBytes*20 > initial {
 		t.Fatalf("incremental fetch: %+v (initial %d bytes), want one small pack", c, initial)
 	}
+	// A sync is one listing and one fetch, as with git fetch: Fetch
+	// reuses the capabilities of the listing just taken.
+	if c.RefListings != 1 {
+		t.Fatalf("a sync made %d ref listings, want 1", c.RefListings)
+	}
 	if got := snapshot(t, f.repo, second, ""); !equalMaps(got, files) {
 		t.Fatal("snapshot after the incremental fetch differs from the pushed tree")
 	}

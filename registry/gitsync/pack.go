@@ -35,6 +35,7 @@ type packWriter struct {
 	zw     *zlib.Writer
 	crc    hash.Hash32
 	header uint32 // the object count in the header
+	buf    []byte // addRaw's copy buffer
 }
 
 // newPackWriter starts a pack of count objects in f (which must be empty).
@@ -133,7 +134,10 @@ func (pw *packWriter) add(t plumbing.ObjectType, size int64, src io.Reader) erro
 func (pw *packWriter) addRaw(id plumbing.Hash, src io.Reader, wantCRC uint32) error {
 	offset := pw.off
 	pw.crc.Reset()
-	if _, err := io.Copy(writerFunc(pw.write), src); err != nil {
+	if pw.buf == nil {
+		pw.buf = make([]byte, 32<<10) // io.Copy would allocate one per entry
+	}
+	if _, err := io.CopyBuffer(writerFunc(pw.write), src, pw.buf); err != nil {
 		return err
 	}
 	if got := pw.crc.Sum32(); got != wantCRC {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -206,8 +207,21 @@ func (r *Repo) ListRemote(ctx context.Context, auth Auth) (*RemoteRefs, error) {
 	if err != nil {
 		return nil, r.remoteError(ctx, "list refs", err, auth)
 	}
+	r.caps.Store(&capsSnapshot{caps: ar.Capabilities, at: time.Now()})
 	return newRemoteRefs(ar), nil
 }
+
+// capsSnapshot is the capability list of the last ref listing, which lets
+// the Fetch that usually follows a listing skip listing again: one HTTP
+// round trip fewer per sync, the same number git fetch makes.
+type capsSnapshot struct {
+	caps *capability.List
+	at   time.Time
+}
+
+// capsFresh bounds how old a listing's capabilities may be for a Fetch to
+// rely on them; servers do not change them between two calls of a sync.
+const capsFresh = time.Minute
 
 // remoteError maps a transport failure to this package's sentinels, with
 // the operation and the credential-free URL as context, and scrubs the

@@ -51,6 +51,7 @@ type Repo struct {
 
 	objects *objectCache // delta bases
 	trees   *treeCache   // parsed trees
+	caps    atomic.Pointer[capsSnapshot]
 
 	mu    sync.Mutex      // guards held and packs
 	held  map[string]bool // commits held completely, mirrored by refs
