@@ -33,7 +33,10 @@ func init() {
 	register("git", runGit)
 }
 
-const gitRounds = 3
+const (
+	gitRounds         = 3
+	gitPushesPerRound = 5
+)
 
 // runGit compares, against one loopback smart-HTTP server hosting a
 // generated repository of env.Skills skills:
@@ -43,8 +46,9 @@ const gitRounds = 3
 //   - sync after a one-file push: list refs, fetch, walk, hash the blobs
 //     not seen before, against git fetch --depth 1 in the peer's clone.
 //
-// Rounds alternate ours and the peer and report medians, so that noise on
-// this shared machine falls on both. Each round's sync runs in a child
+// Rounds alternate ours and the peer and report medians (of 3 initial
+// syncs, and of 15 one-file pushes), so that noise on this shared machine
+// falls on both. Each round's sync runs in a child
 // process that first syncs, then waits for the push and syncs again, as
 // the daemon would.
 func runGit(env *Env) (rows []Row, err error) {
@@ -105,32 +109,37 @@ func runGit(env *Env) (rows []Row, err error) {
 		}
 		oursInit, peerInit = append(oursInit, oi), append(peerInit, pi)
 
-		edited := fmt.Sprintf("group-%03d/%s/SKILL.md", round%100, corpus.SkillName(round))
-		remote.WriteFiles(map[string]string{edited: fmt.Sprintf("---\nname: %s\ndescription: edited in round %d\n---\n", corpus.SkillName(round), round)})
-		remote.Commit(fmt.Sprintf("edit %d", round))
-		remote.Push("main")
-
+		// Several one-file pushes per round: each incremental sync is
+		// short, so more samples keep the median steady on a busy machine.
 		var oc, pc time.Duration
-		ours = func() error {
-			srv.ResetRequests()
-			r, err := child.do("incremental")
-			oc = r.Dur
-			incBytes = append(incBytes, srv.Requests().FetchBytes)
-			if err == nil && r.Hashed != 1 {
-				err = fmt.Errorf("git bench: incremental sync hashed %d blobs, want 1", r.Hashed)
+		for k := range gitPushesPerRound {
+			n := round*gitPushesPerRound + k
+			edited := fmt.Sprintf("group-%03d/%s/SKILL.md", n%100, corpus.SkillName(n))
+			remote.WriteFiles(map[string]string{edited: fmt.Sprintf("---\nname: %s\ndescription: edited in push %d\n---\n", corpus.SkillName(n), n)})
+			remote.Commit(fmt.Sprintf("edit %d", n))
+			remote.Push("main")
+
+			ours := func() error {
+				srv.ResetRequests()
+				r, err := child.do("incremental")
+				oc = r.Dur
+				incBytes = append(incBytes, srv.Requests().FetchBytes)
+				if err == nil && r.Hashed != 1 {
+					err = fmt.Errorf("git bench: incremental sync hashed %d blobs, want 1", r.Hashed)
+				}
+				return err
 			}
-			return err
+			peer := func() error {
+				d, err := peerFetch(filepath.Join(dir, "peer"))
+				pc = d
+				return err
+			}
+			if err := gitBoth((round+k)%2 == 1, ours, peer); err != nil {
+				child.kill()
+				return nil, err
+			}
+			oursInc, peerInc = append(oursInc, oc), append(peerInc, pc)
 		}
-		peer = func() error {
-			d, err := peerFetch(filepath.Join(dir, "peer"))
-			pc = d
-			return err
-		}
-		if err := gitBoth(!first, ours, peer); err != nil {
-			child.kill()
-			return nil, err
-		}
-		oursInc, peerInc = append(oursInc, oc), append(peerInc, pc)
 
 		pr, err := child.do("prune")
 		if err != nil {
@@ -143,7 +152,7 @@ func runGit(env *Env) (rows []Row, err error) {
 			return nil, err
 		}
 		rss = append(rss, maxRSS)
-		env.Log("git: round %d: initial %s vs %s, incremental %s vs %s, rss %d MiB",
+		env.Log("git: round %d: initial %s vs %s, last incremental %s vs %s, rss %d MiB",
 			round, oi.Round(time.Millisecond), pi.Round(time.Millisecond), oc.Round(time.Millisecond), pc.Round(time.Millisecond), maxRSS>>20)
 	}
 
