@@ -13,6 +13,9 @@ import (
 	"github.com/skillreg/skillreg/registry/skill"
 )
 
+// The store is a registry.Store.
+var _ registry.Store = (*Store)(nil)
+
 func TestSnapshotRoundTrip(t *testing.T) {
 	s, _ := openTemp(t, Options{})
 	snap := edgeSnapshot(t, "edge", "c1", nil)

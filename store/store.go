@@ -72,7 +72,7 @@ const pageSize = 16 << 10
 
 // Options configures Open. The zero value works.
 type Options struct {
-	// Logger receives the store's own events (migrations, pruning); nil
+	// Logger receives the store's own events (migrations, saves); nil
 	// discards them.
 	Logger *slog.Logger
 	// Timeout bounds the wait for the file lock (default DefaultTimeout).
