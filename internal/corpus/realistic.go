@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"testing/fstest"
 )
 
 // RealisticOptions describes a realistic corpus: skills that read like the
@@ -83,14 +82,18 @@ func Realistic(o RealisticOptions) []RealisticSkill {
 
 // RealisticFS returns the corpus as an in-memory file system, ready for
 // skill.FSTree.
-func RealisticFS(o RealisticOptions) fs.FS {
-	m := fstest.MapFS{}
-	for _, s := range Realistic(o) {
+func RealisticFS(o RealisticOptions) fs.FS { return SkillsFS(Realistic(o)) }
+
+// SkillsFS returns skills as an in-memory file system, ready for
+// skill.FSTree.
+func SkillsFS(skills []RealisticSkill) fs.FS {
+	files := map[string][]byte{}
+	for _, s := range skills {
 		for _, f := range s.Files {
-			m[s.Dir+"/"+f.Path] = &fstest.MapFile{Data: f.Data, Mode: 0o644}
+			files[s.Dir+"/"+f.Path] = f.Data
 		}
 	}
-	return m
+	return newMemFS(files)
 }
 
 // WriteRealistic writes the corpus under root and returns the number of
@@ -165,7 +168,7 @@ func (g *vocabulary) skill(r *rand.Rand, t tech, aspect int, k task, round int) 
 		if aa == "" {
 			aa = t.category
 		}
-		return strings.NewReplacer("{T}", t.display, "{A}", aa, "{S}", subject, "{R}", rel).Replace(s)
+		return expand(s, t.display, aa, subject, rel)
 	}
 	pick := func(list []string) string { return fill(list[r.IntN(len(list))]) }
 
@@ -237,6 +240,33 @@ func (g *vocabulary) legacy(r *rand.Rand, s RealisticSkill) RealisticSkill {
 	md = strings.Replace(md, "description: \"", "description: \"Deprecated, use "+s.Name+" instead. ", 1)
 	d.Files = []File{{Path: "SKILL.md", Data: []byte(md)}, s.Files[1]}
 	return d
+}
+
+// expand fills a template's {T}, {A}, {S} and {R}.
+func expand(s, tech, aspect, subject, related string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 32)
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 || i+2 >= len(s) || s[i+2] != '}' {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		switch s[i+1] {
+		case 'T':
+			b.WriteString(tech)
+		case 'A':
+			b.WriteString(aspect)
+		case 'S':
+			b.WriteString(subject)
+		case 'R':
+			b.WriteString(related)
+		default:
+			b.WriteString(s[i : i+3])
+		}
+		s = s[i+3:]
+	}
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

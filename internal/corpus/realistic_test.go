@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"testing/fstest"
 
 	"github.com/skillreg/skillreg/registry/skill"
 )
@@ -67,5 +68,18 @@ func TestRealisticBeyondCombinations(t *testing.T) {
 	}
 	if len(names) != n {
 		t.Fatalf("got %d names, want %d", len(names), n)
+	}
+}
+
+func TestRealisticFS(t *testing.T) {
+	fsys := RealisticFS(RealisticOptions{Skills: 50, Seed: 3})
+	var want []string
+	for _, s := range Realistic(RealisticOptions{Skills: 50, Seed: 3}) {
+		for _, f := range s.Files {
+			want = append(want, s.Dir+"/"+f.Path)
+		}
+	}
+	if err := fstest.TestFS(fsys, want...); err != nil {
+		t.Fatal(err)
 	}
 }

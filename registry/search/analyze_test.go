@@ -123,7 +123,7 @@ func TestFuzzyMatchesBruteForce(t *testing.T) {
 		return string(b)
 	}
 	set := map[string]bool{}
-	for len(set) < 3000 {
+	for len(set) < 2000 {
 		set[word()] = true
 	}
 	var words []string
@@ -132,7 +132,7 @@ func TestFuzzyMatchesBruteForce(t *testing.T) {
 	}
 	slices.Sort(words)
 	d := newDictionary(words, nil)
-	for range 300 {
+	for range 100 {
 		q := word()
 		for k := 1; k <= 2; k++ {
 			got := map[string]int{}

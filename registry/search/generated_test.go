@@ -71,12 +71,14 @@ func generatedQueries(skills []corpus.RealisticSkill, n int) []qualityQuery {
 }
 
 func TestGeneratedQueries(t *testing.T) {
-	o := corpus.RealisticOptions{Skills: qualityCorpusSkills, Seed: qualityCorpusSeed}
-	docs := generated(t)
-	queries := generatedQueries(corpus.Realistic(o), 400)
+	skills, docs := generated(t)
+	queries := generatedQueries(skills, 400)
 	p1, in5 := quality(t, split(docs, 4), queries, false)
-	peerP1, peerIn5 := peerQuality(docs, queries)
-	t.Logf("%d generated queries: P@1 %.3f, in top 5 %.3f (FastMCP scoring: P@1 %.3f, in top 5 %.3f)", len(queries), p1, in5, peerP1, peerIn5)
+	t.Logf("%d generated queries: P@1 %.3f, in top 5 %.3f", len(queries), p1, in5)
+	if !raceEnabled { // the peer's scans take long under the race detector and test nothing of ours
+		peerP1, peerIn5 := peerQuality(docs, queries)
+		t.Logf("FastMCP scoring on the same queries: P@1 %.3f, in top 5 %.3f", peerP1, peerIn5)
+	}
 	if in5 < 0.9 {
 		t.Errorf("wanted skill in the top 5 for %.3f of the generated queries, want at least 0.9", in5)
 	}

@@ -79,8 +79,9 @@ func quality(t *testing.T, segs []*search.Segment, queries []qualityQuery, verbo
 // peerQuality is quality for the FastMCP scoring.
 func peerQuality(docs []search.Doc, queries []qualityQuery) (p1, in5 float64) {
 	var at1, top5 int
+	peer := newFastMCP(docs)
 	for _, q := range queries {
-		got := fastMCPSearch(docs, q.query, 5)
+		got := peer.search(q.query, 5)
 		if i := slices.Index(got, q.want); i == 0 {
 			at1++
 			top5++
@@ -105,7 +106,7 @@ func names(hits []search.Hit) []string {
 // skills and the generated corpus together.
 func TestQuality(t *testing.T) {
 	ex := docsFromFS(t, "examples", examples.Skills)
-	gen := generated(t)
+	_, gen := generated(t)
 
 	exP1, exIn5 := quality(t, split(ex, 1), exampleQueries, true)
 	genP1, genIn5 := quality(t, split(gen, 4), corpusQueries, true)

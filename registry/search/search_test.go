@@ -16,16 +16,18 @@ import (
 )
 
 var (
-	corpusOnce sync.Once
-	corpusDocs []search.Doc
+	corpusOnce   sync.Once
+	corpusSkills []corpus.RealisticSkill
+	corpusDocs   []search.Doc
 )
 
-// generated returns the documents of the quality corpus, built once.
-func generated(t testing.TB) []search.Doc {
+// generated returns the quality corpus and its documents, built once.
+func generated(t testing.TB) ([]corpus.RealisticSkill, []search.Doc) {
 	corpusOnce.Do(func() {
-		corpusDocs = docsFromFS(t, "generated", corpus.RealisticFS(corpus.RealisticOptions{Skills: qualityCorpusSkills, Seed: qualityCorpusSeed}))
+		corpusSkills = corpus.Realistic(corpus.RealisticOptions{Skills: qualityCorpusSkills, Seed: qualityCorpusSeed})
+		corpusDocs = docsFromFS(t, "generated", corpus.SkillsFS(corpusSkills))
 	})
-	return corpusDocs
+	return corpusSkills, corpusDocs
 }
 
 func top(t *testing.T, segs []*search.Segment, q string, o search.Options) []search.Hit {
@@ -74,7 +76,7 @@ func TestPrefixAndTypos(t *testing.T) {
 // TestSplitDoesNotChangeScores: the same documents in one segment or spread
 // unevenly over several give exactly the same hits and scores.
 func TestSplitDoesNotChangeScores(t *testing.T) {
-	docs := generated(t)
+	_, docs := generated(t)
 	one := []*search.Segment{search.BuildSegment(docs)}
 	// Uneven: by category directory, as sources would be.
 	bySource := map[string][]search.Doc{}
@@ -231,7 +233,8 @@ func TestEmptyAndNilSegments(t *testing.T) {
 }
 
 func TestConcurrentSearch(t *testing.T) {
-	segs := split(generated(t), 5)
+	_, docs := generated(t)
+	segs := split(docs, 5)
 	queries := []string{"kafka consumer lag", "terrafrom drift", "increm", "review pull request", "pytorch gpu"}
 	want := map[string][]search.Hit{}
 	for _, q := range queries {
