@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"strings"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,9 +23,11 @@ func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			p, _ := req.GetParams().(*sdk.ReadResourceParams)
 			return s.readResource(ctx, req.GetSession(), p)
 		case "prompts/list":
-			return &sdk.ListPromptsResult{Prompts: []*sdk.Prompt{}, Cacheable: s.cacheable(ctx)}, nil
+			p, _ := req.GetParams().(*sdk.ListPromptsParams)
+			return s.listPrompts(ctx, p)
 		case "prompts/get":
-			return nil, errNotFoundPrompt
+			p, _ := req.GetParams().(*sdk.GetPromptParams)
+			return s.getPrompt(ctx, p)
 		}
 		return next(ctx, method, req)
 	}
@@ -46,18 +49,21 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 		return nil, rpcError(err, "")
 	}
 	refs, next := cat.Page(callerFrom(ctx).Filter, off, s.o.PageSize)
-	res := &sdk.ListResourcesResult{Resources: make([]*sdk.Resource, len(refs)), Cacheable: s.cacheable(ctx)}
-	for i, r := range refs {
+	res := &sdk.ListResourcesResult{Resources: make([]*sdk.Resource, 0, len(refs)+len(catalogResources)), Cacheable: s.cacheable(ctx)}
+	if off == 0 {
+		res.Resources = append(res.Resources, catalogResources...)
+	}
+	for _, r := range refs {
 		fm := r.Skill.Frontmatter
 		md, _ := r.Skill.File("SKILL.md")
-		res.Resources[i] = &sdk.Resource{
+		res.Resources = append(res.Resources, &sdk.Resource{
 			URI:         r.URI(),
 			Name:        fm.Name,
 			Description: fm.Description,
 			MIMEType:    "text/markdown",
 			Size:        md.Size,
 			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
-		}
+		})
 	}
 	if next >= 0 {
 		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: next}.Encode()
@@ -70,6 +76,14 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.ReadResourceParams) (*readResourceResult, error) {
 	if p == nil || p.URI == "" {
 		return nil, invalidParams("resources/read needs a uri")
+	}
+	ss, _ := session.(*sdk.ServerSession)
+	if strings.HasPrefix(p.URI, "skillreg://") {
+		c, err := s.readCatalogResource(ctx, p.URI)
+		if err != nil {
+			return nil, rpcError(err, p.URI)
+		}
+		return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
 	}
 	f, err := s.o.Catalogs.Current().File(callerFrom(ctx).Filter, p.URI)
 	if err != nil {
@@ -92,7 +106,6 @@ func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.R
 	} else {
 		c.Blob = data
 	}
-	ss, _ := session.(*sdk.ServerSession)
 	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
 }
 

@@ -55,6 +55,11 @@ type Options struct {
 	CallerOf func(h http.Header) Caller
 	// SkillMeta lists the skill-meta tools to serve.
 	SkillMeta []SkillMetaTool
+	// Search runs search_skills; nil makes the tool say search is not
+	// available.
+	Search Searcher
+	// States reports the sources' sync states (for diagnose).
+	States func() []registry.State
 }
 
 // Server is the MCP server and its HTTP handlers.
@@ -103,7 +108,8 @@ func New(o Options) *Server {
 		SetCacheable: s.setCacheable,
 	})
 	s.notifier = &notifier{srv: s.sdk}
-	s.sdk.AddReceivingMiddleware(s.callerMiddleware, s.resourcesMiddleware)
+	s.sdk.AddReceivingMiddleware(s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
+	s.addTools()
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "resources/directory/read", s.readDirectory))
@@ -229,10 +235,15 @@ func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheab
 	}
 }
 
-// CatalogChanged tells connected 2025-11-25 sessions that the resource
-// list (and the prompts derived from skills) changed. Call it after a swap
-// that changed the catalog.
-func (s *Server) CatalogChanged() { s.notifier.resourcesChanged() }
+// CatalogChanged tells connected sessions that the resource list changed,
+// and the prompt list when the skills' names or descriptions did. Call it
+// after every swap (a swap only happens when something changed).
+func (s *Server) CatalogChanged(old, new *registry.Catalog) {
+	s.notifier.resourcesChanged()
+	if promptsDiffer(old, new) {
+		s.notifier.promptsChanged()
+	}
+}
 
 // quiet passes on only warnings and errors: the SDK logs every stateless
 // request's session at info level, which would drown the daemon's own logs.

@@ -176,7 +176,7 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	ropts.OnSwap = func(old, new *registry.Catalog) {
 		if mcpSrv != nil {
-			mcpSrv.CatalogChanged()
+			mcpSrv.CatalogChanged(old, new)
 		}
 	}
 	d.Registry = registry.New(ropts)
@@ -186,6 +186,7 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 		Version:   buildVersion(),
 		CacheTTL:  cfg.MCP.CacheTTL.D(),
 		SkillMeta: metaTools,
+		States:    d.Registry.States,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)

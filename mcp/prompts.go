@@ -1,0 +1,123 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+// promptNames names each skill the caller sees as a prompt: its name, or
+// <source>-<name> when two visible skills share a name, or
+// <source>-<path> when even that clashes (nested skills of one source).
+func promptNames(refs []registry.Ref) []string {
+	count := map[string]int{}
+	for _, r := range refs {
+		count[r.Skill.Name()]++
+	}
+	names := make([]string, len(refs))
+	second := map[string]int{}
+	for i, r := range refs {
+		n := r.Skill.Name()
+		if count[n] > 1 {
+			n = r.Snap.Source + "-" + n
+		}
+		names[i] = n
+		second[n]++
+	}
+	for i, r := range refs {
+		if second[names[i]] > 1 {
+			names[i] = r.Snap.Source + "-" + strings.ReplaceAll(r.Skill.Path, "/", "-")
+		}
+	}
+	return names
+}
+
+func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sdk.ListPromptsResult, error) {
+	var cursor string
+	if p != nil {
+		cursor = p.Cursor
+	}
+	cat, off, err := s.page(cursor)
+	if err != nil {
+		return nil, rpcError(err, "")
+	}
+	refs := cat.All(callerFrom(ctx).Filter)
+	names := promptNames(refs)
+	if off > len(refs) {
+		return nil, rpcError(registry.ErrBadCursor, "")
+	}
+	end := min(off+s.o.PageSize, len(refs))
+	res := &sdk.ListPromptsResult{Prompts: make([]*sdk.Prompt, 0, end-off), Cacheable: s.cacheable(ctx)}
+	for i := off; i < end; i++ {
+		fm := refs[i].Skill.Frontmatter
+		res.Prompts = append(res.Prompts, &sdk.Prompt{
+			Name:        names[i],
+			Title:       fm.Name,
+			Description: fm.Description,
+			Arguments:   []*sdk.PromptArgument{{Name: "task", Description: "what you want done with this skill (optional)"}},
+			Meta:        sdk.Meta{MetaProvenance: refs[i].Snap.Provenance(refs[i].Skill), MetaUntrusted: true},
+		})
+	}
+	if end < len(refs) {
+		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: end}.Encode()
+	}
+	return res, nil
+}
+
+// getPrompt answers a skill's prompt: a user message carrying the SKILL.md
+// as an embedded resource (with its URI, so a host can check it against
+// the manifest), then the task when one is given.
+func (s *Server) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
+	if p == nil || p.Name == "" || len(p.Name) > MaxPathBytes {
+		return nil, invalidParams("prompts/get needs the name of a listed prompt")
+	}
+	refs := s.o.Catalogs.Current().All(callerFrom(ctx).Filter)
+	names := promptNames(refs)
+	for i, n := range names {
+		if n != p.Name {
+			continue
+		}
+		r := refs[i]
+		md, _ := r.Skill.File("SKILL.md")
+		fr := registry.FileRef{Ref: r, File: md, URI: r.URI()}
+		data, err := s.o.Catalogs.ReadFile(ctx, fr)
+		if err != nil {
+			return nil, rpcError(err, fr.URI)
+		}
+		msgs := []*sdk.PromptMessage{{
+			Role: "user",
+			Content: &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{
+				URI: fr.URI, MIMEType: "text/markdown", Text: string(data),
+				Meta: sdk.Meta{MetaUntrusted: true},
+			}},
+		}}
+		if task := strings.TrimSpace(p.Arguments["task"]); task != "" {
+			msgs = append(msgs, &sdk.PromptMessage{Role: "user", Content: &sdk.TextContent{Text: task}})
+		}
+		return &sdk.GetPromptResult{
+			Description: r.Skill.Frontmatter.Description,
+			Messages:    msgs,
+			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
+		}, nil
+	}
+	return nil, errNotFoundPrompt
+}
+
+// promptsDiffer reports whether two generations show different prompts
+// (names or descriptions), so a swap that changed only file contents does
+// not announce a prompt change.
+func promptsDiffer(old, new *registry.Catalog) bool {
+	a, b := old.All(registry.Filter{}), new.All(registry.Filter{})
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if a[i].URI() != b[i].URI() || a[i].Skill.Frontmatter.Description != b[i].Skill.Frontmatter.Description {
+			return true
+		}
+	}
+	return false
+}
