@@ -508,7 +508,6 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	r.mu.Lock()
 	st := &run.state
 	st.Syncing = false
-	st.Attempted = true
 	st.LastEnd = end
 	removed := run.removed
 	switch {
@@ -532,10 +531,18 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		}
 	}
 	state := *st
+	state.Attempted = true
 	r.mu.Unlock()
 	if removed {
 		return nil
 	}
+	// Attempted (which readiness waits for) is set only once the outcome is
+	// visible: after the swap, not before.
+	defer func() {
+		r.mu.Lock()
+		run.state.Attempted = true
+		r.mu.Unlock()
+	}()
 
 	if err != nil {
 		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur.Round(time.Millisecond).String(), "failures", state.Failures, "err", err)

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -108,4 +109,22 @@ func (d *Daemon) recentDeliveries(n int) []web.Delivery {
 		out[i] = web.Delivery(x)
 	}
 	return out
+}
+
+// storeDeliveries is the store's delivery log seen as webhook's.
+type storeDeliveries struct{ s *store.Store }
+
+func (l storeDeliveries) Seen(id string) (bool, error) { return l.s.SeenDelivery(id) }
+
+func (l storeDeliveries) Record(d webhook.Delivery) error {
+	return l.s.RecordDelivery(store.Delivery(d))
+}
+
+func (l storeDeliveries) Recent(n int) ([]webhook.Delivery, error) {
+	ds, err := l.s.RecentDeliveries(n)
+	out := make([]webhook.Delivery, len(ds))
+	for i, d := range ds {
+		out[i] = webhook.Delivery(d)
+	}
+	return out, err
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -138,6 +139,8 @@ type Daemon struct {
 	pool     *gitsync.Pool
 	webhook  *webhook.Handler
 	web      *web.Handler
+	store    *store.Store
+	tempDir  string // the git stores of a memory-only daemon
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
@@ -148,10 +151,36 @@ type Daemon struct {
 // NewDaemon wires a daemon from its configuration. Nothing listens and no
 // sync runs until Listen and Serve.
 func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
+	return newDaemon(cfg, log, false)
+}
+
+// newDaemon wires a daemon. With memory set it keeps no state on disk (the
+// stdio mode, where several clients start their own copy at once): no
+// store, git object stores in a temporary directory removed on Close.
+func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, log: log, started: time.Now()}
+	defer func() {
+		if err != nil {
+			d.Close() // what was opened before the failure
+		}
+	}()
 	srcs, err := sources(cfg)
 	if err != nil {
 		return nil, err
+	}
+	dir := dataDir(cfg)
+	if memory {
+		if dir, err = os.MkdirTemp("", "skillreg-"); err != nil {
+			return nil, err
+		}
+		d.tempDir = dir
+	} else {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		if d.store, err = store.Open(filepath.Join(dir, store.FileName), store.Options{Logger: log}); err != nil {
+			return nil, storeOpenError(dir, err)
+		}
 	}
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {
@@ -159,8 +188,16 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	}
 	var mcpSrv *mcp.Server
 	ropts := registry.Options{Logger: log}
+	if d.store != nil {
+		ropts.Store = d.store
+		digests, err := d.store.Digests()
+		if err != nil {
+			return nil, fmt.Errorf("load digests: %w", err)
+		}
+		ropts.Digests = registry.NewDigestMapFrom(digests)
+	}
 	if hasGit(srcs) {
-		pool, err := gitsync.NewPool(filepath.Join(dataDir(cfg), "git"), gitsync.PoolOptions{Logger: log})
+		pool, err := gitsync.NewPool(filepath.Join(dir, "git"), gitsync.PoolOptions{Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("git object stores: %w", err)
 		}
@@ -190,7 +227,24 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
-	d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
+	if d.store != nil {
+		// Serve what the store kept before any network call; syncs then
+		// run in the background.
+		ps, err := d.store.Load()
+		if err != nil {
+			return nil, fmt.Errorf("load catalog from %s: %w", d.store.Path(), err)
+		}
+		rep := d.Registry.Restore(context.Background(), ps)
+		for name, why := range rep.Dropped {
+			log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
+		}
+		if len(rep.Restored) > 0 {
+			log.Info("serving the stored catalog", "sources", rep.Restored, "skills", d.Registry.Current().Len(registry.Filter{}))
+		}
+		d.deliveries = storeDeliveries{d.store}
+	} else {
+		d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
+	}
 	if err := d.setupWebhook(); err != nil {
 		return nil, err
 	}
@@ -206,6 +260,19 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 	return d, nil
 }
 
+// storeOpenError explains a store that cannot be opened, with what to do.
+func storeOpenError(dir string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return fmt.Errorf("data directory in use: another skillreg is running on %s (stop it, or give this one its own --data directory): %w", dir, err)
+	case errors.Is(err, store.ErrCorrupt):
+		return fmt.Errorf("%w\nto recover: stop skillreg and run `skillreg store rebuild --data %s` (the file is moved aside and the catalog rebuilt from the sources), or restore a backup made with `skillreg store backup`", err, dir)
+	case errors.Is(err, store.ErrSchemaTooNew):
+		return fmt.Errorf("%w\nthis data directory was written by a newer skillreg: run that version, or point this one at another --data directory", err)
+	}
+	return fmt.Errorf("open store in %s: %w", dir, err)
+}
+
 // releasesClient returns the GitHub Releases client, made on first use:
 // the skill-meta tools, release-pinned sources and release webhooks share it.
 func (d *Daemon) releasesClient() (*releases.Client, error) {
@@ -219,7 +286,7 @@ func (d *Daemon) releasesClient() (*releases.Client, error) {
 	c, err := releases.New(releases.Options{
 		APIURL: d.cfg.GitHub.APIURL,
 		Token:  token,
-		Store:  releases.NewMemoryStore(),
+		Store:  d.releaseStore(),
 		Logger: d.log,
 	})
 	if err != nil {
@@ -481,6 +548,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	regCtx, stopReg := context.WithCancel(context.Background())
 	defer stopReg()
 	g.Go(func() error { return d.Registry.Run(regCtx) })
+	g.Go(func() error { return d.serveAdmin(gctx) })
 	g.Go(func() error {
 		d.log.Info("serving", "addr", d.Addr(), "mcp", "http://"+d.Addr()+"/mcp", "version", buildVersion())
 		if err := srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -515,6 +583,22 @@ func (d *Daemon) Close() {
 	if d.pool != nil {
 		d.pool.Close()
 	}
+	if d.store != nil {
+		if err := d.store.Close(); err != nil {
+			d.log.Error("close store", "err", err)
+		}
+	}
+	if d.tempDir != "" {
+		os.RemoveAll(d.tempDir)
+	}
+}
+
+// releaseStore is where the releases cache persists: the store, or memory.
+func (d *Daemon) releaseStore() releases.Store {
+	if d.store != nil {
+		return d.store
+	}
+	return releases.NewMemoryStore()
 }
 
 func isLoopback(a net.Addr) bool {

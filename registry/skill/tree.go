@@ -130,7 +130,8 @@ func (w *dirWalker) walk(rel string) {
 }
 
 // statKey identifies a file's bytes by path and stat data: when any of size,
-// modification time, change time or inode moves, the bytes are read again.
+// modification time, change time or device and inode moves, the bytes are
+// read again. Device and inode make it unique across directory sources.
 func statKey(rel string, info fs.FileInfo) string {
 	var b strings.Builder
 	b.WriteString("f:")
@@ -141,6 +142,8 @@ func statKey(rel string, info fs.FileInfo) string {
 	b.WriteString(strconv.FormatInt(info.ModTime().UnixNano(), 10))
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		b.WriteByte('|')
+		b.WriteString(strconv.FormatUint(st.Dev, 10))
+		b.WriteByte(':')
 		b.WriteString(strconv.FormatUint(st.Ino, 10))
 		b.WriteByte('|')
 		b.WriteString(strconv.FormatInt(st.Ctim.Nano(), 10))
@@ -263,7 +266,8 @@ func (t FSTree) Entries(ctx context.Context) ([]Entry, error) {
 			if m&0o111 != 0 {
 				e.Mode = ModeExecutable
 			}
-			e.Key = "fs:" + p + "|" + strconv.FormatInt(info.Size(), 10)
+			// No cache key: paths and sizes are not unique across file
+			// systems, and a compiled-in tree is small and indexed once.
 		default:
 			e.Mode = ModeOther
 		}

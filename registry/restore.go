@@ -1,0 +1,192 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+// NewDigestMapFrom returns a DigestMap holding m (the store's persisted
+// digests), so a restart does not rehash what it already knows.
+func NewDigestMapFrom(m map[string]skill.Digest) *DigestMap {
+	if m == nil {
+		m = map[string]skill.Digest{}
+	}
+	return &DigestMap{m: m}
+}
+
+// RestoreReport says what a restore served and what it dropped.
+type RestoreReport struct {
+	Restored []string          // sources served from the store
+	Dropped  map[string]string // source -> why its snapshot was not served
+}
+
+// Restore serves the snapshots a store kept, before any network call:
+// each one is checked against what is on disk now (for git, its commit and
+// every blob are in the object store; for a directory, every file is still
+// there, a regular file of the recorded size; digests are checked on each
+// read anyway), and installed in one swap. A snapshot that does not check
+// out, or belongs to a source configured differently now, is dropped and
+// its source resynced: nothing mismatched is ever served. Call it after
+// SetSources and before Run. Embedded sources are indexed afresh (they are
+// compiled in, and cheap).
+func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
+	rep := RestoreReport{Dropped: map[string]string{}}
+	var snaps []*Snapshot
+	for _, p := range ps {
+		name := p.State.Source
+		if p.Snapshot != nil {
+			name = p.Snapshot.Source
+		}
+		src := r.source(name)
+		if src == nil {
+			rep.Dropped[name] = "no longer configured"
+			if r.o.Store != nil {
+				if err := r.o.Store.DeleteSource(name); err != nil {
+					r.log.Error("forget source in store", "source", name, "err", err)
+				}
+			}
+			continue
+		}
+		r.restoreState(name, p.State)
+		if p.Snapshot == nil || src.Kind == KindEmbedded {
+			continue
+		}
+		if !snapMatches(p.Snapshot, src) {
+			rep.Dropped[name] = "the source's configuration changed"
+			continue
+		}
+		tree, err := r.verify(ctx, src, p.Snapshot)
+		if err != nil {
+			rep.Dropped[name] = err.Error()
+			r.log.Warn("stored catalog does not match what is on disk; resyncing", "source", name, "err", err)
+			continue
+		}
+		snaps = append(snaps, NewSnapshot(p.Snapshot, tree))
+		rep.Restored = append(rep.Restored, name)
+	}
+	if len(snaps) > 0 {
+		r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog {
+			for _, s := range snaps {
+				c = c.with(gen, now, s)
+			}
+			return c
+		})
+	}
+	return rep
+}
+
+// restoreState takes the persisted facts of a source's state and leaves
+// the runtime ones (a sync in progress, scheduled polls and retries) to
+// this process.
+func (r *Registry) restoreState(name string, st State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run, ok := r.sources[name]
+	if !ok || st.Source != name {
+		return
+	}
+	keep := run.state
+	st.Kind, st.Ref, st.Repository = keep.Kind, keep.Ref, keep.Repository
+	st.Syncing, st.NextPoll, st.NextRetry, st.Attempted = false, time.Time{}, time.Time{}, false
+	run.state = st
+}
+
+// verify checks a stored snapshot against the source's files and returns
+// the tree to read them from.
+func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (skill.Tree, error) {
+	switch src.Kind {
+	case KindGit:
+		if r.o.Git == nil {
+			return nil, errors.New("no git object store")
+		}
+		repo, err := r.o.Git.Repo(src.Git.URL)
+		if err != nil {
+			return nil, err
+		}
+		if !repo.HasCommit(snap.Commit) {
+			return nil, fmt.Errorf("commit %s is not in the object store", shortCommit(snap.Commit))
+		}
+		err = eachFile(ctx, snap, func(sk *skill.Skill, f *skill.File) error {
+			n, err := repo.BlobSize(f.ID)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", sk.Path, f.Path, err)
+			}
+			if n != f.Size {
+				return fmt.Errorf("%s/%s: blob is %d bytes, the catalog says %d", sk.Path, f.Path, n, f.Size)
+			}
+			return nil
+		})
+		return gitTree{repo: repo}, err
+	case KindDir:
+		tree := skill.DirTree{Root: src.Dir}
+		err := eachFile(ctx, snap, func(sk *skill.Skill, f *skill.File) error {
+			info, err := os.Lstat(filepath.Join(src.Dir, filepath.FromSlash(joinRel(sk.Path, f.Path))))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("%s/%s is gone", sk.Path, f.Path)
+			case err != nil:
+				return err
+			case !info.Mode().IsRegular():
+				return fmt.Errorf("%s/%s is no longer a regular file", sk.Path, f.Path)
+			case info.Size() != f.Size:
+				return fmt.Errorf("%s/%s is %d bytes, the catalog says %d", sk.Path, f.Path, info.Size(), f.Size)
+			}
+			return nil
+		})
+		return tree, err
+	}
+	return nil, fmt.Errorf("cannot restore a %s source", src.Kind)
+}
+
+// eachFile runs check on every file of every skill, a few at a time, and
+// returns the first error.
+func eachFile(ctx context.Context, snap *Snapshot, check func(*skill.Skill, *skill.File) error) error {
+	type job struct {
+		sk *skill.Skill
+		f  *skill.File
+	}
+	jobs := make(chan job)
+	var (
+		wg       sync.WaitGroup
+		once     sync.Once
+		firstErr error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range 2 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := check(j.sk, j.f); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, sk := range snap.Skills {
+		for i := range sk.Files {
+			select {
+			case jobs <- job{sk, &sk.Files[i]}:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
