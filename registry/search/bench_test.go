@@ -26,12 +26,13 @@ func BenchmarkBuildSegment(b *testing.B) {
 
 func BenchmarkSearch(b *testing.B) {
 	skills, docs := generated(b)
-	segs := split(docs, 4)
+	segs := split(docs, 10)
+	ix := search.NewIndex(segs)
 	queries := append(generatedQueries(skills, 400), corpusQueries...)
 	c0 := cpuTime()
 	i := 0
 	for b.Loop() {
-		search.Search(segs, queries[i%len(queries)].query, search.Options{})
+		search.Search(segs, queries[i%len(queries)].query, search.Options{Index: ix})
 		i++
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(i)/1e6, "cpu-ms/op")

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -12,7 +13,8 @@ import (
 // a prefix that is already too far from the query.
 type dictionary struct {
 	words []string
-	terms []int32 // terms[i] is the term of words[i]
+	terms []int32 // terms[i] is the term of words[i]; unused in a merged dictionary
+	plain []bool  // plain[i]: words[i] is in the trie; nil means all are
 	trie  trie
 }
 
@@ -27,13 +29,19 @@ type trie struct {
 }
 
 // newDictionary builds the dictionary of sorted, distinct, non-empty words
-// (each at most maxTokenBytes long).
-func newDictionary(words []string, terms []int32) dictionary {
-	d := dictionary{words: words, terms: terms}
+// (each at most maxTokenBytes long). Only the words marked plain go into
+// the trie: compounds ("gocodereview") are found exactly and by prefix,
+// and leaving their long unique tails out of the typo search halves it.
+// A nil plain means all.
+func newDictionary(words []string, terms []int32, plain []bool) dictionary {
+	d := dictionary{words: words, terms: terms, plain: plain}
 	t := &d.trie
 	var path []int32 // path[i] is the open node at depth i+1
 	prev := ""
 	for wi, w := range words {
+		if plain != nil && !plain[wi] {
+			continue
+		}
 		l := 0
 		for l < len(w) && l < len(prev) && w[l] == prev[l] {
 			l++
@@ -57,6 +65,12 @@ func newDictionary(words []string, terms []int32) dictionary {
 		t.end[x] = int32(len(t.label))
 	}
 	return d
+}
+
+// has reports whether word is in d, and in its trie when plain is set.
+func (d *dictionary) has(word string, plain bool) bool {
+	i, ok := slices.BinarySearch(d.words, word)
+	return ok && (!plain || d.plain == nil || d.plain[i])
 }
 
 // prefixRange returns the index range of the words starting with p.

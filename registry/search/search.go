@@ -50,6 +50,13 @@ type Options struct {
 	IncludeDeprecated bool
 	// Tag, when set, keeps only skills with this tag (case-insensitive).
 	Tag string
+	// Index, when set, is the merged dictionary of the catalog's segments
+	// (see NewIndex): prefix and typo matching then walk it once instead of
+	// walking every segment's dictionary, which is what makes a catalog of
+	// many sources fast. Results are identical with or without it, and it
+	// may cover more segments than are searched (a caller who sees only
+	// some sources) or fewer (a segment newer than the index).
+	Index *Index
 }
 
 // Hit is one search result.
@@ -114,8 +121,9 @@ const (
 type expansion struct {
 	stem   string
 	weight float64
-	df     int  // documents containing the stem, over all segments
-	exact  bool // the query word's own stem
+	df     int     // documents containing the stem, over all segments
+	exact  bool    // the query word's own stem
+	terms  []int32 // the stem's term in each segment searched, or -1
 }
 
 // queryTerm is one query word and everything it matches.
@@ -125,9 +133,10 @@ type queryTerm struct {
 }
 
 // Search ranks the documents of segs against query. Pass exactly the
-// segments the caller may see: document frequencies, document count and
-// field lengths are summed over them, so a hit's score depends on the
-// visible catalog as a whole, never on how it is split. Hits are ordered by
+// segments the caller may see (a segment given twice counts once):
+// document frequencies, document count and field lengths are summed over
+// them, so a hit's score depends on the visible catalog as a whole, never
+// on how it is split. Hits are ordered by
 // score, then by ID. A query with no searchable words (empty, or only stop
 // words such as "how do I") returns no hits and no error.
 func Search(segs []*Segment, query string, o Options) ([]Hit, error) {
@@ -142,8 +151,8 @@ func Search(segs []*Segment, query string, o Options) ([]Hit, error) {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	segs = slices.DeleteFunc(slices.Clone(segs), func(s *Segment) bool { return s.Len() == 0 })
-	pl := newPlan(segs, queryTokens(query))
+	segs = distinct(segs)
+	pl := newPlan(segs, o.Index, queryTokens(query))
 	if pl == nil {
 		return []Hit{}, nil
 	}
@@ -183,11 +192,14 @@ func Search(segs []*Segment, query string, o Options) ([]Hit, error) {
 type plan struct {
 	terms  []queryTerm
 	idfSum float64
-	avgLen [numFields]float64
+	// A field of length l normalises its term frequency by
+	// normA[f] + l*normC[f], which is BM25's 1 - b + b*l/avgLen.
+	normA, normC [numFields]float64
+	seg          map[*Segment]int // position of each segment in segs
 }
 
 // newPlan prepares toks against segs; nil when nothing can match.
-func newPlan(segs []*Segment, toks []token) *plan {
+func newPlan(segs []*Segment, ix *Index, toks []token) *plan {
 	if len(toks) > maxQueryTerms {
 		toks = toks[:maxQueryTerms]
 	}
@@ -202,12 +214,17 @@ func newPlan(segs []*Segment, toks []token) *plan {
 			sumLen[f] += s.sumLen[f]
 		}
 	}
-	pl := &plan{}
+	pl := &plan{seg: make(map[*Segment]int, len(segs))}
+	for i, s := range segs {
+		pl.seg[s] = i
+	}
 	for f := range numFields {
-		pl.avgLen[f] = math.Max(float64(sumLen[f])/float64(n), 1)
+		avg := math.Max(float64(sumLen[f])/float64(n), 1)
+		pl.normA[f] = 1 - fieldB[f]
+		pl.normC[f] = fieldB[f] / avg
 	}
 	for i, t := range toks {
-		exp := expand(segs, t, i < maxFuzzyTerms)
+		exp := expand(segs, ix, t, i < maxFuzzyTerms)
 		if len(exp) == 0 {
 			continue
 		}
@@ -237,10 +254,11 @@ func newPlan(segs []*Segment, toks []token) *plan {
 // sc.hits lists the documents that matched any word.
 func (pl *plan) score(s *Segment, sc *scratch) {
 	sc.reset(len(s.docs))
+	k := pl.seg[s]
 	for _, qt := range pl.terms {
 		for _, e := range qt.exp {
-			t, ok := s.terms[e.stem]
-			if !ok {
+			t := e.terms[k]
+			if t < 0 {
 				continue
 			}
 			for _, p := range s.postings[t] {
@@ -253,8 +271,7 @@ func (pl *plan) score(s *Segment, sc *scratch) {
 					if p.tf[f] == 0 {
 						continue
 					}
-					norm := 1 - fieldB[f] + fieldB[f]*float64(l[f])/pl.avgLen[f]
-					tfw += fieldWeight[f] * float64(p.tf[f]) / norm
+					tfw += fieldWeight[f] * float64(p.tf[f]) / (pl.normA[f] + float64(l[f])*pl.normC[f])
 					mask |= 1 << f
 				}
 				v := e.weight * tfw * (k1 + 1) / (k1 + tfw)
@@ -287,6 +304,17 @@ func (pl *plan) score(s *Segment, sc *scratch) {
 // query it matched and by how much of it its name and tags hold.
 func (pl *plan) final(sc *scratch, d uint32) float64 {
 	return sc.score[d] * coverage(sc.matched[d], pl.idfSum) * (1 + nameBonus*sc.names[d]/float64(len(pl.terms)))
+}
+
+// distinct returns segs without empty or repeated segments.
+func distinct(segs []*Segment) []*Segment {
+	out := make([]*Segment, 0, len(segs))
+	for _, s := range segs {
+		if s.Len() > 0 && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // coverage scales a score by the share of the query matched, each word
@@ -322,7 +350,7 @@ func fieldList(mask uint8) []string {
 // stem exactly, and when fuzzy is set, words it is a prefix of and words
 // within its typo distance. The result is the same whichever way the
 // documents are split into segments.
-func expand(segs []*Segment, t token, fuzzy bool) []expansion {
+func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 	weights := map[string]float64{} // stem -> best weight
 	offer := func(stem string, w float64) {
 		if w > weights[stem] {
@@ -337,30 +365,30 @@ func expand(segs []*Segment, t token, fuzzy bool) []expansion {
 	}
 	if fuzzy {
 		q := t.word
-		type cand struct {
-			word   string
-			weight float64
-		}
 		var cands []cand
+		var covered []*Segment // walked through the index's dictionary
 		for _, s := range segs {
-			if len(q) >= prefixMinLen {
-				lo, hi := s.dict.prefixRange(q)
-				for i := lo; i < hi; i++ {
-					w := s.dict.words[i]
-					cands = append(cands, cand{w, prefixWeight + prefixCover*float64(len(q))/float64(len(w))})
+			if ix != nil && ix.segs[s] {
+				covered = append(covered, s)
+				continue
+			}
+			cands = s.dict.candidates(q, cands, nil)
+		}
+		if len(covered) > 0 {
+			var keep func(word string, plain bool) bool
+			if len(covered) < len(ix.segs) {
+				// The index holds words of segments the caller does not
+				// search: keep only words some searched segment has.
+				keep = func(word string, plain bool) bool {
+					for _, s := range covered {
+						if s.dict.has(word, plain) {
+							return true
+						}
+					}
+					return false
 				}
 			}
-			if k := typoDistance(q); k > 0 {
-				s.dict.fuzzy(q, k, func(i, dist int) {
-					w := typo1Weight
-					if dist == 0 {
-						w = 1
-					} else if dist == 2 {
-						w = typo2Weight
-					}
-					cands = append(cands, cand{s.dict.words[i], w})
-				})
-			}
+			cands = ix.dict.candidates(q, cands, keep)
 		}
 		// Keep the best maxExpansions distinct words, by weight then word,
 		// which is the same for any split into segments.
@@ -380,9 +408,12 @@ func expand(segs []*Segment, t token, fuzzy bool) []expansion {
 	}
 	exp := make([]expansion, 0, len(weights))
 	for st, w := range weights {
-		e := expansion{stem: st, weight: w, exact: st == t.stem}
-		for _, s := range segs {
+		// Resolve the stem's term in every segment once, for scoring.
+		e := expansion{stem: st, weight: w, exact: st == t.stem, terms: make([]int32, len(segs))}
+		for k, s := range segs {
+			e.terms[k] = -1
 			if t, ok := s.terms[st]; ok {
+				e.terms[k] = t
 				e.df += len(s.postings[t])
 			}
 		}
@@ -392,6 +423,45 @@ func expand(segs []*Segment, t token, fuzzy bool) []expansion {
 	}
 	slices.SortFunc(exp, func(a, b expansion) int { return strings.Compare(a.stem, b.stem) })
 	return exp
+}
+
+// cand is a dictionary word a query word may stand for, with its weight.
+type cand struct {
+	word   string
+	weight float64
+}
+
+// candidates appends to cands the words of d that q is a prefix of, and
+// those within q's typo distance (plain words only), with their weights.
+// keep, when not nil, filters them: plain says whether the word came from
+// the typo search.
+func (d *dictionary) candidates(q string, cands []cand, keep func(word string, plain bool) bool) []cand {
+	if len(q) >= prefixMinLen {
+		lo, hi := d.prefixRange(q)
+		for i := lo; i < hi; i++ {
+			w := d.words[i]
+			if keep == nil || keep(w, false) {
+				cands = append(cands, cand{w, prefixWeight + prefixCover*float64(len(q))/float64(len(w))})
+			}
+		}
+	}
+	if k := typoDistance(q); k > 0 {
+		d.fuzzy(q, k, func(i, dist int) {
+			w := d.words[i]
+			if keep != nil && !keep(w, true) {
+				return
+			}
+			weight := typo1Weight
+			switch dist {
+			case 0:
+				weight = 1
+			case 2:
+				weight = typo2Weight
+			}
+			cands = append(cands, cand{w, weight})
+		})
+	}
+	return cands
 }
 
 func typoDistance(q string) int {

@@ -291,3 +291,42 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+// TestIndexGivesSameResults: the merged dictionary changes the cost of
+// prefix and typo matching, never the results, whether it covers exactly
+// the searched segments, more of them, or fewer.
+func TestIndexGivesSameResults(t *testing.T) {
+	_, docs := generated(t)
+	segs := split(docs, 12)
+	all := search.NewIndex(segs)
+	partial := search.NewIndex(segs[3:9])
+	if all.Len() == 0 || partial.Len() >= all.Len() {
+		t.Fatalf("index sizes: all %d, partial %d", all.Len(), partial.Len())
+	}
+	visible := []*search.Segment{segs[0], segs[4], segs[5], segs[11]}
+	queries := []string{"kafka", "terrafrom drift", "increm", "kuberentes migraton", "gocodereview", "elasticsearh shard"}
+	for _, q := range corpusQueries {
+		queries = append(queries, q.query)
+	}
+	for _, q := range queries {
+		o := search.Options{Limit: 30, IncludeDeprecated: true}
+		for _, c := range []struct {
+			name string
+			segs []*search.Segment
+			ix   *search.Index
+		}{
+			{"all segments, full index", segs, all},
+			{"all segments, index of some", segs, partial},
+			{"some segments, full index", visible, all},
+			{"some segments twice, full index", append(slices.Clone(visible), visible...), all},
+			{"some segments, index of others", visible, partial},
+		} {
+			want := top(t, c.segs, q, o)
+			o.Index = c.ix
+			if got := top(t, c.segs, q, o); !reflect.DeepEqual(got, want) {
+				t.Fatalf("Search(%q), %s: with the index\n%v\nwithout\n%v", q, c.name, got, want)
+			}
+			o.Index = nil
+		}
+	}
+}

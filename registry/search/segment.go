@@ -100,7 +100,11 @@ func BuildSegment(docs []Doc) *Segment {
 	}
 	// Merge the chunks' terms and words.
 	var stems []string // by global term
-	words := map[string]int32{}
+	type wordInfo struct {
+		term  int32
+		plain bool
+	}
+	words := map[string]wordInfo{}
 	remap := make([][]int32, len(chunks))
 	for c := range chunks {
 		ch := &chunks[c]
@@ -115,9 +119,12 @@ func BuildSegment(docs []Doc) *Segment {
 			remap[c][lt] = g
 		}
 		for lw, w := range ch.wordStr {
-			if _, ok := words[w]; !ok {
-				words[w] = remap[c][ch.wordTerm[lw]]
+			wi, ok := words[w]
+			if !ok {
+				wi.term = remap[c][ch.wordTerm[lw]]
 			}
+			wi.plain = wi.plain || ch.plain[lw]
+			words[w] = wi
 		}
 		s.lens = append(s.lens, ch.lens...)
 	}
@@ -164,10 +171,11 @@ func BuildSegment(docs []Doc) *Segment {
 	}
 	sort.Strings(sorted)
 	wterms := make([]int32, len(sorted))
+	plain := make([]bool, len(sorted))
 	for i, w := range sorted {
-		wterms[i] = words[w]
+		wterms[i], plain[i] = words[w].term, words[w].plain
 	}
-	s.dict = newDictionary(sorted, wterms)
+	s.dict = newDictionary(sorted, wterms, plain)
 	return s
 }
 
@@ -180,6 +188,7 @@ type chunk struct {
 	words    map[string]int32
 	wordStr  []string // local word -> the lowercase word
 	wordTerm []int32  // local word -> local term
+	plain    []bool   // local word -> seen as a word of text, not only as a compound
 	terms    map[string]int32
 	stems    []string // local term -> stem
 	entries  []entry  // each document's terms, documents in order
@@ -220,6 +229,7 @@ func (ch *chunk) analyse(docs []Doc) {
 		}
 		if !compound {
 			l[f]++
+			ch.plain[lw] = true
 		}
 		t := ch.wordTerm[lw]
 		tf := &ch.tf[t]
@@ -286,6 +296,7 @@ func (ch *chunk) addWord(w string, upper bool) int32 {
 	ch.words[key] = lw
 	ch.wordStr = append(ch.wordStr, key)
 	ch.wordTerm = append(ch.wordTerm, lt)
+	ch.plain = append(ch.plain, false)
 	return lw
 }
 

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/registry/search"
+	"github.com/skillreg/skillreg/registry/skill"
+)
+
+func init() { register("search", runSearch) }
+
+const (
+	searchSources = 10   // segments the corpus is split into, as sources would be
+	searchQueries = 1000 // distinct queries per round
+	searchRounds  = 3    // rounds, alternating ours and the peer
+	searchBuilds  = 5    // builds measured, median reported
+)
+
+// runSearch measures search_skills over a realistic generated corpus of
+// env.Skills skills split into searchSources segments: the answer time of
+// search.Search against the FastMCP server's scoring reimplemented in Go
+// (a scan of every skill per query, the way that server answers), on the
+// same 1,000 varied queries, in alternating rounds so that noise on this
+// shared machine falls on both; and the time to build the segments.
+func runSearch(env *Env) ([]Row, error) {
+	skills := corpus.Realistic(corpus.RealisticOptions{Skills: env.Skills, Seed: 1})
+	res, err := skill.Index(context.Background(), skill.FSTree{FS: corpus.SkillsFS(skills)}, skill.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Excluded) > 0 {
+		return nil, fmt.Errorf("search bench: %d generated skills excluded: %+v", len(res.Excluded), res.Excluded[0])
+	}
+	parts := make([][]search.Doc, searchSources)
+	var all []search.Doc
+	for i, sk := range res.Skills {
+		src := fmt.Sprintf("source-%02d", i%searchSources)
+		d := search.FromSkill("skill://"+src+"/"+sk.Path+"/SKILL.md", src, sk)
+		parts[i%searchSources] = append(parts[i%searchSources], d)
+		all = append(all, d)
+	}
+	n := len(all)
+
+	// Build times: every source, one source (what a sync rebuilds), the
+	// merged dictionary (once per catalog swap), and the whole corpus as
+	// one segment.
+	build := func() []*search.Segment {
+		segs := make([]*search.Segment, 0, len(parts))
+		for _, p := range parts {
+			segs = append(segs, search.BuildSegment(p))
+		}
+		return segs
+	}
+	buildAll := searchMedian(searchBuilds, func() { build() })
+	buildOne := searchMedian(searchBuilds, func() { search.BuildSegment(parts[0]) })
+	buildWhole := searchMedian(searchBuilds, func() { search.BuildSegment(all) })
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	segs := build()
+	ix := search.NewIndex(segs)
+	held := int64(heap()) - int64(before)
+	mergeTime := searchMedian(searchBuilds, func() { search.NewIndex(segs) })
+	one := search.BuildSegment(all)
+	env.Log("search: %d skills; build %d segments %v, one source %v, one segment of all %v; index of %d words in %v; segments and index hold %d MiB",
+		n, len(segs), buildAll, buildOne, buildWhole, ix.Len(), mergeTime, held>>20)
+
+	queries := searchBenchQueries(skills, searchQueries)
+	peer := newFastMCPPeer(all)
+	for _, q := range queries[:100] { // warm up both
+		if _, err := search.Search(segs, q, search.Options{Index: ix}); err != nil {
+			return nil, fmt.Errorf("search %q: %w", q, err)
+		}
+		peer.search(q, search.DefaultLimit)
+	}
+	var ours, peers, whole, noIndex []time.Duration
+	for round := range searchRounds {
+		runOurs := func() {
+			for _, q := range queries {
+				t := time.Now()
+				search.Search(segs, q, search.Options{Index: ix})
+				ours = append(ours, time.Since(t))
+			}
+		}
+		runPeer := func() {
+			for _, q := range queries {
+				t := time.Now()
+				peer.search(q, search.DefaultLimit)
+				peers = append(peers, time.Since(t))
+			}
+		}
+		if round%2 == 0 {
+			runOurs()
+			runPeer()
+		} else {
+			runPeer()
+			runOurs()
+		}
+	}
+	for _, q := range queries {
+		t := time.Now()
+		search.Search([]*search.Segment{one}, q, search.Options{})
+		whole = append(whole, time.Since(t))
+		t = time.Now()
+		search.Search(segs, q, search.Options{})
+		noIndex = append(noIndex, time.Since(t))
+	}
+	oP50, oP99 := searchPercentile(ours, 50), searchPercentile(ours, 99)
+	pP50, pP99 := searchPercentile(peers, 50), searchPercentile(peers, 99)
+	env.Log("search: one segment of all skills: p50 %v p99 %v; %d segments without the index: p50 %v p99 %v; slowest query with the index %v",
+		searchPercentile(whole, 50), searchPercentile(whole, 99), len(segs), searchPercentile(noIndex, 50), searchPercentile(noIndex, 99), slices.Max(ours))
+
+	return []Row{
+		{
+			Name:  fmt.Sprintf("search_skills p50, %d skills in %d segments, %d queries x %d", n, len(segs), len(queries), searchRounds),
+			Ours:  searchMillis(oP50),
+			Peer:  searchMillis(pP50),
+			Ratio: fmt.Sprintf("%.3fx", float64(oP50)/float64(pP50)),
+			Goal:  "info",
+			OK:    true,
+		},
+		{
+			Name:  fmt.Sprintf("search_skills p99, %d skills (peer: FastMCP scoring, scan per query)", n),
+			Ours:  searchMillis(oP99),
+			Peer:  searchMillis(pP99),
+			Ratio: fmt.Sprintf("%.3fx", float64(oP99)/float64(pP99)),
+			Goal:  "< 10 ms",
+			OK:    oP99 < 10*time.Millisecond,
+		},
+		{
+			Name: fmt.Sprintf("search: build all %d segments (%d skills)", len(segs), n),
+			Ours: searchMillis(buildAll),
+			Goal: "< 1 s",
+			OK:   buildAll < time.Second,
+		},
+		{
+			Name:  fmt.Sprintf("search: rebuild one source's segment (%d skills)", len(parts[0])),
+			Ours:  searchMillis(buildOne),
+			Ratio: fmt.Sprintf("one segment of all: %s", searchMillis(buildWhole)),
+			Goal:  "info",
+			OK:    true,
+		},
+		{
+			Name: fmt.Sprintf("search: merge the dictionaries (NewIndex, per catalog swap, %d words)", ix.Len()),
+			Ours: searchMillis(mergeTime),
+			Goal: "info",
+			OK:   true,
+		},
+		{
+			Name: "search: heap held by the segments and the index",
+			Ours: fmt.Sprintf("%d MiB", held>>20),
+			Goal: "info",
+			OK:   true,
+		},
+	}, nil
+}
+
+// searchBenchQueries makes n varied queries from the corpus, deterministic:
+// a task, a technology and a subject (some words dropped, cut to a prefix
+// or given a typo); a run of words from a description; a question ("how do
+// I ..."); one short word or prefix; and long pastes from a body.
+func searchBenchQueries(skills []corpus.RealisticSkill, n int) []string {
+	r := rand.New(rand.NewPCG(42, 7))
+	words := func(s string) []string {
+		return strings.FieldsFunc(strings.ToLower(s), func(c rune) bool {
+			return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')
+		})
+	}
+	run := func(ws []string, k int) []string {
+		if len(ws) <= k {
+			return ws
+		}
+		i := r.IntN(len(ws) - k)
+		return ws[i : i+k]
+	}
+	mangle := func(w string) string {
+		switch {
+		case len(w) >= 6 && r.IntN(6) == 0: // a typo
+			i := 1 + r.IntN(len(w)-2)
+			return w[:i] + w[i+1:]
+		case len(w) >= 6 && r.IntN(6) == 0: // a prefix
+			return w[:3+r.IntN(len(w)-4)]
+		}
+		return w
+	}
+	out := make([]string, 0, n)
+	for len(out) < n {
+		s := skills[r.IntN(len(skills))]
+		md := string(s.Files[0].Data)
+		_, body, _ := strings.Cut(md[3:], "\n---\n")
+		desc := ""
+		if _, after, ok := strings.Cut(md, "description: "); ok {
+			desc, _, _ = strings.Cut(after, "\n")
+		}
+		var q []string
+		switch k := r.IntN(10); {
+		case k < 4:
+			q = append(q, strings.Split(s.Task, "-")[0], s.Tech)
+			for _, w := range strings.Fields(s.Aspect) {
+				if r.IntN(4) > 0 {
+					q = append(q, w)
+				}
+			}
+		case k < 6:
+			q = run(words(desc), 3+r.IntN(4))
+		case k < 8:
+			q = append([]string{"how", "do", "i"}, run(words(desc), 2+r.IntN(3))...)
+		case k < 9:
+			w := s.Tech
+			if len(w) > 4 && r.IntN(2) == 0 {
+				w = w[:3+r.IntN(len(w)-3)]
+			}
+			q = []string{w}
+		default:
+			q = run(words(body), 15+r.IntN(30))
+		}
+		for i := range q {
+			q[i] = mangle(q[i])
+		}
+		query := strings.Join(q, " ")
+		if len(query) > search.MaxQueryBytes {
+			query = query[:search.MaxQueryBytes]
+		}
+		if strings.TrimSpace(query) != "" {
+			out = append(out, query)
+		}
+	}
+	return out
+}
+
+// fastMCPPeer is the FastMCP skills server's search_skills scoring, as its
+// README states it: per whitespace-separated, lowercased query token,
+// skill_id (here the name, which is the directory name) exact 3.0, prefix
+// 1.5, substring 0.5; name exact 2.0, substring 0.5; 2.0 per equal tag; 0.2
+// per description word containing the token; summed, zeros dropped, ties by
+// skill_id, deprecated skills hidden. It scans every skill per query. The
+// lowercasing and splitting of each skill are done once here, which only
+// makes the peer faster than the original.
+type fastMCPPeer []fastMCPSkill
+
+type fastMCPSkill struct {
+	name  string
+	tags  []string
+	words []string
+}
+
+func newFastMCPPeer(docs []search.Doc) fastMCPPeer {
+	var p fastMCPPeer
+	for _, d := range docs {
+		if d.Deprecated {
+			continue
+		}
+		s := fastMCPSkill{name: strings.ToLower(d.Name), words: strings.Fields(strings.ToLower(d.Description))}
+		for _, t := range d.Tags {
+			s.tags = append(s.tags, strings.ToLower(t))
+		}
+		p = append(p, s)
+	}
+	return p
+}
+
+func (p fastMCPPeer) search(query string, limit int) []string {
+	type hit struct {
+		name  string
+		score float64
+	}
+	toks := strings.Fields(strings.ToLower(query))
+	var hits []hit
+	for i := range p {
+		s := &p[i]
+		score := 0.0
+		for _, t := range toks {
+			switch {
+			case s.name == t:
+				score += 3 + 2
+			case strings.HasPrefix(s.name, t):
+				score += 1.5 + 0.5
+			case strings.Contains(s.name, t):
+				score += 0.5 + 0.5
+			}
+			for _, tag := range s.tags {
+				if tag == t {
+					score += 2
+				}
+			}
+			for _, w := range s.words {
+				if strings.Contains(w, t) {
+					score += 0.2
+				}
+			}
+		}
+		if score > 0 {
+			hits = append(hits, hit{s.name, score})
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]string, 0, limit)
+	for i := 0; i < len(hits) && i < limit; i++ {
+		out = append(out, hits[i].name)
+	}
+	return out
+}
+
+// searchMedian runs f k times and returns the median duration.
+func searchMedian(k int, f func()) time.Duration {
+	d := make([]time.Duration, k)
+	for i := range d {
+		t := time.Now()
+		f()
+		d[i] = time.Since(t)
+	}
+	slices.Sort(d)
+	return d[k/2]
+}
+
+// searchPercentile returns the p-th percentile (nearest rank) of d.
+func searchPercentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(i, len(s))-1)]
+}
+
+func searchMillis(d time.Duration) string {
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
