@@ -33,6 +33,9 @@ type Catalogs interface {
 type Caller struct {
 	Name   string
 	Filter registry.Filter
+	// Private marks answers that depend on the caller (access control is
+	// on): their cacheScope is "private".
+	Private bool
 }
 
 // Options configures the MCP surface.
@@ -219,7 +222,7 @@ func (s *Server) hintsFor(ctx context.Context, ss *sdk.ServerSession) CacheHints
 }
 
 func (s *Server) scope(ctx context.Context) string {
-	if callerFrom(ctx).Filter.Private() {
+	if c := callerFrom(ctx); c.Private || c.Filter.Private() {
 		return "private"
 	}
 	return "public"

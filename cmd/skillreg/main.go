@@ -42,6 +42,7 @@ func commands() []command {
 		{"validate", "DIR...", "check skill trees the way the server judges them", cmdValidate},
 		{"sync", "[--config FILE] [--data DIR] [SOURCE...]", "run one sync pass of the sources and exit (for cron and debugging)", cmdSync},
 		{"store", "check|rebuild|backup FILE [--data DIR]", "check, rebuild or back up the store (skillreg.db)", cmdStore},
+		{"token", "new NAME [--sources a,b]", "create a client token (printed once) and its configuration lines", cmdToken},
 		{"index", "DIR [--json]", "index a tree once and print what was found and how long it took", cmdIndex},
 		{"new-skill", "DIR/NAME", "create a new skill that validate accepts", cmdNewSkill},
 		{"pull", "--server URL [--into DIR] [SKILL...]", "install skills from a Skills-extension server, verified and locked", cmdPull},

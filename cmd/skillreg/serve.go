@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
@@ -140,7 +142,10 @@ type Daemon struct {
 	webhook  *webhook.Handler
 	web      *web.Handler
 	store    *store.Store
-	tempDir  string // the git stores of a memory-only daemon
+	// clients are the configured callers (swapped on reload).
+	clients     atomic.Pointer[access.Clients]
+	authLimiter *access.Limiter
+	tempDir     string // the git stores of a memory-only daemon
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
@@ -217,7 +222,11 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		}
 	}
 	d.Registry = registry.New(ropts)
+	if err := d.setClients(cfg.Clients); err != nil {
+		return nil, err
+	}
 	mcpSrv = mcp.New(mcp.Options{
+		CallerOf:  d.callerOf,
 		Catalogs:  d.Registry,
 		Logger:    log,
 		Version:   buildVersion(),
@@ -249,10 +258,15 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		return nil, err
 	}
 	if d.web, err = web.New(web.Options{
-		Catalog:    d.Registry,
-		States:     d.Registry.States,
-		Deliveries: d.recentDeliveries,
-		Logger:     log,
+		Catalog:      d.Registry,
+		States:       d.Registry.States,
+		Deliveries:   d.recentDeliveries,
+		Logger:       log,
+		AuthRequired: d.clients.Load().Required(),
+		Authenticate: func(tok string) (web.Viewer, bool) {
+			c, ok := d.clients.Load().Check(tok)
+			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
@@ -469,7 +483,7 @@ func (d *Daemon) routes() *echo.Echo {
 			return nil
 		},
 	}))
-	mcpH := echo.WrapHandler(d.MCP)
+	mcpH := echo.WrapHandler(access.Middleware(d.clients.Load, d.authLimiter, remoteHost)(d.MCP))
 	e.Any("/mcp", mcpH)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -535,7 +549,7 @@ const shutdownGrace = 10 * time.Second
 // Serve runs the HTTP server and the registry until ctx ends, then shuts
 // down gracefully: stop accepting, let requests finish, stop syncs.
 func (d *Daemon) Serve(ctx context.Context) error {
-	if !isLoopback(d.ln.Addr()) {
+	if !isLoopback(d.ln.Addr()) && !d.clients.Load().Required() {
 		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
 	}
 	srv := &http.Server{
@@ -604,4 +618,47 @@ func (d *Daemon) releaseStore() releases.Store {
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// setClients installs the configured clients (at start and on reload).
+func (d *Daemon) setClients(cfg []config.Client) error {
+	list := make([]access.Client, 0, len(cfg))
+	for i, c := range cfg {
+		h, err := access.ParseHash(c.TokenSHA256)
+		if err != nil {
+			return fmt.Errorf("clients[%d]: %w", i, err)
+		}
+		list = append(list, access.Client{Name: c.Name, Hash: h, Sources: c.Sources})
+	}
+	d.clients.Store(access.New(list))
+	if d.authLimiter == nil {
+		d.authLimiter = access.NewLimiter(6*time.Second, 10)
+	}
+	return nil
+}
+
+// callerOf tells the MCP surface who sent a request: the client whose
+// token the request carries (the HTTP layer already refused the others).
+func (d *Daemon) callerOf(h http.Header) mcp.Caller {
+	cs := d.clients.Load()
+	if !cs.Required() {
+		return mcp.Caller{}
+	}
+	c, ok := cs.Check(access.Bearer(h.Get("Authorization")))
+	if !ok {
+		// Not reachable through HTTP; over stdio there is no header. Show
+		// nothing rather than everything.
+		return mcp.Caller{Filter: registry.Filter{Only: map[string]bool{}}, Private: true}
+	}
+	return mcp.Caller{Name: c.Name, Filter: c.Filter(), Private: true}
+}
+
+// remoteHost is the peer address of a request, without its port.
+// Forwarding headers are not trusted: set up the proxy to limit instead.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

@@ -1,0 +1,205 @@
+// Package access decides who may see what: the configured clients, each
+// with a bearer token kept only as its SHA-256 hash and the sources it may
+// see, checked in constant time, with failed attempts rate-limited per
+// remote address.
+package access
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+// Client is one configured caller.
+type Client struct {
+	Name    string
+	Hash    [sha256.Size]byte
+	Sources []string // source names; "*" means all
+}
+
+// Filter is what the client may see.
+func (c Client) Filter() registry.Filter {
+	only := map[string]bool{}
+	for _, s := range c.Sources {
+		if s == "*" {
+			return registry.Filter{}
+		}
+		only[s] = true
+	}
+	return registry.Filter{Only: only}
+}
+
+// Clients is the set of configured clients. The zero value (none) means
+// access is open.
+type Clients struct {
+	list []Client
+}
+
+// New returns the clients, from hex SHA-256 hashes.
+func New(clients []Client) *Clients { return &Clients{list: clients} }
+
+// ParseHash reads a token hash as written in the configuration.
+func ParseHash(s string) ([sha256.Size]byte, error) {
+	var h [sha256.Size]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return h, fmt.Errorf("token_sha256 must be %d hex digits", 2*sha256.Size)
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+// Required reports whether callers must present a token.
+func (c *Clients) Required() bool { return c != nil && len(c.list) > 0 }
+
+// Check returns the client a token belongs to. Every client's hash is
+// compared, in constant time, whatever matches, so the time taken says
+// nothing about which tokens exist.
+func (c *Clients) Check(token string) (Client, bool) {
+	if c == nil || token == "" {
+		return Client{}, false
+	}
+	sum := sha256.Sum256([]byte(token))
+	var found Client
+	ok := 0
+	for _, cl := range c.list {
+		if subtle.ConstantTimeCompare(sum[:], cl.Hash[:]) == 1 {
+			found = cl
+			ok = 1
+		}
+	}
+	return found, ok == 1
+}
+
+// Bearer extracts a bearer token from an Authorization header value.
+func Bearer(h string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// TokenPrefix marks skillreg tokens, so they are recognisable in secret
+// scanners and in a user's config.
+const TokenPrefix = "skr_"
+
+// NewToken returns a fresh random token and the hex SHA-256 hash to put in
+// the configuration.
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, hex.EncodeToString(sum[:]), nil
+}
+
+// Limiter rate-limits failed authentication attempts per remote address:
+// a burst, then a steady trickle, so a guessing client slows to nothing
+// while a mistyped token recovers within a minute.
+type Limiter struct {
+	mu      sync.Mutex
+	byAddr  map[string]*limitEntry
+	every   time.Duration
+	burst   int
+	maxKeys int
+	now     func() time.Time
+}
+
+type limitEntry struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// NewLimiter allows burst failures per address, then one per every.
+func NewLimiter(every time.Duration, burst int) *Limiter {
+	return &Limiter{byAddr: map[string]*limitEntry{}, every: every, burst: burst, maxKeys: 10000, now: time.Now}
+}
+
+// Allow reports whether addr may try again; it spends nothing.
+func (l *Limiter) Allow(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.byAddr[addr]
+	return !ok || e.lim.TokensAt(l.now()) >= 1
+}
+
+// Failed records a failed attempt from addr.
+func (l *Limiter) Failed(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	e, ok := l.byAddr[addr]
+	if !ok {
+		if len(l.byAddr) >= l.maxKeys {
+			l.evict(now)
+		}
+		e = &limitEntry{lim: rate.NewLimiter(rate.Every(l.every), l.burst)}
+		l.byAddr[addr] = e
+	}
+	e.seen = now
+	e.lim.AllowN(now, 1)
+}
+
+// evict drops addresses that have been quiet long enough to be full again
+// (and, if that frees nothing, the oldest), keeping the map bounded.
+func (l *Limiter) evict(now time.Time) {
+	full := l.every * time.Duration(l.burst)
+	var oldest string
+	for a, e := range l.byAddr {
+		if now.Sub(e.seen) > full {
+			delete(l.byAddr, a)
+		} else if oldest == "" || e.seen.Before(l.byAddr[oldest].seen) {
+			oldest = a
+		}
+	}
+	if len(l.byAddr) >= l.maxKeys && oldest != "" {
+		delete(l.byAddr, oldest)
+	}
+}
+
+// Middleware requires a valid bearer token when clients are configured:
+// 401 with WWW-Authenticate otherwise, 429 once an address has failed too
+// often. clients is read at every request, so a reload takes effect at once.
+func Middleware(clients func() *Clients, lim *Limiter, remote func(*http.Request) string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cs := clients()
+			if !cs.Required() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			addr := remote(r)
+			if !lim.Allow(addr) {
+				w.Header().Set("Retry-After", fmt.Sprint(int(lim.every.Seconds())))
+				http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
+				return
+			}
+			tok := Bearer(r.Header.Get("Authorization"))
+			if _, ok := cs.Check(tok); !ok {
+				lim.Failed(addr)
+				challenge := `Bearer realm="skillreg"`
+				if tok != "" {
+					challenge += `, error="invalid_token"`
+				}
+				w.Header().Set("WWW-Authenticate", challenge)
+				http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
