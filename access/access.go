@@ -174,7 +174,7 @@ func (l *Limiter) evict(now time.Time) {
 // Middleware requires a valid bearer token when clients are configured:
 // 401 with WWW-Authenticate otherwise, 429 once an address has failed too
 // often. clients is read at every request, so a reload takes effect at once.
-func Middleware(clients func() *Clients, lim *Limiter, remote func(*http.Request) string) func(http.Handler) http.Handler {
+func Middleware(clients func() *Clients, lim *Limiter, remote func(*http.Request) string, onFailure func()) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			cs := clients()
@@ -191,6 +191,9 @@ func Middleware(clients func() *Clients, lim *Limiter, remote func(*http.Request
 			tok := Bearer(r.Header.Get("Authorization"))
 			if _, ok := cs.Check(tok); !ok {
 				lim.Failed(addr)
+				if onFailure != nil {
+					onFailure()
+				}
 				challenge := `Bearer realm="skillreg"`
 				if tok != "" {
 					challenge += `, error="invalid_token"`

@@ -76,7 +76,7 @@ func TestMiddleware(t *testing.T) {
 	tok, hash, _ := NewToken()
 	h, _ := ParseHash(hash)
 	cs := New([]Client{{Name: "a", Hash: h, Sources: []string{"*"}}})
-	mw := Middleware(func() *Clients { return cs }, NewLimiter(time.Minute, 2), func(r *http.Request) string { return "1.2.3.4" })
+	mw := Middleware(func() *Clients { return cs }, NewLimiter(time.Minute, 2), func(r *http.Request) string { return "1.2.3.4" }, nil)
 	srv := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	do := func(auth string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

@@ -63,6 +63,9 @@ type Options struct {
 	Search Searcher
 	// States reports the sources' sync states (for diagnose).
 	States func() []registry.State
+	// Observe, when set, is told the method, outcome ("ok" or "error")
+	// and duration of every request.
+	Observe func(method, outcome string, d time.Duration)
 }
 
 // Server is the MCP server and its HTTP handlers.
@@ -111,7 +114,7 @@ func New(o Options) *Server {
 		SetCacheable: s.setCacheable,
 	})
 	s.notifier = &notifier{srv: s.sdk}
-	s.sdk.AddReceivingMiddleware(s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
+	s.sdk.AddReceivingMiddleware(s.observe, s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
 	s.addTools()
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
@@ -158,6 +161,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stateful.ServeHTTP(w, r)
+}
+
+// methods are the method names metrics keep as labels; others count as
+// "other", so a client cannot grow the label set.
+var methods = map[string]bool{
+	"initialize": true, "ping": true, "server/discover": true, "notifications/initialized": true,
+	"skills/list": true, "skills/get": true, "resources/list": true, "resources/read": true,
+	"resources/templates/list": true, "resources/directory/read": true, "prompts/list": true,
+	"prompts/get": true, "tools/list": true, "tools/call": true, "completion/complete": true,
+}
+
+func (s *Server) observe(next sdk.MethodHandler) sdk.MethodHandler {
+	if s.o.Observe == nil {
+		return next
+	}
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		start := time.Now()
+		res, err := next(ctx, method, req)
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		if !methods[method] {
+			method = "other"
+		}
+		s.o.Observe(method, outcome, time.Since(start))
+		return res, err
+	}
+}
+
+// Sessions is the number of open 2025-11-25 sessions.
+func (s *Server) Sessions() int {
+	n := 0
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
+	}
+	return n
 }
 
 type callerKey struct{}

@@ -85,6 +85,7 @@ func (d *Daemon) setupWebhook() error {
 		Log:        d.deliveries,
 		Logger:     d.log,
 		GitHubHost: githubHost(d.cfg.GitHub.APIURL),
+		Metrics:    d.metrics.WebhookDelivery,
 	})
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)

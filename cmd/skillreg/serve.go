@@ -23,6 +23,7 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/releases"
@@ -144,6 +145,7 @@ type Daemon struct {
 	store    *store.Store
 	// clients are the configured callers (swapped on reload).
 	clients     atomic.Pointer[access.Clients]
+	metrics     *metrics.Metrics
 	authLimiter *access.Limiter
 	tempDir     string // the git stores of a memory-only daemon
 	// deliveries is the webhook delivery log (bounded).
@@ -187,12 +189,27 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 			return nil, storeOpenError(dir, err)
 		}
 	}
+	var mcpSrv *mcp.Server
+	d.metrics = metrics.New(metrics.Options{
+		Catalog: func() *registry.Catalog { return d.Registry.Current() },
+		Sessions: func() int {
+			if mcpSrv == nil {
+				return 0
+			}
+			return mcpSrv.Sessions()
+		},
+		StoreSize: func() (int64, error) {
+			if d.store == nil {
+				return 0, errors.New("no store")
+			}
+			return d.store.SizeBytes()
+		},
+	})
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var mcpSrv *mcp.Server
-	ropts := registry.Options{Logger: log}
+	ropts := registry.Options{Logger: log, Metrics: d.metrics}
 	if d.store != nil {
 		ropts.Store = d.store
 		digests, err := d.store.Digests()
@@ -233,6 +250,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		CacheTTL:  cfg.MCP.CacheTTL.D(),
 		SkillMeta: metaTools,
 		States:    d.Registry.States,
+		Observe:   d.metrics.MCPRequest,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
@@ -298,10 +316,11 @@ func (d *Daemon) releasesClient() (*releases.Client, error) {
 		token = strings.TrimSpace(os.Getenv(env))
 	}
 	c, err := releases.New(releases.Options{
-		APIURL: d.cfg.GitHub.APIURL,
-		Token:  token,
-		Store:  d.releaseStore(),
-		Logger: d.log,
+		APIURL:  d.cfg.GitHub.APIURL,
+		Token:   token,
+		Store:   d.releaseStore(),
+		Metrics: d.metrics,
+		Logger:  d.log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
@@ -483,12 +502,13 @@ func (d *Daemon) routes() *echo.Echo {
 			return nil
 		},
 	}))
-	mcpH := echo.WrapHandler(access.Middleware(d.clients.Load, d.authLimiter, remoteHost)(d.MCP))
+	mcpH := echo.WrapHandler(access.Middleware(d.clients.Load, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP))
 	e.Any("/mcp", mcpH)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", d.readyz)
+	e.GET("/metrics", echo.WrapHandler(d.metrics.Handler()))
 	if d.webhook != nil {
 		d.webhook.Register(e)
 	}

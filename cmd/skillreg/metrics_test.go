@@ -1,0 +1,74 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	return string(b)
+}
+
+func metricValue(t *testing.T, text, series string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestMetricsMoveAfterSync: the metrics are there, named by convention,
+// and move when a sync and requests happen.
+func TestMetricsMoveAfterSync(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "a"), "a", nil)
+	writeSkill(t, filepath.Join(root, "b"), "other", nil)
+	d := startDaemon(t, "sources:\n  - name: local\n    dir: "+root+"\n    poll: 0\n", "")
+	before := scrape(t, d.URL)
+	for _, series := range []string{
+		`skillreg_skills{source="local",state="served"}`, `skillreg_skills{source="local",state="excluded"}`,
+		`skillreg_syncs_total{result="updated",source="local"}`, `skillreg_indexed_files{source="local"}`,
+	} {
+		if metricValue(t, before, series) != 1 {
+			t.Errorf("%s = %v, want 1", series, metricValue(t, before, series))
+		}
+	}
+	for _, name := range []string{"skillreg_sync_duration_seconds_bucket", "skillreg_store_size_bytes", "skillreg_mcp_sessions", "skillreg_catalog_generation", "process_resident_memory_bytes"} {
+		if !regexp.MustCompile(`(?m)^` + name).MatchString(before) {
+			t.Errorf("no %s", name)
+		}
+	}
+	writeSkill(t, filepath.Join(root, "c"), "c", nil)
+	d.Registry.RequestSync("local", "test")
+	waitUntil(t, func() bool {
+		return metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="updated",source="local"}`) == 2
+	})
+	cs := connect(t, d.URL, "2026-07-28")
+	listAll(t, cs)
+	after := scrape(t, d.URL)
+	if metricValue(t, after, `skillreg_skills{source="local",state="served"}`) != 2 {
+		t.Error("served skills did not move")
+	}
+	if metricValue(t, after, `skillreg_mcp_requests_total{method="skills/list",outcome="ok"}`) < 1 {
+		t.Error("MCP requests not counted")
+	}
+}

@@ -1,0 +1,162 @@
+// Package metrics exposes what skillreg does as Prometheus metrics. It
+// implements the small metrics interfaces the registry, the releases cache,
+// the webhook handler and the MCP surface declare, and reads the catalog
+// and the store at scrape time for gauges, so they are exact and never
+// stale.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skillreg/skillreg/registry"
+)
+
+// Options says where the scrape-time gauges come from; nil funcs are
+// skipped.
+type Options struct {
+	Catalog   func() *registry.Catalog
+	Sessions  func() int
+	StoreSize func() (int64, error)
+}
+
+// Metrics holds skillreg's collectors.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	syncs         *prometheus.CounterVec
+	syncDuration  *prometheus.HistogramVec
+	deliveries    *prometheus.CounterVec
+	mcpRequests   *prometheus.CounterVec
+	mcpDuration   *prometheus.HistogramVec
+	cacheLookups  *prometheus.CounterVec
+	upstream      *prometheus.CounterVec
+	authFailures  prometheus.Counter
+	configReloads *prometheus.CounterVec
+}
+
+// New registers every collector.
+func New(o Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.syncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_syncs_total", Help: "Syncs by source and result (updated, unchanged, failed).",
+	}, []string{"source", "result"})
+	m.syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "skillreg_sync_duration_seconds", Help: "Duration of syncs by source.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"source"})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_webhook_deliveries_total", Help: "GitHub webhook deliveries by event and outcome.",
+	}, []string{"event", "outcome"})
+	m.mcpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_mcp_requests_total", Help: "MCP requests by method and outcome (ok, error).",
+	}, []string{"method", "outcome"})
+	m.mcpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "skillreg_mcp_request_duration_seconds", Help: "Time to answer MCP requests, by method.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 3},
+	}, []string{"method"})
+	m.cacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_release_cache_lookups_total", Help: "Release cache lookups by result (fresh, stale, miss).",
+	}, []string{"result"})
+	m.upstream = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_release_upstream_requests_total", Help: "Requests to the GitHub Releases API by result.",
+	}, []string{"result"})
+	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "skillreg_auth_failures_total", Help: "Requests refused for a missing or wrong token.",
+	})
+	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_config_reloads_total", Help: "Configuration reloads (SIGHUP) by result (applied, refused).",
+	}, []string{"result"})
+	m.reg.MustRegister(m.syncs, m.syncDuration, m.deliveries, m.mcpRequests, m.mcpDuration,
+		m.cacheLookups, m.upstream, m.authFailures, m.configReloads,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&catalogCollector{o: o})
+	if o.Sessions != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skillreg_mcp_sessions", Help: "Open MCP sessions (protocol 2025-11-25; 2026-07-28 requests are stateless).",
+		}, func() float64 { return float64(o.Sessions()) }))
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// SyncFinished counts a sync (registry.Metrics).
+func (m *Metrics) SyncFinished(source, result string, d time.Duration, _ *registry.Snapshot) {
+	m.syncs.WithLabelValues(source, result).Inc()
+	m.syncDuration.WithLabelValues(source).Observe(d.Seconds())
+}
+
+// CacheLookup counts a release cache lookup (releases.Metrics).
+func (m *Metrics) CacheLookup(result string) { m.cacheLookups.WithLabelValues(result).Inc() }
+
+// UpstreamRequest counts a GitHub API request (releases.Metrics).
+func (m *Metrics) UpstreamRequest(result string) { m.upstream.WithLabelValues(result).Inc() }
+
+// WebhookDelivery counts a webhook delivery.
+func (m *Metrics) WebhookDelivery(event, outcome string) {
+	m.deliveries.WithLabelValues(event, outcome).Inc()
+}
+
+// MCPRequest counts and times one MCP request.
+func (m *Metrics) MCPRequest(method, outcome string, d time.Duration) {
+	m.mcpRequests.WithLabelValues(method, outcome).Inc()
+	m.mcpDuration.WithLabelValues(method).Observe(d.Seconds())
+}
+
+// AuthFailure counts a refused token.
+func (m *Metrics) AuthFailure() { m.authFailures.Inc() }
+
+// ConfigReload counts a reload.
+func (m *Metrics) ConfigReload(applied bool) {
+	r := "refused"
+	if applied {
+		r = "applied"
+	}
+	m.configReloads.WithLabelValues(r).Inc()
+}
+
+// catalogCollector reads the current catalog (and the store's size) at
+// scrape time.
+type catalogCollector struct{ o Options }
+
+var (
+	skillsDesc   = prometheus.NewDesc("skillreg_skills", "Skills of the current catalog by source and state (served, excluded).", []string{"source", "state"}, nil)
+	filesDesc    = prometheus.NewDesc("skillreg_indexed_files", "Files of the served skills by source.", []string{"source"}, nil)
+	bytesDesc    = prometheus.NewDesc("skillreg_indexed_bytes", "Bytes of the served skills by source.", []string{"source"}, nil)
+	genDesc      = prometheus.NewDesc("skillreg_catalog_generation", "Generation number of the current catalog.", nil, nil)
+	storeDesc    = prometheus.NewDesc("skillreg_store_size_bytes", "Size of the store file on disk.", nil, nil)
+	snapshotDesc = prometheus.NewDesc("skillreg_snapshot_age_seconds", "Age of each source's served snapshot.", []string{"source"}, nil)
+)
+
+func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc} {
+		ch <- d
+	}
+}
+
+func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.o.Catalog != nil {
+		cat := c.o.Catalog()
+		ch <- prometheus.MustNewConstMetric(genDesc, prometheus.GaugeValue, float64(cat.Gen))
+		for _, s := range cat.Sources(registry.Filter{}) {
+			ch <- prometheus.MustNewConstMetric(skillsDesc, prometheus.GaugeValue, float64(len(s.Skills)), s.Source, "served")
+			ch <- prometheus.MustNewConstMetric(skillsDesc, prometheus.GaugeValue, float64(len(s.Excluded)), s.Source, "excluded")
+			ch <- prometheus.MustNewConstMetric(filesDesc, prometheus.GaugeValue, float64(s.Stats.Files), s.Source)
+			ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(s.Stats.Bytes), s.Source)
+			ch <- prometheus.MustNewConstMetric(snapshotDesc, prometheus.GaugeValue, time.Since(s.IndexedAt).Seconds(), s.Source)
+		}
+	}
+	if c.o.StoreSize != nil {
+		if n, err := c.o.StoreSize(); err == nil {
+			ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, float64(n))
+		}
+	}
+}
