@@ -34,7 +34,7 @@ func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 }
 
 func (s *Server) cacheable(ctx context.Context) sdk.Cacheable {
-	return sdk.Cacheable{TTLMs: int(s.o.CacheTTL.Milliseconds()), CacheScope: s.scope(ctx)}
+	return sdk.Cacheable{TTLMs: int(s.cacheTTL().Milliseconds()), CacheScope: s.scope(ctx)}
 }
 
 // listResources lists each skill's SKILL.md, named and described from its

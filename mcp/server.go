@@ -8,6 +8,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,6 +73,9 @@ type Options struct {
 // Server is the MCP server and its HTTP handlers.
 type Server struct {
 	o         Options
+	ttl       atomic.Int64 // the ttlMs hint, a time.Duration
+	metaMu    sync.Mutex
+	metaTools []string // names of the skill-meta tools served
 	log       *slog.Logger
 	sdk       *sdk.Server
 	stateful  *sdk.StreamableHTTPHandler
@@ -99,6 +104,7 @@ func New(o Options) *Server {
 		o.Name = "skillreg"
 	}
 	s := &Server{o: o, log: o.Logger}
+	s.ttl.Store(int64(o.CacheTTL))
 	sdkLog := slog.New(quiet{o.Logger.Handler()})
 	caps := &sdk.ServerCapabilities{
 		Resources: &sdk.ResourceCapabilities{ListChanged: true},
@@ -119,9 +125,7 @@ func New(o Options) *Server {
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "resources/directory/read", s.readDirectory))
-	for _, t := range o.SkillMeta {
-		s.addSkillMeta(t)
-	}
+	s.SetSkillMeta(o.SkillMeta)
 
 	httpOpts := func(stateless bool) *sdk.StreamableHTTPOptions {
 		return &sdk.StreamableHTTPOptions{
@@ -147,6 +151,36 @@ func must(err error) {
 		panic(err)
 	}
 }
+
+// SetSkillMeta replaces the skill-meta tools (on a configuration reload);
+// the SDK announces the changed tool list to connected sessions.
+func (s *Server) SetSkillMeta(tools []SkillMetaTool) {
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
+	keep := map[string]bool{}
+	for _, t := range tools {
+		keep[t.Meta.WithDefaults().Tool] = true
+	}
+	var gone []string
+	for _, name := range s.metaTools {
+		if !keep[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.sdk.RemoveTools(gone...)
+	}
+	s.metaTools = s.metaTools[:0]
+	for _, t := range tools {
+		s.addSkillMeta(t)
+		s.metaTools = append(s.metaTools, t.Meta.WithDefaults().Tool)
+	}
+}
+
+// SetCacheTTL changes the ttlMs hint (on a configuration reload).
+func (s *Server) SetCacheTTL(d time.Duration) { s.ttl.Store(int64(d)) }
+
+func (s *Server) cacheTTL() time.Duration { return time.Duration(s.ttl.Load()) }
 
 // SDK returns the underlying SDK server (for stdio and in-process use).
 func (s *Server) SDK() *sdk.Server { return s.sdk }
@@ -259,7 +293,7 @@ func (s *Server) hintsFor(ctx context.Context, ss *sdk.ServerSession) CacheHints
 	if !modern(ss) {
 		return CacheHints{}
 	}
-	ttl := s.o.CacheTTL.Milliseconds()
+	ttl := s.cacheTTL().Milliseconds()
 	return CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: s.scope(ctx)}
 }
 
@@ -273,7 +307,7 @@ func (s *Server) scope(ctx context.Context) string {
 // setCacheable sets the CacheHints of the results the SDK builds itself.
 func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheable) {
 	if c.TTLMs == 0 {
-		c.TTLMs = int(s.o.CacheTTL.Milliseconds())
+		c.TTLMs = int(s.cacheTTL().Milliseconds())
 	}
 	if c.CacheScope == "" {
 		c.CacheScope = s.scope(ctx)

@@ -64,8 +64,14 @@ type ReleaseResolver interface {
 	LatestTag(ctx context.Context, url string) (string, error)
 }
 
-// ErrNoRelease is returned by resolvers for repositories without releases.
-var ErrNoRelease = errors.New("no published release")
+// Errors of release resolvers.
+var (
+	// ErrNoRelease: the repository has no published release.
+	ErrNoRelease = errors.New("no published release")
+	// ErrNoReleaseAPI: the resolver cannot look this repository up (it is
+	// not on the GitHub host); the newest release tag stands in.
+	ErrNoReleaseAPI = errors.New("no releases API for this repository")
+)
 
 // RedactURL returns u without user information, for logs, errors and
 // provenance.
@@ -202,11 +208,14 @@ func (r *Registry) resolve(ctx context.Context, src *Source, repo *gitsync.Repo,
 }
 
 // latestRelease is the tag of the newest published release: from GitHub's
-// releases when a resolver is configured, else the highest non-prerelease
-// semantic-version tag.
+// releases when the resolver can look the repository up, else the highest
+// non-prerelease semantic-version tag.
 func (r *Registry) latestRelease(ctx context.Context, url string, refs *gitsync.RemoteRefs) (string, error) {
 	if r.o.Releases != nil {
-		return r.o.Releases.LatestTag(ctx, url)
+		tag, err := r.o.Releases.LatestTag(ctx, url)
+		if !errors.Is(err, ErrNoReleaseAPI) {
+			return tag, err
+		}
 	}
 	return refs.LatestSemverTag()
 }

@@ -199,7 +199,7 @@ type loginData struct {
 
 func (h *Handler) loginForm(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
-	if !h.o.AuthRequired {
+	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	if _, ok := h.viewerFromCookie(c.Request()); ok {
@@ -216,7 +216,7 @@ func (h *Handler) login(c echo.Context) error {
 		h.log.Warn("cross-origin login refused", "remote", h.remoteAddr(c), "origin", r.Header.Get("Origin"))
 		return h.errorPage(c, http.StatusForbidden, "Forbidden", "Cross-origin requests are refused.")
 	}
-	if !h.o.AuthRequired {
+	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	now, addr := h.o.Now(), h.remoteAddr(c)
@@ -264,7 +264,7 @@ func (h *Handler) login(c echo.Context) error {
 type logoutData struct{ layout }
 
 func (h *Handler) logoutForm(c echo.Context) error {
-	if !h.o.AuthRequired {
+	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	v, ok := h.viewerFromCookie(c.Request())
@@ -289,7 +289,7 @@ func (h *Handler) logout(c echo.Context) error {
 		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil || h.o.SecureCookie, SameSite: http.SameSiteStrictMode,
 	})
-	if !h.o.AuthRequired {
+	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	return c.Redirect(http.StatusSeeOther, "/login")

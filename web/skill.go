@@ -180,7 +180,7 @@ func (h *Handler) skillPage(c echo.Context, cat *registry.Catalog, v Viewer, ref
 	if d.MCPURL == "" {
 		d.MCPURL = c.Scheme() + "://" + c.Request().Host + "/mcp"
 	}
-	d.ClaudeCode, d.CursorJSON = connectSnippets(d.MCPURL, h.o.AuthRequired)
+	d.ClaudeCode, d.CursorJSON = connectSnippets(d.MCPURL, h.authRequired())
 	return h.render(c, http.StatusOK, "skill", d)
 }
 

@@ -69,6 +69,10 @@ type Options struct {
 	// a token once on /login. Authenticate maps a token to what it may see;
 	// it is required when AuthRequired is set.
 	AuthRequired bool
+	// AuthRequiredFunc, when set, is asked at every request instead of
+	// AuthRequired, so a configuration reload that adds or removes
+	// clients takes effect at once.
+	AuthRequiredFunc func() bool
 	Authenticate func(token string) (Viewer, bool)
 	// SessionTTL is how long a session lasts (default 12h).
 	SessionTTL time.Duration
@@ -140,7 +144,7 @@ func New(o Options) (*Handler, error) {
 	if o.Catalog == nil {
 		return nil, errors.New("web: Options.Catalog is required")
 	}
-	if o.AuthRequired && o.Authenticate == nil {
+	if (o.AuthRequired || o.AuthRequiredFunc != nil) && o.Authenticate == nil {
 		return nil, errors.New("web: Options.Authenticate is required when AuthRequired is set")
 	}
 	if o.Logger == nil {
@@ -265,7 +269,7 @@ func (h *Handler) secure(next echo.HandlerFunc) echo.HandlerFunc {
 // everything).
 func (h *Handler) page(next echo.HandlerFunc) echo.HandlerFunc {
 	return h.secure(func(c echo.Context) error {
-		if !h.o.AuthRequired {
+		if !h.authRequired() {
 			c.Response().Header().Set("Cache-Control", "no-cache")
 			c.Set(viewerKey, Viewer{})
 			return next(c)
@@ -298,8 +302,8 @@ type layout struct {
 }
 
 func (h *Handler) layoutFor(c echo.Context, title, nav string) layout {
-	l := layout{Title: title, Nav: nav, AuthRequired: h.o.AuthRequired}
-	if v, ok := c.Get(viewerKey).(Viewer); ok && h.o.AuthRequired {
+	l := layout{Title: title, Nav: nav, AuthRequired: h.authRequired()}
+	if v, ok := c.Get(viewerKey).(Viewer); ok && h.authRequired() {
 		l.Viewer, l.SignedIn = v.Name, true
 	}
 	return l
@@ -351,4 +355,12 @@ func (h *Handler) serveStatic(c echo.Context) error {
 	}
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(f.data))
 	return nil
+}
+
+// authRequired reports whether viewers must sign in now.
+func (h *Handler) authRequired() bool {
+	if h.o.AuthRequiredFunc != nil {
+		return h.o.AuthRequiredFunc()
+	}
+	return h.o.AuthRequired
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/registry"
@@ -60,17 +63,21 @@ func (p *phaseReporter) report(fields ...string) {
 // phase lines.
 type phaseStore struct {
 	*store.Store
-	p *phaseReporter
+	p      *phaseReporter
+	writes *atomic.Int64
 }
 
 func (s phaseStore) SaveSnapshot(snap *registry.Snapshot, st registry.State) error {
+	s.writes.Add(1)
 	s.p.report(phaseWriteBegin, snap.Commit)
+	start := time.Now()
 	err := s.Store.SaveSnapshot(snap, st)
+	dur := time.Since(start)
 	result := "ok"
 	if err != nil {
 		result = strings.ReplaceAll(err.Error(), "\n", " ")
 	}
-	s.p.report(phaseWriteEnd, snap.Commit, result)
+	s.p.report(phaseWriteEnd, snap.Commit, result, dur.String())
 	return err
 }
 
@@ -132,6 +139,7 @@ func crashHelper(cfgPath string) int {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	p := &phaseReporter{}
+	var writes atomic.Int64
 
 	// The same parts as newDaemon, with the reporting store and client.
 	dir := dataDir(cfg)
@@ -153,7 +161,7 @@ func crashHelper(cfgPath string) int {
 	}
 	reg := registry.New(registry.Options{
 		Logger:  log,
-		Store:   phaseStore{st, p},
+		Store:   phaseStore{st, p, &writes},
 		Digests: registry.NewDigestMapFrom(digests),
 		Git:     pool,
 	})
@@ -180,6 +188,11 @@ func crashHelper(cfgPath string) int {
 			result = strings.ReplaceAll(err.Error(), "\n", " ")
 		}
 		p.report(phaseSyncEnd, result)
+		if writes.Swap(0) == 0 {
+			// Nothing new: give the parent's push a moment rather than
+			// spinning on ref listings (this only spaces the syncs out).
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 
@@ -191,6 +204,7 @@ type crashRepo struct {
 	skills map[string]*crashSkill // by directory name under skills/
 	next   int
 	readme int
+	disk   map[string][]byte // what write last put in the working tree
 }
 
 type crashSkill struct {
@@ -309,27 +323,35 @@ func (m *crashRepo) mutate() {
 	}
 }
 
-// write replaces the working tree's content with the model's.
+// write brings the working tree to the model's content, touching only
+// the files that changed (so that git add rehashes only those).
 func (m *crashRepo) write(dir string) error {
-	for _, p := range []string{"skills", "README.md"} {
-		if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+	files := map[string][]byte{"README.md": fmt.Appendf(nil, "readme %d\n", m.readme)}
+	for name, s := range m.skills {
+		for p, b := range s.files {
+			files["skills/"+name+"/"+p] = b
+		}
+	}
+	for p := range m.disk {
+		if _, ok := files[p]; !ok {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+				return err
+			}
+		}
+	}
+	for p, b := range files {
+		if old, ok := m.disk[p]; ok && bytes.Equal(old, b) {
+			continue
+		}
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), fmt.Appendf(nil, "readme %d\n", m.readme), 0o644); err != nil {
-		return err
-	}
-	for name, s := range m.skills {
-		for p, b := range s.files {
-			full := filepath.Join(dir, "skills", name, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(full, b, 0o644); err != nil {
-				return err
-			}
-		}
-	}
+	m.disk = files
 	return nil
 }
 

@@ -130,6 +130,11 @@ func TestCrashDuringSync(t *testing.T) {
 			case f[0] == phaseWriteEnd && len(f) > 2:
 				if f[2] == "ok" {
 					lastDone = f[1]
+					if len(f) > 3 {
+						if d, err := time.ParseDuration(f[3]); err == nil {
+							st.writeTimes = append(st.writeTimes, d)
+						}
+					}
 				} else {
 					st.writeErrors++
 				}
@@ -172,6 +177,10 @@ func TestCrashDuringSync(t *testing.T) {
 		t.Logf("  landed %-28s %3d", k+":", st.landed[k])
 	}
 	t.Logf("  kill plans: %d after write-begin, %d during a fetch, %d on a timer", st.plans[planWrite], st.plans[planFetch], st.plans[planTimer])
+	if len(st.writeTimes) > 0 {
+		slices.Sort(st.writeTimes)
+		t.Logf("  snapshot writes that completed: %d, median %s, max %s", len(st.writeTimes), st.writeTimes[len(st.writeTimes)/2], st.writeTimes[len(st.writeTimes)-1])
+	}
 	t.Logf("  killed mid-write: restart served the new commit %d times, the previous one %d times", st.inFlightKept, st.inFlightLost)
 	if st.syncErrors > 0 || st.writeErrors > 0 {
 		t.Errorf("%d syncs and %d snapshot writes failed in the helper", st.syncErrors, st.writeErrors)
@@ -186,6 +195,7 @@ type crashStats struct {
 	syncErrors, writeErrors    int
 	inFlightKept, inFlightLost int
 	landed                     map[string]int
+	writeTimes                 []time.Duration
 	plans                      [3]int
 }
 
@@ -239,9 +249,15 @@ const (
 func pickKill(rnd *rand.Rand) killPlan {
 	switch r := rnd.IntN(100); {
 	case r < 40:
-		return killPlan{kind: planWrite, nth: 1 + rnd.IntN(2)}
+		// Mostly at once, now and then a little later, so that some kills
+		// land after the commit of the transaction.
+		d := time.Duration(0)
+		if rnd.IntN(2) == 0 {
+			d = time.Duration(rnd.IntN(40_000)) * time.Microsecond
+		}
+		return killPlan{kind: planWrite, nth: 1 + rnd.IntN(2), delay: d}
 	case r < 75:
-		return killPlan{kind: planFetch, nth: 1 + rnd.IntN(2), delay: time.Duration(rnd.IntN(40_000)) * time.Microsecond}
+		return killPlan{kind: planFetch, nth: 1 + rnd.IntN(2), delay: time.Duration(rnd.IntN(80_000)) * time.Microsecond}
 	default:
 		return killPlan{kind: planTimer, delay: time.Duration(rnd.IntN(1500)) * time.Millisecond}
 	}
@@ -313,7 +329,10 @@ wait:
 			case phaseWriteBegin:
 				if plan.kind == planWrite {
 					if seen++; seen == plan.nth {
-						break wait
+						if plan.delay == 0 {
+							break wait
+						}
+						timer = time.After(plan.delay)
 					}
 				}
 			case phaseFetchBegin:

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/labstack/echo/v4"
 	"os"
 
 	"github.com/skillreg/skillreg/registry"
@@ -61,9 +63,10 @@ func (w webhookTargets) Targets() []webhook.Target {
 	return out
 }
 
-// setupWebhook mounts POST /webhooks/github when a secret is configured;
-// without one the endpoint does not exist (unsigned deliveries are never
-// accepted) and the log says how to enable it.
+// setupWebhook prepares POST /webhooks/github when a secret is configured;
+// without one the endpoint answers 404 (unsigned deliveries are never
+// accepted) and the log says how to enable it. On reload it replaces the
+// handler, so rotated secrets take effect at once.
 func (d *Daemon) setupWebhook() error {
 	secrets, err := d.webhookSecrets()
 	if err != nil {
@@ -71,6 +74,7 @@ func (d *Daemon) setupWebhook() error {
 	}
 	if len(secrets) == 0 {
 		d.log.Info("GitHub webhook endpoint not mounted: no secret; set " + d.cfg.GitHub.WebhookSecretEnv + " or github.webhook_secret_file to enable POST " + webhook.Path)
+		d.swapWebhook(nil)
 		return nil
 	}
 	rel, err := d.releasesClient()
@@ -90,14 +94,30 @@ func (d *Daemon) setupWebhook() error {
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	d.webhook = h
+	d.swapWebhook(h)
 	d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(secrets))
 	return nil
 }
 
+func (d *Daemon) swapWebhook(h *webhook.Handler) {
+	if old := d.webhook.Swap(h); old != nil {
+		old.Close() // its pending sync requests go to the registry
+	}
+}
+
+// serveWebhook forwards to the current webhook handler, or answers 404
+// when no secret is configured.
+func (d *Daemon) serveWebhook(c echo.Context) error {
+	h := d.webhook.Load()
+	if h == nil {
+		return echo.ErrNotFound
+	}
+	return h.Handle(c)
+}
+
 // recentDeliveries shows the delivery log to the web catalog.
 func (d *Daemon) recentDeliveries(n int) []web.Delivery {
-	if d.webhook == nil {
+	if d.webhook.Load() == nil {
 		return nil
 	}
 	ds, err := d.deliveries.Recent(n)

@@ -71,10 +71,11 @@ func (p *pullFlags) options(e *env, cmd string) (pull.Options, bool) {
 		fmt.Fprintf(e.stderr, "skillreg %s: %s\n", cmd, fmt.Sprintf(format, args...))
 		return pull.Options{}, false
 	}
+	log, _ := newLogger(e.stderr, config.Log{Level: "warn", Format: "text"})
 	o := pull.Options{
 		Server: p.server, ProtocolVersion: p.protocol,
 		ClientName: "skillreg", ClientVersion: buildVersion(),
-		Logger: newLogger(e.stderr, config.Log{Level: "warn", Format: "text"}),
+		Logger: log,
 	}
 	if p.client != "" {
 		o.ClientName = p.client

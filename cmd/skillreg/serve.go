@@ -32,24 +32,6 @@ import (
 	"github.com/skillreg/skillreg/webhook"
 )
 
-func hasGit(srcs []registry.Source) bool {
-	for _, s := range srcs {
-		if s.Kind == registry.KindGit {
-			return true
-		}
-	}
-	return false
-}
-
-func hasReleasePin(srcs []registry.Source) bool {
-	for _, s := range srcs {
-		if s.Git != nil && s.Git.Pin.Kind == registry.PinRelease {
-			return true
-		}
-	}
-	return false
-}
-
 // dataDir is the configured data directory, or the default.
 func dataDir(cfg *config.Config) string {
 	if cfg.DataDir != "" {
@@ -83,12 +65,14 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 	if *data != "" {
 		cfg.DataDir = *data
 	}
-	log := newLogger(e.stderr, cfg.Log)
+	log, level := newLogger(e.stderr, cfg.Log)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitProblems
 	}
+	d.level = level
+	go d.reloadOnHUP(ctx, *cfgPath)
 	if err := d.Listen(); err != nil {
 		log.Error("cannot start", "err", err)
 		return exitProblems
@@ -111,8 +95,8 @@ func loadConfig(path string) (*config.Config, error) {
 
 // newLogger builds the process logger: JSON unless stderr is a terminal
 // (or as configured), at the configured level.
-func newLogger(w io.Writer, c config.Log) *slog.Logger {
-	var level slog.Level
+func newLogger(w io.Writer, c config.Log) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
 	format := c.Format
@@ -125,9 +109,9 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 		}
 	}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(slog.NewTextHandler(w, opts)), level
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(slog.NewJSONHandler(w, opts)), level
 }
 
 // Daemon is a running skillreg: the registry, its faces and the HTTP server
@@ -140,12 +124,13 @@ type Daemon struct {
 	MCP      *mcp.Server
 	releases *releases.Client
 	pool     *gitsync.Pool
-	webhook  *webhook.Handler
+	webhook  atomic.Pointer[webhook.Handler]
 	web      *web.Handler
 	store    *store.Store
 	// clients are the configured callers (swapped on reload).
 	clients     atomic.Pointer[access.Clients]
 	metrics     *metrics.Metrics
+	level       *slog.LevelVar // the log level, changed on reload
 	authLimiter *access.Limiter
 	tempDir     string // the git stores of a memory-only daemon
 	// deliveries is the webhook delivery log (bounded).
@@ -218,21 +203,20 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		}
 		ropts.Digests = registry.NewDigestMapFrom(digests)
 	}
-	if hasGit(srcs) {
-		pool, err := gitsync.NewPool(filepath.Join(dir, "git"), gitsync.PoolOptions{Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("git object stores: %w", err)
-		}
-		d.pool = pool
-		ropts.Git = pool
-		if hasReleasePin(srcs) {
-			rel, err := d.releasesClient()
-			if err != nil {
-				return nil, err
-			}
-			ropts.Releases = releaseResolver{client: rel, host: githubHost(cfg.GitHub.APIURL)}
-		}
+	// The git object stores and the releases client cost nothing until a
+	// source uses them; they exist from the start so a reload can add git
+	// sources.
+	pool, err := gitsync.NewPool(filepath.Join(dir, "git"), gitsync.PoolOptions{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("git object stores: %w", err)
 	}
+	d.pool = pool
+	ropts.Git = pool
+	rel, err := d.releasesClient()
+	if err != nil {
+		return nil, err
+	}
+	ropts.Releases = releaseResolver{client: rel, host: githubHost(cfg.GitHub.APIURL)}
 	ropts.OnSwap = func(old, new *registry.Catalog) {
 		if mcpSrv != nil {
 			mcpSrv.CatalogChanged(old, new)
@@ -276,11 +260,11 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		return nil, err
 	}
 	if d.web, err = web.New(web.Options{
-		Catalog:      d.Registry,
-		States:       d.Registry.States,
-		Deliveries:   d.recentDeliveries,
-		Logger:       log,
-		AuthRequired: d.clients.Load().Required(),
+		Catalog:          d.Registry,
+		States:           d.Registry.States,
+		Deliveries:       d.recentDeliveries,
+		Logger:           log,
+		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
 		Authenticate: func(tok string) (web.Viewer, bool) {
 			c, ok := d.clients.Load().Check(tok)
 			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
@@ -456,7 +440,7 @@ type releaseResolver struct {
 func (rr releaseResolver) LatestTag(ctx context.Context, url string) (string, error) {
 	u, err := neturl.Parse(url)
 	if err != nil || strings.ToLower(u.Hostname()) != rr.host {
-		return "", fmt.Errorf("%s is not on %s: %w", registry.RedactURL(url), rr.host, errNotGitHub)
+		return "", fmt.Errorf("%s is not on %s: %w", registry.RedactURL(url), rr.host, registry.ErrNoReleaseAPI)
 	}
 	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	rel, err := rr.client.Latest(ctx, repo)
@@ -468,8 +452,6 @@ func (rr releaseResolver) LatestTag(ctx context.Context, url string) (string, er
 	}
 	return rel.Tag, nil
 }
-
-var errNotGitHub = errors.New("not a GitHub repository")
 
 func (d *Daemon) routes() *echo.Echo {
 	e := echo.New()
@@ -509,9 +491,7 @@ func (d *Daemon) routes() *echo.Echo {
 	})
 	e.GET("/readyz", d.readyz)
 	e.GET("/metrics", echo.WrapHandler(d.metrics.Handler()))
-	if d.webhook != nil {
-		d.webhook.Register(e)
-	}
+	e.POST(webhook.Path, d.serveWebhook)
 	d.web.Register(e)
 	return e
 }
@@ -596,9 +576,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
-		if d.webhook != nil {
-			d.webhook.Close() // hands pending sync requests over before syncs stop
-		}
+		d.swapWebhook(nil) // hands pending sync requests over before syncs stop
 		stopReg()
 		return err
 	})

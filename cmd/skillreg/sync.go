@@ -24,7 +24,7 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 	if *data != "" {
 		cfg.DataDir = *data
 	}
-	log := newLogger(e.stderr, cfg.Log)
+	log, _ := newLogger(e.stderr, cfg.Log)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "skillreg sync: %v\n", err)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"reflect"
+	"syscall"
+
+	"github.com/skillreg/skillreg/config"
+)
+
+// Reload applies a new configuration without dropping connections:
+// sources added, removed or changed, clients, webhook secrets, skill-meta
+// tools, the cache hint and the log level. What only a restart can change
+// (listen address, data directory, log format, GitHub API settings) is
+// kept as it is, with a warning. A configuration that fails to load or to
+// apply is refused and the running one stays.
+func (d *Daemon) Reload(cfg *config.Config) error {
+	srcs, err := sources(cfg)
+	if err != nil {
+		return err
+	}
+	metaTools, err := d.skillMeta(cfg)
+	if err != nil {
+		return err
+	}
+	old := d.cfg
+	for _, k := range []struct {
+		key      string
+		old, new any
+	}{
+		{"listen", old.Listen, cfg.Listen}, {"data_dir", old.DataDir, cfg.DataDir},
+		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
+		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
+	} {
+		if !reflect.DeepEqual(k.old, k.new) {
+			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
+		}
+	}
+	// Keep what needs a restart, so the config on record is what runs.
+	cfg.Listen, cfg.DataDir, cfg.Log.Format, cfg.GitHub.APIURL, cfg.GitHub.TokenEnv =
+		old.Listen, old.DataDir, old.Log.Format, old.GitHub.APIURL, old.GitHub.TokenEnv
+	if err := d.setClients(cfg.Clients); err != nil {
+		return err
+	}
+	d.cfg = cfg
+	if err := d.setupWebhook(); err != nil {
+		return err
+	}
+	d.web.ResetSessions()
+	d.MCP.SetCacheTTL(cfg.MCP.CacheTTL.D())
+	d.MCP.SetSkillMeta(metaTools)
+	if d.level != nil {
+		_ = d.level.UnmarshalText([]byte(cfg.Log.Level))
+	}
+	d.Registry.SetSources(srcs)
+	d.log.Info("configuration reloaded", "sources", len(srcs), "clients", len(cfg.Clients), "skill_meta", len(metaTools))
+	return nil
+}
+
+// reloadOnHUP reloads the configuration file on every SIGHUP until ctx
+// ends. Without a configuration file (the embedded default) there is
+// nothing to reload.
+func (d *Daemon) reloadOnHUP(ctx context.Context, path string) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if path == "" {
+				d.log.Warn("SIGHUP ignored: serving the embedded default, there is no configuration file to reload")
+				continue
+			}
+			err := d.reloadFile(path)
+			d.metrics.ConfigReload(err == nil)
+			if err != nil {
+				d.log.Error("configuration reload refused; the running configuration stays", "file", path, "err", err)
+			}
+		}
+	}
+}
+
+func (d *Daemon) reloadFile(path string) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	if err := d.Reload(cfg); err != nil {
+		return fmt.Errorf("apply %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/registry"
+)
+
+// TestReloadValidAndInvalid: a valid new configuration adds a source and
+// clients without dropping an open session; an invalid one is refused and
+// the running configuration stays.
+func TestReloadValidAndInvalid(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
+	writeSkill(t, filepath.Join(root, "two", "b"), "b", nil)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(cfgFile, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := "sources:\n  - name: one\n    dir: " + root + "/one\n"
+	write(base)
+	d := startDaemon(t, base, "")
+	cs := connect(t, d.URL, "2025-11-25")
+	if entries, _ := listAll(t, cs); len(entries) != 1 {
+		t.Fatalf("before reload: %d skills", len(entries))
+	}
+
+	write(base + "  - name: two\n    dir: " + root + "/two\n")
+	if err := d.reloadFile(cfgFile); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return d.Registry.Current().Len(registry.Filter{}) == 2 })
+	// The session opened before the reload still works and sees the change.
+	if entries, _ := listAll(t, cs); len(entries) != 2 {
+		t.Fatalf("after reload: %d skills", len(entries))
+	}
+
+	for _, bad := range []string{
+		base + "  - name: one\n    dir: " + root + "/two\n", // duplicate name
+		base + "bogus_key: 1\n",
+		base + "  - name: three\n    dir: /does/not/exist\n",
+	} {
+		write(bad)
+		if err := d.reloadFile(cfgFile); err == nil {
+			t.Fatalf("reload accepted %q", bad)
+		}
+	}
+	if got := d.Registry.Current().Len(registry.Filter{}); got != 2 {
+		t.Fatalf("after refused reloads: %d skills", got)
+	}
+	if srcs := d.Registry.Sources(); len(srcs) != 2 {
+		t.Fatalf("sources after refused reloads: %d", len(srcs))
+	}
+
+	// Removing a source drops its skills; adding clients turns access on.
+	write("sources:\n  - name: two\n    dir: " + root + "/two\nclients:\n  - name: x\n    token_sha256: " + strings.Repeat("ab", 32) + "\n    sources: [two]\n")
+	if err := d.reloadFile(cfgFile); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return d.Registry.Current().Len(registry.Filter{}) == 1 })
+	if status, _ := rpc(t, d.URL, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta2026+`}}`); status != 401 {
+		t.Fatalf("after adding clients, an anonymous request got %d", status)
+	}
+}
+
+// TestShutdownDuringSync: stopping the daemon while a sync hangs in a
+// fetch leaves a store that a new daemon serves at once, without a resync.
+func TestShutdownDuringSync(t *testing.T) {
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("team")
+	remote.WriteFiles(map[string]string{"skills/a/SKILL.md": "---\nname: a\ndescription: A.\n---\n"})
+	first := remote.Commit("one")
+	remote.Push("main")
+	data := t.TempDir()
+	yaml := "data_dir: " + data + "\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    path: skills\n    poll: 0\n"
+	d := startDaemonKeep(t, yaml)
+
+	remote.WriteFiles(map[string]string{"skills/a/SKILL.md": "---\nname: a\ndescription: A, changed.\n---\n"})
+	remote.Commit("two")
+	remote.Push("main")
+	srv.SetFailure(gittest.Failure{Hang: true, FetchOnly: true})
+	d.Registry.RequestSync("team", "test")
+	waitUntil(t, func() bool { return d.Registry.States()[0].Syncing })
+	stopped := make(chan struct{})
+	go func() { d.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("shutdown did not abort the hanging sync")
+	}
+
+	cfg, _ := config.Parse([]byte(yaml), "")
+	d2, err := NewDaemon(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	snap, ok := d2.Registry.Current().Snapshot("team")
+	if !ok || snap.Commit != first {
+		t.Fatalf("restarted daemon serves %v (commit %s), want the stored commit %s", ok, snap.Commit, first)
+	}
+	f, _ := d2.Registry.Current().File(registry.Filter{}, "skill://team/a/SKILL.md")
+	if data, err := d2.Registry.ReadFile(context.Background(), f); err != nil || !strings.Contains(string(data), "description: A.") {
+		t.Fatalf("restarted read: %q %v", data, err)
+	}
+}
