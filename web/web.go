@@ -73,7 +73,7 @@ type Options struct {
 	// AuthRequired, so a configuration reload that adds or removes
 	// clients takes effect at once.
 	AuthRequiredFunc func() bool
-	Authenticate func(token string) (Viewer, bool)
+	Authenticate     func(token string) (Viewer, bool)
 	// SessionTTL is how long a session lasts (default 12h).
 	SessionTTL time.Duration
 	// SecureCookie marks the session cookie Secure even when the request
