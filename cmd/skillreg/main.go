@@ -39,6 +39,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"serve", "[--config FILE] [--listen ADDR] [--data DIR]", "run the catalog server (MCP at /mcp)", cmdServe},
+		{"mcp", "--stdio [--config FILE] [--data DIR]", "serve MCP over stdio for a local client", cmdMCP},
 		{"validate", "DIR...", "check skill trees the way the server judges them", cmdValidate},
 		{"sync", "[--config FILE] [--data DIR] [SOURCE...]", "run one sync pass of the sources and exit (for cron and debugging)", cmdSync},
 		{"store", "check|rebuild|backup FILE [--data DIR]", "check, rebuild or back up the store (skillreg.db)", cmdStore},

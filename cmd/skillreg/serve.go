@@ -256,8 +256,10 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 	} else {
 		d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
 	}
-	if err := d.setupWebhook(); err != nil {
-		return nil, err
+	if !memory { // memory-only daemons serve stdio: no HTTP endpoint
+		if err := d.setupWebhook(); err != nil {
+			return nil, err
+		}
 	}
 	if d.web, err = web.New(web.Options{
 		Catalog:          d.Registry,
