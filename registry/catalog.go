@@ -48,6 +48,7 @@ type Snapshot struct {
 
 	tree   skill.Tree
 	byPath map[string]*skill.Skill
+	search searchState
 }
 
 // NewSnapshot seals a snapshot: skills sorted by path, lookups built, and
@@ -117,6 +118,7 @@ type Catalog struct {
 	Gen     uint64
 	Created time.Time
 	sources []*Snapshot // sorted by name
+	index   catalogIndex
 }
 
 // NewCatalog builds a generation from snapshots.

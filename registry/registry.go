@@ -638,6 +638,7 @@ func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalo
 		return
 	}
 	r.cur.Store(nc)
+	prepareSearch(nc)
 	r.mu.Lock()
 	r.history = append(r.history, retired{old, now})
 	r.pruneHistory()

@@ -26,6 +26,7 @@ import (
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/registry/search"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
@@ -235,6 +236,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		SkillMeta: metaTools,
 		States:    d.Registry.States,
 		Observe:   d.metrics.MCPRequest,
+		Search:    d.searchMCP,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
@@ -661,4 +663,30 @@ func remoteHost(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// searchMCP runs search_skills on the registry's index.
+func (d *Daemon) searchMCP(_ context.Context, f registry.Filter, q string, o mcp.SearchOptions) ([]mcp.SearchHit, error) {
+	hits, err := d.Registry.Search(f, o.Source, q, search.Options{Limit: o.Limit, Tag: o.Tag, IncludeDeprecated: o.IncludeDeprecated})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcp.SearchHit, len(hits))
+	for i, h := range hits {
+		out[i] = mcp.SearchHit{URI: h.ID, Score: h.Score, Fields: h.Fields}
+	}
+	return out, nil
+}
+
+// searchWeb runs the web catalog's search box on the same index.
+func (d *Daemon) searchWeb(f registry.Filter, q string, limit int) ([]web.Hit, error) {
+	hits, err := d.Registry.Search(f, "", q, search.Options{Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = web.Hit{URI: h.ID, Source: h.Source, Name: h.Name, Score: h.Score, Fields: h.Fields}
+	}
+	return out, nil
 }

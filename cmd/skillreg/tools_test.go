@@ -233,3 +233,26 @@ func TestPromptsAndCatalogResources(t *testing.T) {
 		t.Errorf("catalog.md:\n%s", md.Contents[0].Text)
 	}
 }
+
+func TestSearchSkillsTool(t *testing.T) {
+	d := startDaemon(t, "", "")
+	cs := connect(t, d.URL, "2026-07-28")
+	for q, want := range map[string]string{
+		"how do I write a commit message": "commit-message",
+		"review my go code":               "go-code-review",
+		"postmortem template":             "incident-response",
+		"comit mesage":                    "commit-message",
+	} {
+		var out mcp.SearchSkillsOutput
+		if e := callTool(t, cs, "search_skills", map[string]any{"query": q}, &out); e != "" {
+			t.Fatalf("%q: %s", q, e)
+		}
+		if len(out.Hits) == 0 || out.Hits[0].Name != want {
+			t.Errorf("%q: top hit %+v, want %s", q, out.Hits, want)
+			continue
+		}
+		if out.Hits[0].Score <= 0 || len(out.Hits[0].Matched) == 0 || !out.Hits[0].Meta.Untrusted {
+			t.Errorf("%q: hit %+v lacks score, fields or _meta", q, out.Hits[0])
+		}
+	}
+}
