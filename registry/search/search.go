@@ -11,6 +11,18 @@
 // and within a small edit distance (typos), the last two at a discount and
 // with the rarity of the word the user most likely meant, so a rare
 // near-miss never outranks the common word that was typed.
+//
+// In the registry: BuildSegment when a source's snapshot is built,
+// NewIndex over all segments when the catalog is swapped, and Search with
+// the segments a caller may see and that Index.
+//
+// Why not a library: bleve v2.6.3, measured on the same 10,000 generated
+// skills, took minutes to index them in memory, answered in tens of
+// milliseconds at the median, ranked the quality test set worse, and
+// scores each index of an alias with that index's own statistics, which
+// per-source indexes cannot afford. Why a trie for typos: a deletion
+// neighbourhood answers a little faster but on a 250,000-word vocabulary
+// took over a minute and 1.8 GiB to build (see typo_bench_test.go).
 package search
 
 import (
