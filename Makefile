@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The shared conformance suite sits beside the checkout.
 CONFORMANCE ?= ../shared/conformance/run.sh
 
-.PHONY: all build run test unit conformance bench fmt-check vet tools chromium
+.PHONY: all build run test unit conformance inspector bench fmt-check vet tools chromium node
 all: build
 
 tools:
@@ -37,12 +37,18 @@ chromium:
 unit: tools chromium
 	$(GO) test -race -count=1 ./...
 
-test: fmt-check vet unit conformance
+test: fmt-check vet unit conformance inspector
 
-conformance: build
-	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite; install them and retry" >&2; exit 1; }
+node:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite and the Inspector test; install them and retry" >&2; exit 1; }
+
+conformance: build node
 	@test -x $(CONFORMANCE) || { echo "make: $(CONFORMANCE) not found (set CONFORMANCE=path/to/run.sh)" >&2; exit 1; }
 	scripts/conformance.sh $(BIN) $(CONFORMANCE)
+
+# A real external client (the MCP Inspector's CLI) lists and calls every tool.
+inspector: build node
+	scripts/inspector.sh $(BIN)
 
 bench: build
 	$(GO) run ./internal/bench

@@ -62,7 +62,7 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 		})
 	}
 	if end < len(refs) {
-		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: end}.Encode()
+		res.NextCursor = cat.Cursor(end).Encode()
 	}
 	return res, nil
 }

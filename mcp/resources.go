@@ -66,7 +66,7 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 		})
 	}
 	if next >= 0 {
-		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: next}.Encode()
+		res.NextCursor = cat.Cursor(next).Encode()
 	}
 	return res, nil
 }

@@ -27,7 +27,7 @@ const statelessVersion = "2026-07-28"
 // verified file bytes.
 type Catalogs interface {
 	Current() *registry.Catalog
-	Generation(gen uint64) (*registry.Catalog, bool)
+	Resume(c registry.Cursor) (*registry.Catalog, bool)
 	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
 }
 

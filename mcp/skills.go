@@ -89,7 +89,7 @@ func (s *Server) page(cursor string) (*registry.Catalog, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	cat, ok := s.o.Catalogs.Generation(c.Gen)
+	cat, ok := s.o.Catalogs.Resume(c)
 	if !ok {
 		return nil, 0, registry.ErrCatalogMoved
 	}
@@ -111,7 +111,7 @@ func (s *Server) listSkills(ctx context.Context, ss *sdk.ServerSession, p *ListS
 		res.Skills[i] = NewEntry(r)
 	}
 	if next >= 0 {
-		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: next}.Encode()
+		res.NextCursor = cat.Cursor(next).Encode()
 	}
 	return res, nil
 }
@@ -177,7 +177,7 @@ func (s *Server) readDirectory(ctx context.Context, ss *sdk.ServerSession, p *Re
 		res.Resources = append(res.Resources, d)
 	}
 	if end < len(children) {
-		res.NextCursor = registry.Cursor{Gen: cat.Gen, Offset: end}.Encode()
+		res.NextCursor = cat.Cursor(end).Encode()
 	}
 	return res, nil
 }

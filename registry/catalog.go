@@ -119,6 +119,9 @@ type Catalog struct {
 	Created time.Time
 	sources []*Snapshot // sorted by name
 	index   catalogIndex
+	// instance tells this process's generations from another's: replicas
+	// behind one address number their generations alike.
+	instance string
 }
 
 // NewCatalog builds a generation from snapshots.
@@ -137,7 +140,9 @@ func (c *Catalog) with(gen uint64, now time.Time, snap *Snapshot) *Catalog {
 			out = append(out, s)
 		}
 	}
-	return NewCatalog(gen, now, append(out, snap))
+	nc := NewCatalog(gen, now, append(out, snap))
+	nc.instance = c.instance
+	return nc
 }
 
 func (c *Catalog) without(gen uint64, now time.Time, source string) *Catalog {
@@ -147,7 +152,9 @@ func (c *Catalog) without(gen uint64, now time.Time, source string) *Catalog {
 			out = append(out, s)
 		}
 	}
-	return NewCatalog(gen, now, out)
+	nc := NewCatalog(gen, now, out)
+	nc.instance = c.instance
+	return nc
 }
 
 // Sources returns the snapshots of the sources the filter allows.
@@ -328,15 +335,21 @@ func (c *Catalog) Dir(allow Filter, uri string) ([]DirEntry, error) {
 	return out, nil
 }
 
-// Cursor names a position in one generation's listing.
+// Cursor names a position in one generation's listing, of one process.
 type Cursor struct {
-	Gen    uint64
-	Offset int
+	Instance string
+	Gen      uint64
+	Offset   int
+}
+
+// Cursor returns the cursor of a position in this generation's listing.
+func (c *Catalog) Cursor(offset int) Cursor {
+	return Cursor{Instance: c.instance, Gen: c.Gen, Offset: offset}
 }
 
 // Encode renders the cursor as an opaque string.
 func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte("g" + strconv.FormatUint(c.Gen, 10) + "." + strconv.Itoa(c.Offset)))
+	return base64.RawURLEncoding.EncodeToString([]byte(c.Instance + "g" + strconv.FormatUint(c.Gen, 10) + "." + strconv.Itoa(c.Offset)))
 }
 
 // DecodeCursor parses a cursor made by Encode.
@@ -349,13 +362,14 @@ func DecodeCursor(s string) (Cursor, error) {
 		return Cursor{}, ErrBadCursor
 	}
 	g, o, ok := strings.Cut(string(b), ".")
-	if !ok || !strings.HasPrefix(g, "g") {
+	inst, g, ok2 := strings.Cut(g, "g")
+	if !ok || !ok2 {
 		return Cursor{}, ErrBadCursor
 	}
-	gen, err1 := strconv.ParseUint(g[1:], 10, 64)
+	gen, err1 := strconv.ParseUint(g, 10, 64)
 	off, err2 := strconv.Atoi(o)
 	if err1 != nil || err2 != nil || off < 0 {
 		return Cursor{}, ErrBadCursor
 	}
-	return Cursor{gen, off}, nil
+	return Cursor{inst, gen, off}, nil
 }

@@ -183,7 +183,9 @@ func New(o Options) *Registry {
 		sem:     make(chan struct{}, o.MaxParallelSyncs),
 		sources: map[string]*sourceRun{},
 	}
-	r.cur.Store(NewCatalog(0, o.Now(), nil))
+	first := NewCatalog(0, o.Now(), nil)
+	first.instance = newInstance()
+	r.cur.Store(first)
 	return r
 }
 
@@ -204,6 +206,25 @@ func (r *Registry) Generation(gen uint64) (*Catalog, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Resume returns the generation a cursor was made on, if this process
+// made it and still keeps that generation.
+func (r *Registry) Resume(c Cursor) (*Catalog, bool) {
+	if c.Instance != r.Current().instance {
+		return nil, false
+	}
+	return r.Generation(c.Gen)
+}
+
+// newInstance names this process's generations (six random letters).
+func newInstance() string {
+	const letters = "abcdefhijkmnpqrstuvwxyz" // no g: it separates the fields
+	b := make([]byte, 6)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
 }
 
 // Retained returns the generations still readable, current first.

@@ -241,3 +241,24 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 var _ skill.DigestCache = (*DigestMap)(nil)
+
+// TestCursorOfAnotherProcess: replicas number generations alike; a cursor
+// made by one is never resumed by another (it answers "catalog changed").
+func TestCursorOfAnotherProcess(t *testing.T) {
+	a, _ := newDirRegistry(t, Options{})
+	b, _ := newDirRegistry(t, Options{})
+	c := a.Current().Cursor(1)
+	if a.Current().Gen != b.Current().Gen {
+		t.Fatalf("test needs equal generations: %d %d", a.Current().Gen, b.Current().Gen)
+	}
+	if _, ok := a.Resume(c); !ok {
+		t.Fatal("own cursor not resumed")
+	}
+	if _, ok := b.Resume(c); ok {
+		t.Fatal("another process's cursor resumed")
+	}
+	d, err := DecodeCursor(c.Encode())
+	if err != nil || d != c {
+		t.Fatalf("round trip: %+v %v", d, err)
+	}
+}
