@@ -1,0 +1,70 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExampleLoads keeps config.example.yaml true: it loads with the real
+// loader, and every key it shows is read.
+func TestExampleLoads(t *testing.T) {
+	c, err := Load(filepath.Join("..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sources) != 3 || c.Sources[1].Ref.Branch != "main" || c.Sources[1].Auth.TokenEnv != "ACME_GIT_TOKEN" {
+		t.Fatalf("sources %+v", c.Sources)
+	}
+	if len(c.Meta) != 1 || c.Meta[0].Tool != "agentkey_skill_meta" || len(c.Clients) != 2 {
+		t.Fatalf("skill_meta %+v clients %+v", c.Meta, c.Clients)
+	}
+	if c.Sources[2].Poll.D() != DefaultGitPoll || c.Sources[0].Poll.D() != 2*time.Second {
+		t.Fatalf("polls %v %v", c.Sources[0].Poll.D(), c.Sources[2].Poll.D())
+	}
+}
+
+func TestStrictErrorsNameKeyAndLine(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ yaml, want string }{
+		{"listen: x\nbogus: 1\n", `line 2: unknown key "bogus"`},
+		{"sources:\n  - name: a\n    dir: " + dir + "\n    colour: red\n", `line 4: unknown key "colour"`},
+		{"sources:\n  - name: a\n    dir: " + dir + "\n  - name: a\n    dir: " + dir + "\n", `line 4: sources[1].name: "a" is already the name of the source on line 2`},
+		{"sources:\n  - name: a\n    dir: /does/not/exist\n", `line 2: sources[0].dir`},
+		{"sources:\n  - name: A\n    dir: " + dir + "\n", `must be lowercase`},
+		{"sources:\n  - name: a\n    url: https://u:p@example.com/x.git\n", `credentials do not belong in the URL`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {branch: a, tag: b}\n", `set exactly one of branch, tag, commit, semver, release`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {semver: \"not a range\"}\n", `semver`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {commit: abc}\n", `40-digit`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    path: ../up\n", `inside the repository`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    poll: soon\n", `not a duration`},
+		{"clients:\n  - name: x\n    token_sha256: short\n    sources: [\"*\"]\n", `64 lowercase hex digits`},
+		{"sources:\n  - name: a\n    dir: " + dir + "\nclients:\n  - name: x\n    token_sha256: " + strings.Repeat("a", 64) + "\n    sources: [b]\n", `"b" is not a configured source`},
+		{"skill_meta:\n  - skill: x\n    repo: nope\n", `must be owner/name`},
+		{"log:\n  level: loud\n", `log.level`},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.yaml), dir)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestRelativeDirAndLimits(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "skills"), 0o755)
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte("sources:\n  - name: a\n    dir: skills\n"), 0o644)
+	c, err := Load(p)
+	if err != nil || c.Sources[0].Dir != filepath.Join(dir, "skills") {
+		t.Fatalf("relative dir: %+v %v", c, err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	os.WriteFile(big, make([]byte, MaxFileBytes+1), 0o644)
+	if _, err := Load(big); err == nil {
+		t.Fatal("oversized config loaded")
+	}
+}
