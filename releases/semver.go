@@ -3,6 +3,8 @@ package releases
 import (
 	"regexp"
 	"strings"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // semverPattern is semver.org's regular expression for a version (2.0.0),
@@ -37,68 +39,13 @@ func IsVersion(v string) bool {
 // compareVersions orders two semantic versions by semver precedence (build
 // metadata ignored). ok is false when either is not a version.
 func compareVersions(a, b string) (cmp int, ok bool) {
-	ma, mb := semverRE.FindStringSubmatch(a), semverRE.FindStringSubmatch(b)
-	if ma == nil || mb == nil || len(a) > maxVersionLen || len(b) > maxVersionLen {
+	if !IsVersion(a) || !IsVersion(b) {
 		return 0, false
 	}
-	for i := 1; i <= 3; i++ {
-		if c := compareNumeric(ma[i], mb[i]); c != 0 {
-			return c, true
-		}
+	va, err1 := semver.StrictNewVersion(a)
+	vb, err2 := semver.StrictNewVersion(b)
+	if err1 != nil || err2 != nil {
+		return 0, false
 	}
-	pa, pb := ma[4], mb[4]
-	switch {
-	case pa == pb:
-		return 0, true
-	case pa == "":
-		return 1, true // a release outranks its prereleases
-	case pb == "":
-		return -1, true
-	}
-	fa, fb := strings.Split(pa, "."), strings.Split(pb, ".")
-	for i := 0; i < len(fa) && i < len(fb); i++ {
-		na, nb := isNumeric(fa[i]), isNumeric(fb[i])
-		var c int
-		switch {
-		case na && nb:
-			c = compareNumeric(fa[i], fb[i])
-		case na:
-			c = -1
-		case nb:
-			c = 1
-		default:
-			c = strings.Compare(fa[i], fb[i])
-		}
-		if c != 0 {
-			return c, true
-		}
-	}
-	switch {
-	case len(fa) < len(fb):
-		return -1, true
-	case len(fa) > len(fb):
-		return 1, true
-	}
-	return 0, true
-}
-
-// compareNumeric compares decimal strings without leading zeros of any
-// length, so huge numbers in hostile tags cannot overflow.
-func compareNumeric(a, b string) int {
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(a, b)
-}
-
-func isNumeric(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return va.Compare(vb), true
 }
