@@ -547,6 +547,9 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		st.LastError = ""
 		st.Failures = 0
 		st.NextRetry = time.Time{}
+		if run.retry != nil {
+			run.retry.Stop() // a retry after a success would only repeat it
+		}
 		if snap != nil {
 			st.Commit, st.Skills, st.Excluded = snap.Commit, len(snap.Skills), len(snap.Excluded)
 		}

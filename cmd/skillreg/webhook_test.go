@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,5 +155,48 @@ func TestWebhookNotMountedWithoutSecret(t *testing.T) {
 	d := startDaemon(t, "", "")
 	if status, _ := deliver(t, d.URL, "ping", "p-1", []byte(`{"zen":"x","hook_id":1}`)); status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
 		t.Fatalf("unmounted endpoint answered %d", status)
+	}
+}
+
+// TestConcurrentDeliveriesCoalesce: 100 deliveries for one source while a
+// sync is stuck produce one follow-up sync, not 100.
+func TestConcurrentDeliveriesCoalesce(t *testing.T) {
+	t.Setenv("SKILLREG_WEBHOOK_SECRET", testSecret)
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("team")
+	remote.WriteFiles(map[string]string{"skills/a/SKILL.md": "---\nname: a\ndescription: A.\n---\n"})
+	remote.Commit("one")
+	remote.Push("main")
+	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    path: skills\n    poll: 0\n    timeout: 2s\n", "")
+	syncs := func() float64 {
+		return metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="failed",source="team"}`) +
+			metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="unchanged",source="team"}`) +
+			metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="updated",source="team"}`)
+	}
+	base := syncs()
+	srv.SetFailure(gittest.Failure{Hang: true}) // the next sync sticks in its ref listing
+	body := payload(t, "push.json", "acme/team", remote.URL(), func(m map[string]any) {
+		m["ref"] = "refs/heads/main"
+		m["repository"].(map[string]any)["default_branch"] = "main"
+	})
+	if status, _ := deliver(t, d.URL, "push", "first", body); status != http.StatusAccepted {
+		t.Fatalf("first delivery: %d", status)
+	}
+	waitUntil(t, func() bool { return d.Registry.States()[0].Syncing })
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if status, _ := deliver(t, d.URL, "push", fmt.Sprintf("d-%d", i), body); status != http.StatusAccepted {
+				t.Errorf("delivery %d: %d", i, status)
+			}
+		}()
+	}
+	wg.Wait()
+	srv.SetFailure(gittest.Failure{})
+	waitUntil(t, func() bool { return syncs()-base >= 2 && !d.Registry.States()[0].Syncing })
+	if n := syncs() - base; n > 2 {
+		t.Fatalf("101 deliveries ran %v syncs, want the stuck one and one follow-up", n)
 	}
 }
