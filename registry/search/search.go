@@ -127,6 +127,14 @@ const (
 	// which bounds the cost of a long query.
 	maxQueryTerms = 32
 	maxFuzzyTerms = 12
+
+	// In a query of more than longQuery words, a word found in more than
+	// 1/commonShare of the documents is common: it only re-ranks documents
+	// the rarer words found (as Lucene's CommonTermsQuery does). Pasted
+	// text is full of such words, and their long postings were most of a
+	// long query's cost.
+	longQuery   = 8
+	commonShare = 8
 )
 
 // expansion is one indexed term a query word matches, with its weight.
@@ -140,8 +148,10 @@ type expansion struct {
 
 // queryTerm is one query word and everything it matches.
 type queryTerm struct {
-	exp []expansion
-	idf float64
+	exp    []expansion
+	idf    float64
+	df     int  // the document frequency idf is computed from
+	common bool // scores only documents that rarer words matched
 }
 
 // Search ranks the documents of segs against query. Pass exactly the
@@ -253,11 +263,20 @@ func newPlan(segs []*Segment, ix *Index, toks []token) *plan {
 			df = max(df, e.df)
 		}
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
-		pl.terms = append(pl.terms, queryTerm{exp: exp, idf: idf})
+		pl.terms = append(pl.terms, queryTerm{exp: exp, idf: idf, df: df})
 		pl.idfSum += idf
 	}
 	if len(pl.terms) == 0 {
 		return nil
+	}
+	if len(pl.terms) > longQuery {
+		// Rarer words first, so that common ones see what they matched.
+		slices.SortStableFunc(pl.terms, func(a, b queryTerm) int { return cmp.Compare(a.df, b.df) })
+		if pl.terms[0].df*commonShare <= n {
+			for i := range pl.terms {
+				pl.terms[i].common = pl.terms[i].df*commonShare > n
+			}
+		}
 	}
 	return pl
 }
@@ -274,6 +293,9 @@ func (pl *plan) score(s *Segment, sc *scratch) {
 				continue
 			}
 			for _, p := range s.postings[t] {
+				if qt.common && sc.matched[p.doc] == 0 {
+					continue
+				}
 				// BM25F: field-weighted, length-normalised term frequency,
 				// saturated once.
 				tfw := 0.0

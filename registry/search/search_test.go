@@ -330,3 +330,27 @@ func TestIndexGivesSameResults(t *testing.T) {
 		}
 	}
 }
+
+// TestLongQueryCommonWords: in a long query, words most skills contain only
+// re-rank the skills its rarer words found; a long query of common words
+// alone still answers.
+func TestLongQueryCommonWords(t *testing.T) {
+	common := "alpha bravo charlie delta echo foxtrot golf hotel india"
+	var docs []search.Doc
+	for i := range 20 {
+		docs = append(docs, search.Doc{ID: fmt.Sprintf("d%02d", i), Name: fmt.Sprintf("doc-%02d", i), Body: common})
+	}
+	docs[7].Body += " zebra"
+	segs := split(docs, 3)
+	hits := top(t, segs, "zebra "+common, search.Options{Limit: 100})
+	if len(hits) != 1 || hits[0].ID != "d07" {
+		t.Errorf("long query with one rare word: %v, want only d07", hits)
+	}
+	if hits := top(t, segs, common, search.Options{Limit: 100}); len(hits) != 20 {
+		t.Errorf("long query of common words: %d hits, want 20", len(hits))
+	}
+	// Short queries are not affected: common words alone still match.
+	if hits := top(t, segs, "zebra alpha", search.Options{Limit: 100}); len(hits) != 20 || hits[0].ID != "d07" {
+		t.Errorf("short query: %d hits, first %v", len(hits), hits[0])
+	}
+}
