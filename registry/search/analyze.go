@@ -73,7 +73,8 @@ func isWordStart(s string) bool {
 // hyphenated groups so that "go-code-review" is found by "gocodereview"
 // and "codereview".
 type analyzer struct {
-	group []string // the current hyphenated group, lowercased
+	group []string // the current hyphenated group, as written
+	upper bool     // some word of the group needs lowercasing
 }
 
 // tokens calls fn for every word of text, stop words included (the caller
@@ -82,22 +83,25 @@ type analyzer struct {
 // wholeGroup is set, all of text is one group (a name, a tag). A word may
 // point into text and may need lowercasing (upper).
 func (a *analyzer) tokens(text string, wholeGroup bool, fn func(w string, upper, compound bool)) {
-	a.group = a.group[:0]
+	a.group, a.upper = a.group[:0], false
 	flush := func() {
 		if len(a.group) >= 2 {
+			if a.upper { // lowercase only the groups that make compounds
+				for i, w := range a.group {
+					a.group[i] = strings.ToLower(w)
+				}
+			}
 			a.compounds(a.group, fn)
 		}
-		a.group = a.group[:0]
+		a.group, a.upper = a.group[:0], false
 	}
 	splitWords(text, func(w string, upper, joined bool) {
 		if !joined && !wholeGroup {
 			flush()
 		}
 		fn(w, upper, false)
-		if upper {
-			w = strings.ToLower(w)
-		}
 		a.group = append(a.group, w)
+		a.upper = a.upper || upper
 	})
 	flush()
 }
