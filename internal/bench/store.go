@@ -176,7 +176,12 @@ func runStore(env *Env) ([]Row, error) {
 // storeWithOneChange is snap with one file of one skill changed, the
 // other skills the same values (as the indexer reuses them).
 func storeWithOneChange(snap *registry.Snapshot) *registry.Snapshot {
-	c := *snap
+	// Field by field: a Snapshot holds a sync.Once (its search segment)
+	// that must not be copied.
+	c := registry.Snapshot{
+		Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref,
+		Commit: snap.Commit, Path: snap.Path, Excluded: snap.Excluded, Stats: snap.Stats, IndexedAt: snap.IndexedAt,
+	}
 	c.Skills = slices.Clone(snap.Skills)
 	i := len(c.Skills) / 2
 	sk := *c.Skills[i]

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/internal/gittest"
+)
+
+func init() { register("webhook-e2e", runWebhookE2E) }
+
+const webhookE2EPushes = 25
+
+// runWebhookE2E measures issue 5's promise end to end: on a loopback git
+// server holding a repository of env.Skills skills, each round changes one
+// file, commits and pushes it, then delivers a signed `push` webhook (the
+// real GitHub example payload, pointed at the repository) to the running
+// daemon and times until skills/get over MCP (stateless 2026-07-28
+// requests) shows the file's new digest. The peer, for scale, is
+// `git fetch --depth 1` of the same push into a shallow clone: the bare
+// network cost of learning about the change, without indexing or serving.
+func runWebhookE2E(env *Env) (rows []Row, err error) {
+	defer func() {
+		// gittest helpers panic when they have no testing.TB.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("webhook-e2e: %v", p)
+		}
+	}()
+	example, err := os.ReadFile(filepath.Join("webhook", "testdata", "push.json"))
+	if err != nil {
+		return nil, fmt.Errorf("webhook-e2e reads the real push payload (run from the module root): %w", err)
+	}
+	srv, err := gittest.Start(filepath.Join(env.Tmp, "webhook-e2e-git"))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	remote := srv.CreateRepo("bench-skills")
+	start := time.Now()
+	remote.WriteTree(func(dir string) error {
+		_, _, err := corpus.Write(dir, corpus.Options{Skills: env.Skills})
+		return err
+	})
+	before := remote.Commit("corpus")
+	remote.Push("main")
+	env.Log("webhook-e2e: %d-skill repository committed in %s", env.Skills, time.Since(start).Round(time.Millisecond))
+
+	// The daemon reads its webhook secret from the environment it inherits.
+	old, had := os.LookupEnv("SKILLREG_WEBHOOK_SECRET")
+	os.Setenv("SKILLREG_WEBHOOK_SECRET", webhookSecret)
+	defer func() {
+		if had {
+			os.Setenv("SKILLREG_WEBHOOK_SECRET", old)
+		} else {
+			os.Unsetenv("SKILLREG_WEBHOOK_SECRET")
+		}
+	}()
+	start = time.Now()
+	d, err := startDaemon(env, "webhook-e2e", "sources:\n  - name: bench\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    poll: 0\n")
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	env.Log("webhook-e2e: daemon ready (initial sync) in %s", time.Since(start).Round(time.Millisecond))
+	base := "http://" + d.addr
+
+	peerDir := filepath.Join(env.Tmp, "webhook-e2e-peer")
+	clone := exec.Command("git", "clone", "--quiet", "--depth", "1", remote.URL(), peerDir)
+	clone.Env = gitEnv()
+	if out, err := clone.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("git clone: %w: %s", err, out)
+	}
+
+	c := &http.Client{}
+	var ours, answers, peer []time.Duration
+	var polls []int
+	for i := range webhookE2EPushes {
+		k := (i*7919 + 13) % env.Skills
+		skillDir := corpus.SkillDir(k, 0)
+		file := skillDir + "/references/file-1.md"
+		content := fmt.Sprintf("edited by push %d at %s\n%s\n", i, time.Now().Format(time.RFC3339Nano), strings.Repeat("more words ", 50+i))
+		sum := sha256.Sum256([]byte(content))
+		want := "sha256:" + hex.EncodeToString(sum[:])
+		remote.WriteFiles(map[string]string{file: content})
+		after := remote.Commit(fmt.Sprintf("edit %s", file))
+		remote.Push("main")
+
+		body, err := pushDelivery(example, remote.URL(), before, after)
+		if err != nil {
+			return nil, err
+		}
+		before = after
+		skillURI := "skill://bench/" + skillDir + "/SKILL.md"
+		fileURI := "skill://bench/" + file
+
+		t0 := time.Now()
+		status, err := deliverSigned(c, base, fmt.Sprintf("e2e-%d", i), body)
+		if err != nil {
+			return nil, err
+		}
+		answered := time.Since(t0)
+		if status != http.StatusAccepted {
+			return nil, fmt.Errorf("webhook-e2e: push delivery answered %d, want 202 (is the webhook mounted and the source matched?)", status)
+		}
+		n := 0
+		for {
+			n++
+			got, err := fileDigest(c, base+"/mcp", skillURI, fileURI)
+			if err != nil {
+				return nil, err
+			}
+			if got == want {
+				break
+			}
+			if time.Since(t0) > 2*time.Minute {
+				return nil, fmt.Errorf("webhook-e2e: %s still at %s two minutes after the delivery", fileURI, got)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ours, answers, polls = append(ours, time.Since(t0)), append(answers, answered), append(polls, n)
+
+		p, err := peerFetch(peerDir)
+		if err != nil {
+			return nil, err
+		}
+		peer = append(peer, p)
+	}
+	env.Log("webhook-e2e: push to visible %v", ours)
+	env.Log("webhook-e2e: webhook answered in %v; skills/get polls %v", answers, polls)
+	env.Log("webhook-e2e: git fetch --depth 1 %v", peer)
+
+	q := func(v []time.Duration, p float64) time.Duration {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[min(len(s)-1, int(p*float64(len(s))))]
+	}
+	oM, o95, pM, p95 := median(ours), q(ours, 0.95), median(peer), q(peer, 0.95)
+	return []Row{
+		{
+			Name:  fmt.Sprintf("webhook push to new digest over MCP, %d-skill repo, one-file change (median of %d)", env.Skills, len(ours)),
+			Ours:  storeMS(oM),
+			Peer:  storeMS(pM) + " (git fetch --depth 1)",
+			Ratio: fmt.Sprintf("%.2fx", float64(oM)/float64(pM)),
+			Goal:  "< 1 s",
+			OK:    oM < time.Second,
+		},
+		{
+			Name:  fmt.Sprintf("webhook push to new digest over MCP, p95 of %d", len(ours)),
+			Ours:  storeMS(o95),
+			Peer:  storeMS(p95) + " (git fetch --depth 1)",
+			Ratio: fmt.Sprintf("%.2fx", float64(o95)/float64(p95)),
+			Goal:  "reported",
+			OK:    true,
+		},
+	}, nil
+}
+
+// pushDelivery is the real GitHub push example with its repository
+// pointed at ours, on refs/heads/main, moving from before to after.
+func pushDelivery(example []byte, cloneURL, before, after string) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(example, &m); err != nil {
+		return nil, err
+	}
+	m["ref"], m["before"], m["after"] = "refs/heads/main", before, after
+	repo, ok := m["repository"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("push example without a repository")
+	}
+	repo["full_name"], repo["name"] = "skillreg/bench-skills", "bench-skills"
+	repo["clone_url"], repo["html_url"] = cloneURL, strings.TrimSuffix(cloneURL, ".git")
+	repo["default_branch"], repo["master_branch"] = "main", "main"
+	if owner, ok := repo["owner"].(map[string]any); ok {
+		owner["login"] = "skillreg"
+	}
+	if hc, ok := m["head_commit"].(map[string]any); ok {
+		hc["id"] = after
+	}
+	return json.Marshal(m)
+}
+
+// deliverSigned posts a push delivery signed with the bench secret, the
+// way GitHub does.
+func deliverSigned(c *http.Client, base, id string, body []byte) (int, error) {
+	mac := hmac.New(sha256.New, []byte(webhookSecret))
+	mac.Write(body)
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/github", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", id)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// fileDigest asks skills/get for a skill and returns the digest its
+// manifest gives one file.
+func fileDigest(c *http.Client, url, skillURI, fileURI string) (string, error) {
+	req := mcpRequest{"skills/get", "", `{"jsonrpc":"2.0","id":1,"method":"skills/get","params":{` + meta2026 + `,"uri":"` + skillURI + `"}}`}
+	b, err := req.do(c, url)
+	if err != nil {
+		return "", fmt.Errorf("skills/get %s: %w", skillURI, err)
+	}
+	var res struct {
+		Result struct {
+			Skill struct {
+				Resources []struct {
+					URI    string `json:"uri"`
+					Digest string `json:"digest"`
+				} `json:"resources"`
+			} `json:"skill"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return "", fmt.Errorf("skills/get %s: %w", skillURI, err)
+	}
+	if res.Error != nil {
+		return "", fmt.Errorf("skills/get %s: %s", skillURI, res.Error)
+	}
+	for _, r := range res.Result.Skill.Resources {
+		if r.URI == fileURI {
+			return r.Digest, nil
+		}
+	}
+	return "", fmt.Errorf("skills/get %s: no %s in the manifest", skillURI, fileURI)
+}
