@@ -129,7 +129,7 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 // the commit has not moved (no fetch, no hashing); otherwise it fetches
 // only what is new, walks the commit's tree under the source's path and
 // indexes it, reusing every skill whose blobs did not change.
-func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (*Snapshot, error) {
+func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (snap *Snapshot, err error) {
 	g := src.Git
 	if r.o.Git == nil {
 		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
@@ -151,6 +151,14 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (*S
 	if prev != nil && prev.Commit == res.Commit && prev.Kind == KindGit {
 		return nil, nil
 	}
+	// The commit is needed before any catalog serves it: a prune (ours or
+	// another source's on the same repository) must keep it meanwhile.
+	r.holdCommit(res.Commit)
+	defer func() {
+		if err != nil {
+			r.releaseCommit(res.Commit)
+		}
+	}()
 	if err := repo.Fetch(ctx, res, auth); err != nil {
 		return nil, fmt.Errorf("fetch %s@%s: %w", RedactURL(g.URL), shortCommit(res.Commit), err)
 	}
@@ -167,7 +175,7 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (*S
 	if err != nil {
 		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
 	}
-	snap := NewSnapshot(&Snapshot{
+	snap = NewSnapshot(&Snapshot{
 		Source: src.Name, Kind: KindGit, Repository: RedactURL(g.URL), Ref: g.Pin.String(),
 		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: r.o.Now(),
@@ -263,8 +271,29 @@ func (r *Registry) maybePrune(ctx context.Context, repo *gitsync.Repo) {
 	r.log.Info("pruned git store", "repo", repo.URL(), "before", usage, "after", after, "kept", len(keep))
 }
 
+// holdCommit keeps a commit from being pruned until releaseCommit: from the
+// fetch of a sync until its snapshot is swapped in (or the sync fails).
+func (r *Registry) holdCommit(c string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held == nil {
+		r.held = map[string]int{}
+	}
+	r.held[c]++
+}
+
+func (r *Registry) releaseCommit(c string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[c]--; r.held[c] <= 0 {
+		delete(r.held, c)
+	}
+}
+
 // keptCommits lists the commits of a repository that retained generations
-// serve.
+// serve, and those syncs in progress have fetched but not yet served. (Held
+// commits of other repositories are listed too: Prune ignores commits its
+// store does not hold.)
 func (r *Registry) keptCommits(url string) []string {
 	norm, err := gitsync.NormalizeURL(url)
 	if err != nil {
@@ -272,6 +301,12 @@ func (r *Registry) keptCommits(url string) []string {
 	}
 	seen := map[string]bool{}
 	var keep []string
+	r.mu.Lock()
+	for c := range r.held {
+		seen[c] = true
+		keep = append(keep, c)
+	}
+	r.mu.Unlock()
 	for _, cat := range r.Retained() {
 		for _, s := range cat.sources {
 			if s.Kind != KindGit || seen[s.Commit] {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"math/rand/v2"
 	"errors"
 	"os"
 	"strings"
@@ -293,5 +294,43 @@ func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 	// The oldest retained generation is still readable.
 	if data, err := f.reg.ReadFile(context.Background(), first); err != nil || string(data) != "alpha" {
 		t.Fatalf("retained generation after prune: %q %v", data, err)
+	}
+}
+
+// TestGitPruneDuringSyncKeepsTheNewCommit: a sync that prunes its store
+// (it grew past the threshold) keeps the commit it just fetched, which no
+// catalog serves yet.
+func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	mustSync(t, f.reg, "s")
+	f.reg.mu.Lock()
+	f.reg.pruned = map[string]int64{}
+	for _, u := range []string{f.remote.URL()} {
+		n, _ := gitsync.NormalizeURL(u)
+		f.reg.pruned[n] = 0 // the next sync finds the store "grown" and prunes
+	}
+	f.reg.mu.Unlock()
+	big := make([]byte, 12<<20) // incompressible, so the store really grows
+	rng := rand.NewChaCha8([32]byte{1})
+	rng.Read(big)
+	f.remote.WriteFiles(map[string]string{"skills/a/ref.md": string(big)})
+	f.remote.Commit("big")
+	f.remote.Push("main")
+	mustSync(t, f.reg, "s")
+	n, _ := gitsync.NormalizeURL(f.remote.URL())
+	if f.reg.pruned[n] == 0 {
+		t.Fatal("the sync did not prune; the test proves nothing")
+	}
+	ref, err := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.reg.ReadFile(context.Background(), ref)
+	if err != nil || len(data) != len(big) {
+		t.Fatalf("file of the commit fetched by the pruning sync: %d bytes, %v", len(data), err)
+	}
+	if len(f.reg.held) != 0 {
+		t.Fatalf("holds leaked: %v", f.reg.held)
 	}
 }

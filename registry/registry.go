@@ -140,6 +140,7 @@ type Registry struct {
 	swapMu   sync.Mutex
 	inflight sync.WaitGroup
 	pruned   map[string]int64 // store size after the last prune, by repository URL
+	held     map[string]int   // commits fetched by syncs in progress, not yet served
 }
 
 type retired struct {
@@ -523,6 +524,11 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 
 	prev, _ := r.Current().Snapshot(src.Name)
 	snap, err := r.produce(ctx, &src, prev)
+	if snap != nil && snap.Kind == KindGit {
+		// Held since its fetch; once swapped in (or dropped) a retained
+		// generation keeps it, or nothing needs it.
+		defer r.releaseCommit(snap.Commit)
+	}
 	end := r.o.Now()
 	dur := end.Sub(start)
 
