@@ -599,6 +599,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		}
 	}
 	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog { return c.with(gen, now, snap) })
+	prepareSearch(r.Current())
 	for _, ex := range snap.Excluded {
 		r.log.Warn("skill excluded", "source", src.Name, "skill", ex.Path, "rule", ex.Problem.Rule, "detail", ex.Problem.Detail)
 	}
@@ -668,7 +669,6 @@ func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalo
 		return
 	}
 	r.cur.Store(nc)
-	prepareSearch(nc)
 	r.mu.Lock()
 	r.history = append(r.history, retired{old, now})
 	r.pruneHistory()

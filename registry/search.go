@@ -2,6 +2,7 @@ package registry
 
 import (
 	"sync"
+	"time"
 
 	"github.com/skillreg/skillreg/registry/search"
 )
@@ -55,6 +56,9 @@ func (r *Registry) Search(f Filter, source, query string, o search.Options) ([]s
 	o.Index = cat.searchIndex()
 	return search.Search(segs, query, o)
 }
+
+// searchWarmDelay is how long after a restore the search index is built.
+const searchWarmDelay = 2 * time.Second
 
 // prepareSearch builds the search segments of a catalog's snapshots and
 // its merged dictionary in the background, so the first search does not
