@@ -215,12 +215,14 @@ func (m *manifest) checkFile(f fileRef, data []byte) error {
 	if f.URI != skillURI {
 		return nil
 	}
-	fm, _, err := skill.ParseSkillMD(data)
+	// Strict YAML, but not the Agent Skills rules: a host compares what
+	// the file says with what the entry says, whoever judged the skill.
+	fm, err := skill.ReadFrontmatter(data)
 	if err != nil {
 		return refuse(skillURI, f.URI, CheckFrontmatter, "does not parse: %v", err)
 	}
 	var fromFile map[string]any
-	if err := json.Unmarshal(fm.JSON, &fromFile); err != nil {
+	if err := json.Unmarshal(fm, &fromFile); err != nil {
 		return refuse(skillURI, f.URI, CheckFrontmatter, "does not parse: %v", err)
 	}
 	if field, ok := firstDifference(fromFile, m.frontmatter); !ok {

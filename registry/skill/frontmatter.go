@@ -68,6 +68,25 @@ func ParseSkillMD(data []byte) (*Frontmatter, []byte, error) {
 	return fm, body, nil
 }
 
+// ReadFrontmatter reads a SKILL.md's frontmatter under the strict YAML
+// rules only (see ParseSkillMD) and returns it as a JSON object, without
+// judging it by the Agent Skills rules: what a host needs to compare a file
+// with the entry a server sent, whatever that server's own rules.
+func ReadFrontmatter(data []byte) (json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, problem(RuleEncoding, "SKILL.md is not valid UTF-8")
+	}
+	block, _, err := splitFrontmatter(bytes.TrimPrefix(data, []byte("\ufeff")))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := decodeStrict(block)
+	if err != nil {
+		return nil, err
+	}
+	return raw.MarshalJSON()
+}
+
 // splitFrontmatter returns the YAML between the opening "---" line and the
 // next "---" (or "...") line, and what follows it.
 func splitFrontmatter(data []byte) (block, body []byte, err error) {

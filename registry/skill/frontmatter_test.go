@@ -246,3 +246,17 @@ func FuzzFrontmatterDifferential(f *testing.F) {
 		}
 	})
 }
+
+func TestReadFrontmatterDoesNotJudge(t *testing.T) {
+	long := "---\nname: Not_A_Valid_Name\ndescription: " + strings.Repeat("d", 2000) + "\n---\n"
+	js, err := ReadFrontmatter([]byte(long))
+	if err != nil || !strings.Contains(string(js), `"name":"Not_A_Valid_Name"`) {
+		t.Fatalf("ReadFrontmatter = %s, %v", js, err)
+	}
+	if _, _, err := ParseSkillMD([]byte(long)); err == nil {
+		t.Fatal("ParseSkillMD must still judge")
+	}
+	if _, err := ReadFrontmatter([]byte("---\nflag: yes\n---\n")); err == nil {
+		t.Fatal("ReadFrontmatter must still read strictly")
+	}
+}
