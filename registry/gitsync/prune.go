@@ -25,6 +25,12 @@ import (
 // only user, when opening).
 func (r *Repo) repairLocked() error {
 	start := time.Now()
+	// A store its last process closed cleanly, whose packs all check out
+	// and none had to go, holds every object its refs name: the walk of
+	// each commit's tree (the costly part) is skipped. The marker goes
+	// before anything else, so a crash from here on means a full check.
+	marker := filepath.Join(r.dir, cleanMarker)
+	clean := os.Remove(marker) == nil
 	packDir := filepath.Join(r.dir, "objects", "pack")
 	entries, err := os.ReadDir(packDir)
 	if err != nil {
@@ -88,7 +94,7 @@ func (r *Repo) repairLocked() error {
 		c := e.Name()
 		data, err := os.ReadFile(filepath.Join(refDir, c))
 		ok := err == nil && isHexID(c) && string(data) == c+"\n"
-		if ok {
+		if ok && (!clean || len(remove) > 0) {
 			if _, err := r.closure(s, []plumbing.Hash{plumbing.NewHash(c)}, nil); err != nil {
 				r.log.Warn("commit is no longer complete; it will be fetched again", "commit", c, "err", err)
 				ok = false
@@ -110,8 +116,29 @@ func (r *Repo) repairLocked() error {
 		return fmt.Errorf("repair: %w", err)
 	}
 	r.suspect.Store(false)
-	r.log.Debug("store checked", "commits", len(held), "removed_files", len(remove), "dur", time.Since(start))
+	r.log.Debug("store checked", "commits", len(held), "removed_files", len(remove), "after_clean_close", clean, "dur", time.Since(start))
 	return nil
+}
+
+// cleanMarker is the file a clean close leaves in a store: the next open
+// trusts its packs and refs instead of re-reading them.
+const cleanMarker = "skillreg-closed-cleanly"
+
+// markClean records a clean close, when no fetch or prune is under way.
+func (r *Repo) markClean() {
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	default:
+		return // a fetch or prune is running: the next open checks everything
+	}
+	if r.suspect.Load() {
+		return
+	}
+	if f, err := os.Create(filepath.Join(r.dir, cleanMarker)); err == nil {
+		f.Sync()
+		f.Close()
+	}
 }
 
 // verifyPack checks that pack-<base>.idx decodes and belongs to its pack,

@@ -72,6 +72,7 @@ func (r *Repo) usable() error {
 }
 
 func (r *Repo) close() {
+	r.markClean()
 	r.closed.Store(true)
 	r.dropPacks()
 }

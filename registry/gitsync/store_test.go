@@ -567,3 +567,37 @@ func TestStoreIsAGitRepository(t *testing.T) {
 	}
 	fsck()
 }
+
+// TestCleanCloseMarker: a clean close leaves the marker that lets the next
+// open skip walking every commit's tree; opening removes it at once, so a
+// crash afterwards means a full check.
+func TestCleanCloseMarker(t *testing.T) {
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"a": "1"})
+	f.remote.Commit("one")
+	f.remote.Push("main")
+	syncPin(t, f.repo, Pin{})
+	marker := filepath.Join(f.repo.Dir(), cleanMarker)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("marker present while open")
+	}
+	f.pool.Close()
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("no marker after a clean close: %v", err)
+	}
+	pool2, err := NewPool(filepath.Dir(f.repo.Dir()), PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool2.Close()
+	r2, err := pool2.Repo(f.remote.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("marker still there after open")
+	}
+	if len(r2.Commits()) != 1 {
+		t.Fatalf("commits after a clean reopen: %v", r2.Commits())
+	}
+}
