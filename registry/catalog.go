@@ -73,12 +73,44 @@ func (s *Snapshot) Provenance(sk *skill.Skill) Provenance {
 
 // SkillURI is the URI of a skill's SKILL.md.
 func (s *Snapshot) SkillURI(sk *skill.Skill) string {
-	return FileURI(s.Source, joinRel(sk.Path, "SKILL.md"))
+	return fileURI(s.Source, sk.Path, "SKILL.md")
 }
 
 // FileURI is the URI of one file of a skill.
 func (s *Snapshot) FileURI(sk *skill.Skill, f *skill.File) string {
-	return FileURI(s.Source, joinRel(sk.Path, f.Path))
+	return fileURI(s.Source, sk.Path, f.Path)
+}
+
+// fileURI is FileURI(source, joinRel(dir, p)) built with one allocation
+// when neither part needs percent-encoding, as almost every path does:
+// listings render several URIs per skill, and the general path splits,
+// escapes and joins each one.
+func fileURI(source, dir, p string) string {
+	if !plainPath(dir) || !plainPath(p) || p == "" {
+		return FileURI(source, joinRel(dir, p))
+	}
+	if dir == "" {
+		return Scheme + source + "/" + p
+	}
+	return Scheme + source + "/" + dir + "/" + p
+}
+
+// plainPath reports whether a slash path needs no percent-encoding: every
+// byte is '/' or a pchar (unreserved, sub-delims, ':' or '@'), the set
+// skilluri leaves as it is.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '/' {
+			continue
+		}
+		switch c {
+		case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@':
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 func joinRel(dir, p string) string {
@@ -322,7 +354,7 @@ func (c *Catalog) Dir(allow Filter, uri string) ([]DirEntry, error) {
 	var out []DirEntry
 	for _, d := range sk.Dirs {
 		if name, ok := strings.CutPrefix(d, prefix); ok && name != "" && !strings.Contains(name, "/") {
-			out = append(out, DirEntry{Name: name, URI: FileURI(s.Source, joinRel(sk.Path, d)), Dir: true})
+			out = append(out, DirEntry{Name: name, URI: fileURI(s.Source, sk.Path, d), Dir: true})
 		}
 	}
 	for i := range sk.Files {
