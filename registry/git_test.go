@@ -2,8 +2,8 @@ package registry
 
 import (
 	"context"
-	"math/rand/v2"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
