@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"container/list"
 	"sync"
 
@@ -84,6 +85,23 @@ func (c *contentCache) get(digest string) ([]byte, bool) {
 		return e.Value.(*contentEntry).data, true
 	}
 	return nil, false
+}
+
+// keep caches a copy of bytes the indexer has just hashed. A directory
+// source's files can change on disk at any time: the bytes of the version a
+// generation states stay readable from here until the next generation is
+// swapped in, where reading the file again would find the new version and
+// refuse it (ErrChanged).
+func (c *contentCache) keep(digest string, data []byte) {
+	if c.max < 0 || int64(len(data)) > c.max/4 {
+		return
+	}
+	c.mu.Lock()
+	_, ok := c.items[digest]
+	c.mu.Unlock()
+	if !ok {
+		c.put(digest, bytes.Clone(data))
+	}
 }
 
 func (c *contentCache) put(digest string, data []byte) {

@@ -636,6 +636,9 @@ func (r *Registry) indexTree(ctx context.Context, src *Source, prev *Snapshot, t
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
 	if prev != nil {
 		o.Previous = prev.Skills
+		// A resync reads only what changed: keep those bytes, which the
+		// files on disk may no longer hold by the time they are read.
+		o.Keep = r.content.keep
 	}
 	res, err := skill.Index(ctx, tree, o)
 	if err != nil {

@@ -130,6 +130,11 @@ type Options struct {
 	RootName string
 	// Workers hashing in parallel (default GOMAXPROCS).
 	Workers int
+	// Keep, when set, is given the bytes of each file Index reads whole
+	// (those smaller than its 64 KiB read buffer) with their digest, so a
+	// caller can keep what was hashed. The bytes are only valid during the
+	// call; Keep may be called from several goroutines at once.
+	Keep func(digest string, data []byte)
 }
 
 // Index finds every skill in t (every directory holding a SKILL.md), hashes
@@ -186,7 +191,7 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 			}
 		}
 	}
-	h := &hasher{tree: t, cache: o.Cache, skillMD: map[string]parsedMD{}}
+	h := &hasher{tree: t, cache: o.Cache, keep: o.Keep, skillMD: map[string]parsedMD{}}
 	digests, err := h.hashAll(ctx, need, o.Workers)
 	if err != nil {
 		return nil, err
@@ -370,6 +375,7 @@ func build(dir string, sub []Entry, digests map[string]Digest, md parsedMD, root
 type hasher struct {
 	tree  Tree
 	cache DigestCache
+	keep  func(digest string, data []byte)
 
 	mu      sync.Mutex
 	hashed  int
@@ -474,6 +480,7 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 	// the limit whatever the rest of it holds. A file the walk saw small is
 	// read with one call: a short read of a regular file is its end.
 	var n int64
+	var whole []byte // the file, when one read got all of it
 	if e.Size >= 0 && e.Size < int64(len(buf)) {
 		k, err := io.ReadAtLeast(rc, buf[:e.Size+1], 1)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -487,6 +494,8 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 				return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
 			}
 			n += m
+		} else {
+			whole = buf[:k]
 		}
 	} else {
 		m, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1), buf)
@@ -496,6 +505,9 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 		n = m
 	}
 	d := Digest{Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil)), Size: n}
+	if h.keep != nil && whole != nil {
+		h.keep(d.Digest, whole)
+	}
 	if isMD {
 		var md parsedMD
 		md.fm, md.body, md.err = ParseSkillMD(mw.b)
