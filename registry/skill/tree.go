@@ -1,7 +1,9 @@
 package skill
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrChanged reports a file that is no longer what was indexed.
@@ -30,10 +34,20 @@ type DirTree struct {
 // stat calls dominate indexing a large tree, and they overlap well), and
 // returns the entries sorted by path. Directory symlinks are reported as
 // symlinks and not descended into.
+//
+// It works on raw descriptors: each directory is opened relative to its
+// parent, listed with getdents into a pooled buffer, and its files are
+// stat'ed relative to it, so the kernel resolves one path component per
+// call instead of the whole path, and no *os.File (one more fstat each, a
+// poller registration attempt, sorting) is made per directory.
 func (d DirTree) Entries(ctx context.Context) ([]Entry, error) {
-	w := &dirWalker{root: d.Root, ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	w := &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	fd, err := openDir(unix.AT_FDCWD, d.Root, false)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", d.Root, &fs.PathError{Op: "open", Path: d.Root, Err: err})
+	}
 	w.wg.Add(1)
-	w.walk("")
+	w.walk(fd, "")
 	w.wg.Wait()
 	if w.err != nil {
 		return nil, fmt.Errorf("walk %s: %w", d.Root, w.err)
@@ -43,10 +57,9 @@ func (d DirTree) Entries(ctx context.Context) ([]Entry, error) {
 }
 
 type dirWalker struct {
-	root string
-	ctx  context.Context
-	sem  chan struct{}
-	wg   sync.WaitGroup
+	ctx context.Context
+	sem chan struct{}
+	wg  sync.WaitGroup
 
 	mu  sync.Mutex
 	out []Entry
@@ -61,94 +74,180 @@ func (w *dirWalker) fail(err error) {
 	w.mu.Unlock()
 }
 
-// walk lists one directory (rel to the root) and hands each subdirectory
-// to a goroutine of its own while the semaphore has room, or walks it
-// inline when it does not (so the walk never waits on itself).
-func (w *dirWalker) walk(rel string) {
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
+// openDir opens a directory relative to dirfd (its name is one path
+// component, except for the root), never following a symbolic link below
+// the root.
+func openDir(dirfd int, name string, nofollow bool) (int, error) {
+	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if nofollow {
+		flags |= unix.O_NOFOLLOW
+	}
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func fstatat(dirfd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// walk lists the directory open as fd (rel to the root; walk closes fd)
+// and hands each subdirectory to a goroutine of its own while the
+// semaphore has room, or walks it inline when it does not (so the walk
+// never waits on itself).
+func (w *dirWalker) walk(fd int, rel string) {
 	defer w.wg.Done()
+	defer unix.Close(fd)
 	if err := w.ctx.Err(); err != nil {
 		w.fail(err)
 		return
 	}
-	des, err := os.ReadDir(filepath.Join(w.root, filepath.FromSlash(rel)))
-	if err != nil {
-		w.fail(err)
-		return
-	}
-	local := make([]Entry, 0, len(des))
-	for _, de := range des {
-		p := de.Name()
-		if rel != "" {
-			p = rel + "/" + p
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	var local []Entry
+	for {
+		n, err := unix.Getdents(fd, *bp)
+		if err == unix.EINTR {
+			continue
 		}
-		if de.IsDir() {
-			if de.Name() == ".git" {
+		if err != nil {
+			w.fail(&fs.PathError{Op: "getdents", Path: rel, Err: err})
+			return
+		}
+		if n <= 0 {
+			break
+		}
+		for buf := (*bp)[:n]; len(buf) > 0; {
+			// struct linux_dirent64: ino, off, reclen, type, name.
+			reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+			if reclen < 20 || reclen > len(buf) {
+				w.fail(&fs.PathError{Op: "getdents", Path: rel, Err: errors.New("malformed directory entry")})
+				return
+			}
+			ino, typ, name := binary.NativeEndian.Uint64(buf[0:8]), buf[18], buf[19:reclen]
+			buf = buf[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ino == 0 || string(name) == "." || string(name) == ".." {
 				continue
 			}
-			local = append(local, Entry{Path: p, Mode: ModeDir, ID: p})
+			e, child, ok := w.entry(fd, rel, string(name), typ)
+			if !ok {
+				return
+			}
+			if e.Path == "" {
+				continue // gone, or .git
+			}
+			local = append(local, e)
+			if child < 0 {
+				continue
+			}
 			w.wg.Add(1)
 			select {
 			case w.sem <- struct{}{}:
 				go func() {
 					defer func() { <-w.sem }()
-					w.walk(p)
+					w.walk(child, e.Path)
 				}()
 			default:
-				w.walk(p)
+				w.walk(child, e.Path)
 			}
-			continue
 		}
-		info, err := de.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed while we walked
-			}
-			w.fail(err)
-			return
-		}
-		e := Entry{Path: p, Size: info.Size(), ID: p}
-		switch m := info.Mode(); {
-		case m&fs.ModeSymlink != 0:
-			e.Mode = ModeSymlink
-		case m.IsRegular():
-			e.Mode = ModeRegular
-			if m&0o111 != 0 {
-				e.Mode = ModeExecutable
-			}
-			e.Key = statKey(p, info)
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				e.Links = int(st.Nlink)
-			}
-		default:
-			e.Mode = ModeOther
-		}
-		local = append(local, e)
 	}
 	w.mu.Lock()
 	w.out = append(w.out, local...)
 	w.mu.Unlock()
 }
 
+// entry describes one directory entry; for a directory it also opens it
+// (child >= 0) for the walk to descend into. An entry with an empty path is
+// skipped; ok is false once the walk failed.
+func (w *dirWalker) entry(dirfd int, rel, name string, typ uint8) (e Entry, child int, ok bool) {
+	child = -1
+	p := name
+	if rel != "" {
+		p = rel + "/" + name
+	}
+	if typ == unix.DT_DIR {
+		if name == ".git" {
+			return Entry{}, -1, true
+		}
+		fd, err := openDir(dirfd, name, true)
+		switch err {
+		case nil:
+			return Entry{Path: p, Mode: ModeDir, ID: p}, fd, true
+		case unix.ENOENT:
+			return Entry{}, -1, true // removed while we walked
+		case unix.ELOOP, unix.ENOTDIR:
+			// Replaced since it was listed: describe what is there now.
+		default:
+			w.fail(&fs.PathError{Op: "open", Path: p, Err: err})
+			return Entry{}, -1, false
+		}
+	}
+	var st unix.Stat_t
+	if err := fstatat(dirfd, name, &st); err != nil {
+		if err == unix.ENOENT {
+			return Entry{}, -1, true // removed while we walked
+		}
+		w.fail(&fs.PathError{Op: "lstat", Path: p, Err: err})
+		return Entry{}, -1, false
+	}
+	e = Entry{Path: p, Size: st.Size, ID: p}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		if typ == unix.DT_DIR {
+			// Listed as a directory, then not openable as one, yet a
+			// directory again: changing under us.
+			w.fail(&fs.PathError{Op: "open", Path: p, Err: errors.New("directory changed during the walk")})
+			return Entry{}, -1, false
+		}
+		return w.entry(dirfd, rel, name, unix.DT_DIR) // the file system gave no type
+	case unix.S_IFLNK:
+		e.Mode = ModeSymlink
+	case unix.S_IFREG:
+		e.Mode = ModeRegular
+		if st.Mode&0o111 != 0 {
+			e.Mode = ModeExecutable
+		}
+		e.Links = int(st.Nlink)
+		e.Key = statKey(p, &st)
+	default:
+		e.Mode = ModeOther
+	}
+	return e, -1, true
+}
+
 // statKey identifies a file's bytes by path and stat data: when any of size,
 // modification time, change time or device and inode moves, the bytes are
 // read again. Device and inode make it unique across directory sources.
-func statKey(rel string, info fs.FileInfo) string {
-	var b strings.Builder
-	b.WriteString("f:")
-	b.WriteString(rel)
-	b.WriteByte('|')
-	b.WriteString(strconv.FormatInt(info.Size(), 10))
-	b.WriteByte('|')
-	b.WriteString(strconv.FormatInt(info.ModTime().UnixNano(), 10))
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		b.WriteByte('|')
-		b.WriteString(strconv.FormatUint(st.Dev, 10))
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatUint(st.Ino, 10))
-		b.WriteByte('|')
-		b.WriteString(strconv.FormatInt(st.Ctim.Nano(), 10))
-	}
-	return b.String()
+func statKey(rel string, st *unix.Stat_t) string {
+	mtime, ctime := st.Mtim.Nano(), st.Ctim.Nano()
+	b := make([]byte, 0, len(rel)+80)
+	b = append(b, "f:"...)
+	b = append(b, rel...)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, st.Size, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, mtime, 10)
+	b = append(b, '|')
+	b = strconv.AppendUint(b, st.Dev, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, st.Ino, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, ctime, 10)
+	return string(b)
 }
 
 // Open opens a file without following a symbolic link in its last
