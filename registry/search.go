@@ -14,16 +14,22 @@ type searchState struct {
 	seg  *search.Segment
 }
 
-// Segment returns the snapshot's search segment, building it on first use.
+// Segment returns the snapshot's search segment, building it on first use
+// (every use, for a snapshot NewSnapshot did not seal).
 func (s *Snapshot) Segment() *search.Segment {
-	s.search.once.Do(func() {
-		docs := make([]search.Doc, len(s.Skills))
-		for i, sk := range s.Skills {
-			docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk)
-		}
-		s.search.seg = search.BuildSegment(docs)
-	})
+	if s.search == nil {
+		return s.buildSegment()
+	}
+	s.search.once.Do(func() { s.search.seg = s.buildSegment() })
 	return s.search.seg
+}
+
+func (s *Snapshot) buildSegment() *search.Segment {
+	docs := make([]search.Doc, len(s.Skills))
+	for i, sk := range s.Skills {
+		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk)
+	}
+	return search.BuildSegment(docs)
 }
 
 // catalogIndex is a generation's merged search dictionary.
