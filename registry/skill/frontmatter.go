@@ -57,7 +57,7 @@ func ParseSkillMD(data []byte) (*Frontmatter, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, err := decodeStrict(block)
+	raw, err := decodeBlock(block)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +80,7 @@ func ReadFrontmatter(data []byte) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := decodeStrict(block)
+	raw, err := decodeBlock(block)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +182,268 @@ func encodeValue(b *bytes.Buffer, enc *json.Encoder, v value) error {
 	}
 	b.Truncate(b.Len() - 1) // Encode ends each value with a newline
 	return nil
+}
+
+// decodeBlock reads a frontmatter block under the strict rules: through
+// the fast reader when the block has the plain shape it knows, which gives
+// exactly what the full reader would, and through yaml.v3 otherwise.
+func decodeBlock(block []byte) (*object, error) {
+	if o, ok := readSimple(block); ok {
+		return o, nil
+	}
+	return decodeStrict(block)
+}
+
+// readSimple reads the shape almost every SKILL.md has, without a YAML
+// parser: a block mapping of plain keys to one-line values (plain scalars
+// of safe characters, quoted strings without escapes, flow sequences of
+// such scalars), one level of nested mapping or block sequence, blank
+// lines. It reports false at anything else (comments, tabs, CR, multi-line
+// or block scalars, anchors, tags, flow mappings, deeper nesting, a value
+// the strict rules refuse...), and the full reader decides, with its
+// messages. Plain scalars go through the same resolvePlain as the full
+// reader's. FuzzSimpleReader holds it to the full reader's results.
+func readSimple(block []byte) (*object, bool) {
+	if !simpleText(block) {
+		return nil, false
+	}
+	lines := strings.Split(string(block), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	root := &object{vals: map[string]value{}}
+	for i := 0; i < len(lines); {
+		line := lines[i]
+		if line == "" {
+			i++
+			continue
+		}
+		key, rest, ok := simpleKey(line)
+		if !ok {
+			return nil, false
+		}
+		i++
+		var v value
+		if rest != "" {
+			if v, ok = simpleValue(rest, false); !ok {
+				return nil, false
+			}
+		} else {
+			// A nested block, or null when the next entry is at the top.
+			next := i
+			for next < len(lines) && lines[next] == "" {
+				next++
+			}
+			if next < len(lines) && lines[next][0] == ' ' {
+				v, i, ok = simpleNested(lines, next)
+				if !ok {
+					return nil, false
+				}
+			}
+		}
+		if !root.add(key, v) {
+			return nil, false
+		}
+		// The next entry must start at the top (a deeper line would
+		// continue a plain scalar, or be an error).
+		for i < len(lines) && lines[i] == "" {
+			i++
+		}
+		if i < len(lines) && lines[i][0] == ' ' {
+			return nil, false
+		}
+	}
+	if len(root.keys) == 0 {
+		return nil, false
+	}
+	return root, true
+}
+
+func (o *object) add(key string, v value) bool {
+	if _, dup := o.vals[key]; dup {
+		return false
+	}
+	o.keys = append(o.keys, key)
+	o.vals[key] = v
+	return true
+}
+
+// simpleNested reads the block starting at lines[i] (indented): a mapping
+// of simple entries or a sequence of simple scalars, every line at the
+// same indentation. It returns the value and the index after the block.
+func simpleNested(lines []string, i int) (value, int, bool) {
+	indent := len(lines[i]) - len(strings.TrimLeft(lines[i], " "))
+	isSeq := strings.HasPrefix(lines[i][indent:], "- ")
+	var list []value
+	obj := &object{vals: map[string]value{}}
+	for i < len(lines) {
+		line := lines[i]
+		if line == "" {
+			i++
+			continue
+		}
+		n := len(line) - len(strings.TrimLeft(line, " "))
+		if n == 0 {
+			break // back at the top
+		}
+		if n != indent {
+			return nil, 0, false
+		}
+		line = line[n:]
+		if isSeq {
+			item, ok := strings.CutPrefix(line, "- ")
+			if !ok {
+				return nil, 0, false
+			}
+			v, ok := simpleValue(item, false)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, isList := v.([]value); isList {
+				return nil, 0, false
+			}
+			list = append(list, v)
+		} else {
+			key, rest, ok := simpleKey(line)
+			if !ok || rest == "" {
+				return nil, 0, false
+			}
+			v, ok := simpleValue(rest, false)
+			if !ok || !obj.add(key, v) {
+				return nil, 0, false
+			}
+		}
+		i++
+	}
+	if isSeq {
+		return list, i, true
+	}
+	return obj, i, true
+}
+
+// simpleKey splits "key: value" (or "key:") into a plain key that reads
+// as itself and the value's text.
+func simpleKey(line string) (key, rest string, ok bool) {
+	colon := strings.IndexByte(line, ':')
+	if colon <= 0 || colon > 128 {
+		return "", "", false
+	}
+	key = line[:colon]
+	for j := 0; j < len(key); j++ {
+		c := key[j]
+		if !(isAlnum(c) || c == '_' || j > 0 && (c == '-' || c == '.' || c == '/')) {
+			return "", "", false
+		}
+	}
+	if v, why := resolvePlain(key); why != "" || v != key {
+		return "", "", false // not a plain string key: the full reader says why
+	}
+	rest = line[colon+1:]
+	if rest == "" {
+		return key, "", true
+	}
+	if rest[0] != ' ' {
+		return "", "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	if rest == "" || rest[len(rest)-1] == ' ' {
+		return "", "", false
+	}
+	return key, rest, true
+}
+
+// simpleValue reads a one-line value: a quoted string without escapes, a
+// flow sequence of simple scalars (unless inFlow), or a plain scalar of
+// safe characters that the strict rules accept.
+func simpleValue(s string, inFlow bool) (value, bool) {
+	if s == "" || s[len(s)-1] == ' ' {
+		return nil, false
+	}
+	switch s[0] {
+	case '"', '\'':
+		q := s[0]
+		if len(s) < 2 || s[len(s)-1] != q {
+			return nil, false
+		}
+		in := s[1 : len(s)-1]
+		if strings.IndexByte(in, q) >= 0 || strings.IndexByte(in, '\\') >= 0 ||
+			inFlow && strings.ContainsAny(in, ",[]{}") {
+			return nil, false
+		}
+		return in, true
+	case '[':
+		if inFlow || s[len(s)-1] != ']' {
+			return nil, false
+		}
+		list := []value{}
+		in := strings.Trim(s[1:len(s)-1], " ")
+		if in == "" {
+			return list, true
+		}
+		for _, item := range strings.Split(in, ",") {
+			item = strings.Trim(item, " ")
+			if item == "" {
+				return nil, false
+			}
+			v, ok := simpleValue(item, true)
+			if !ok {
+				return nil, false
+			}
+			list = append(list, v)
+		}
+		return list, true
+	}
+	if !isAlnum(s[0]) && s[0] < 0x80 && strings.IndexByte("._/(~+", s[0]) < 0 {
+		return nil, false
+	}
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == ':' && (j+1 == len(s) || s[j+1] == ' '):
+			return nil, false // a mapping indicator
+		case c == '#' && j > 0 && s[j-1] == ' ':
+			return nil, false // a comment
+		case inFlow && !(isAlnum(c) || strings.IndexByte(" ._/+-", c) >= 0):
+			return nil, false
+		}
+	}
+	v, why := resolvePlain(s)
+	if why != "" {
+		return nil, false
+	}
+	return v, true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// simpleText reports whether the block holds only what the fast reader
+// handles: printable characters that are neither tabs, CRs nor YAML line
+// breaks, and no line of spaces alone or starting with a comment.
+func simpleText(b []byte) bool {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x80 {
+			if c < 0x20 && c != '\n' || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff || r >= 0xfffe && r <= 0xffff || r == utf8.RuneError {
+			return false
+		}
+		i += n
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		t := bytes.TrimLeft(line, " ")
+		if len(line) > 0 && (len(t) == 0 || t[0] == '#') {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeStrict(block []byte) (*object, error) {
@@ -335,41 +597,50 @@ func scalar(n *yaml.Node, path string) (value, error) {
 		// Quoted, literal or folded: a string in every YAML version.
 		return n.Value, nil
 	}
-	s := n.Value
+	v, why := resolvePlain(n.Value)
+	if why != "" {
+		return nil, problem(RuleStrict, at(n, path)+": "+why)
+	}
+	return v, nil
+}
+
+// resolvePlain reads the text of a plain scalar; why says, when it is not
+// empty, why the scalar is refused.
+func resolvePlain(s string) (v value, why string) {
 	switch s {
 	case "", "~", "null", "Null", "NULL":
-		return nil, nil
+		return nil, ""
 	case "true", "True", "TRUE":
-		return true, nil
+		return true, ""
 	case "false", "False", "FALSE":
-		return false, nil
+		return false, ""
 	}
 	if yaml11Bools[s] {
-		return nil, problem(RuleStrict, fmt.Sprintf("%s: %q is a boolean in YAML 1.1 and a string in YAML 1.2; quote it (or write true/false)", at(n, path), s))
+		return nil, fmt.Sprintf("%q is a boolean in YAML 1.1 and a string in YAML 1.2; quote it (or write true/false)", s)
 	}
 	// Only scalars starting with a digit, a sign or a dot can read as a
 	// number or a date; everything else is a string in every YAML version.
 	if c := s[0]; !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
-		return s, nil
+		return s, ""
 	}
 	if canonicalInt.MatchString(s) {
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || i > maxSafeInt || i < -maxSafeInt {
-			return nil, problem(RuleStrict, fmt.Sprintf("%s: %s is too large for JSON numbers; quote it", at(n, path), s))
+			return nil, fmt.Sprintf("%s is too large for JSON numbers; quote it", s)
 		}
-		return i, nil
+		return i, ""
 	}
 	if canonicalFloat.MatchString(s) {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, problem(RuleStrict, fmt.Sprintf("%s: %s is not a finite number; quote it", at(n, path), s))
+			return nil, fmt.Sprintf("%s is not a finite number; quote it", s)
 		}
-		return f, nil
+		return f, ""
 	}
 	for _, re := range numberLike {
 		if re.MatchString(s) {
-			return nil, problem(RuleStrict, fmt.Sprintf("%s: %q is read differently by YAML 1.1 and 1.2 (number or date); quote it or write a plain decimal", at(n, path), s))
+			return nil, fmt.Sprintf("%q is read differently by YAML 1.1 and 1.2 (number or date); quote it or write a plain decimal", s)
 		}
 	}
-	return s, nil
+	return s, ""
 }

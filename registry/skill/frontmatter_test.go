@@ -260,3 +260,62 @@ func TestReadFrontmatterDoesNotJudge(t *testing.T) {
 		t.Fatal("ReadFrontmatter must still read strictly")
 	}
 }
+
+// FuzzSimpleReader holds the fast reader to the full one: whatever it
+// accepts, yaml.v3 under the strict rules reads as exactly the same object.
+func FuzzSimpleReader(f *testing.F) {
+	for _, s := range []string{
+		"name: x\ndescription: d\n",
+		"name: skill-00001\ndescription: Use when you need test commit webhook.\ntags: [merge, security]\nmetadata:\n  version: \"1.0.0\"\n",
+		"name: x\ndescription: 'quoted: #text'\nlicense: Apache-2.0\n",
+		"name: x\ndescription: d\nallowed-tools: Bash(git:*) Read\n",
+		"name: x\ndescription: C# and F#, {braces} [brackets]\n",
+		"name: x\ndescription: d\ntags:\n  - a\n  - \"b c\"\n",
+		"name: x\ndescription: d\nmetadata:\n  a: 1\n  b: [x, 2.5, true, null]\n\nother: ~\n",
+		"name: x\ndescription: d\nv: 1.2.3\nn: 12\nf: 1.5\nz: -0\np: +3\n",
+		"name: x\ndescription: d\nempty:\nnext: [ ]\n",
+		"name: x\ndescription: Ünïcödé — “quotes”\n",
+		"name: x\ndescription: a :b a:b a- b ~x (y) /z\n",
+		"name: x\ndescription: d\nk: yes\n",
+		"name: x\ndescription: d\nk: 0777\n",
+		"name: x\ndescription: d\nyes: 1\n",
+		"name: x\ndescription: d\n  continued\n",
+		"name: x\ndescription: d # comment\n",
+		"name: x\n\ndescription: d\n\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, front string) {
+		block := []byte(front)
+		fast, ok := readSimple(block)
+		if !ok {
+			return
+		}
+		full, err := decodeStrict(block)
+		if err != nil {
+			t.Fatalf("fast reader accepted %q, full reader refuses it: %v", front, err)
+		}
+		fj, err1 := fast.MarshalJSON()
+		sj, err2 := full.MarshalJSON()
+		if err1 != nil || err2 != nil || string(fj) != string(sj) {
+			t.Fatalf("%q: fast reader reads %s (%v), full reader %s (%v)", front, fj, err1, sj, err2)
+		}
+		if !reflect.DeepEqual(fast, full) {
+			t.Fatalf("%q: fast reader reads %#v, full reader %#v", front, fast, full)
+		}
+	})
+}
+
+// TestSimpleReaderTakesTheCommonShape checks that the fast reader does
+// take the frontmatter real skills have (else it would only cost time).
+func TestSimpleReaderTakesTheCommonShape(t *testing.T) {
+	for _, front := range []string{
+		"name: pdf\ndescription: Read PDFs.\n",
+		"name: skill-00001\ndescription: Use when you need test commit webhook.\ntags: [merge, security]\nmetadata:\n  version: \"1.0.0\"\n",
+		"name: x\ndescription: \"Deprecated, use y instead.\"\nlicense: Apache-2.0\ntags: [a, b]\nmetadata:\n  author: me\n  version: \"1.2.0\"\n",
+	} {
+		if _, ok := readSimple([]byte(front)); !ok {
+			t.Errorf("fast reader declines %q", front)
+		}
+	}
+}
