@@ -69,6 +69,11 @@ func (e *env) client(opts releases.Options) *releases.Client {
 	if opts.Metrics == nil {
 		opts.Metrics = e.metrics
 	}
+	if opts.Timeout == 0 {
+		// Not the 3 s default: a loaded machine must not turn a test of
+		// something else into a timeout. Tests of the timeout set their own.
+		opts.Timeout = time.Minute
+	}
 	c, err := releases.New(opts)
 	if err != nil {
 		e.t.Fatal(err)
