@@ -177,11 +177,73 @@ func encodeValue(b *bytes.Buffer, enc *json.Encoder, v value) error {
 		b.WriteByte(']')
 		return nil
 	}
+	if str, ok := v.(string); ok {
+		// Strings are most of a frontmatter: write them directly, as
+		// encoding/json would without HTML escaping (FuzzJSONString).
+		b.Write(appendJSONString(b.AvailableBuffer(), str))
+		return nil
+	}
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
 	b.Truncate(b.Len() - 1) // Encode ends each value with a newline
 	return nil
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with SetEscapeHTML(false): '"', '\\' and control characters
+// escaped (\b \f \n \r \t short, others \u00XX), invalid UTF-8 as
+// \ufffd, U+2028 and U+2029 escaped, everything else as it is.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // decodeBlock reads a frontmatter block under the strict rules: through

@@ -319,3 +319,22 @@ func TestSimpleReaderTakesTheCommonShape(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJSONString holds appendJSONString to encoding/json's own output.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "q\"b\\s", "\b\f\n\r\t\x00\x1f\x7f", "<&>", "\u2028\u2029", "é😀", "\xff\xfe", "a\xc3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimSuffix(b.String(), "\n")
+		if got := string(appendJSONString(nil, s)); got != want {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -157,8 +158,8 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 
 	res := &Result{}
 	type pending struct {
-		dir     string
-		entries []Entry
+		dir    string
+		lo, hi int // its entries: entries[lo:hi]
 	}
 	var work []pending
 	for _, e := range entries {
@@ -169,7 +170,8 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 		if dir == "." {
 			dir = ""
 		}
-		sub := subtree(entries, dir)
+		lo, hi := subtree(entries, dir)
+		sub := entries[lo:hi]
 		if p := prev[dir]; p != nil && sameEntries(p, dir, sub) {
 			res.Skills = append(res.Skills, p)
 			res.Stats.Reused++
@@ -179,31 +181,30 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 			res.Excluded = append(res.Excluded, *ex)
 			continue
 		}
-		work = append(work, pending{dir, sub})
+		work = append(work, pending{dir, lo, hi})
 	}
 
-	// Hash every distinct file of the skills that need it, once.
-	need := map[string]Entry{}
+	// Hash every distinct file of the skills that need it, once, in path
+	// order (a nested skill's entries lie inside its parent's), with the
+	// results kept by position in entries.
+	need := make([]bool, len(entries))
 	for _, w := range work {
-		for _, e := range w.entries {
-			if e.Mode != ModeDir {
-				need[e.Path] = e
-			}
+		for i := w.lo; i < w.hi; i++ {
+			need[i] = entries[i].Mode != ModeDir
 		}
 	}
-	h := &hasher{tree: t, cache: o.Cache, keep: o.Keep, skillMD: map[string]parsedMD{}}
-	digests, err := h.hashAll(ctx, need, o.Workers)
-	if err != nil {
+	h := &hasher{tree: t, cache: o.Cache, keep: o.Keep}
+	if err := h.hashAll(ctx, entries, need, o.Workers); err != nil {
 		return nil, err
 	}
-	res.Stats.Hashed = h.hashed
+	res.Stats.Hashed = int(h.hashed.Load())
 
 	for _, w := range work {
-		md, ok := h.skillMD[joinPath(w.dir, "SKILL.md")]
-		if !ok {
-			md.err = problem(RuleUnreadable, joinPath(w.dir, "SKILL.md")+" could not be read")
+		md := h.md[w.lo+mdIndex(entries[w.lo:w.hi], w.dir)]
+		if md == nil {
+			md = &parsedMD{err: problem(RuleUnreadable, joinPath(w.dir, "SKILL.md")+" could not be read")}
 		}
-		s, ex := build(w.dir, w.entries, digests, md, o.RootName)
+		s, ex := build(w.dir, entries[w.lo:w.hi], h.digests[w.lo:w.hi], h.ok[w.lo:w.hi], *md, o.RootName)
 		if ex != nil {
 			res.Excluded = append(res.Excluded, *ex)
 			continue
@@ -213,16 +214,28 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 	slices.SortFunc(res.Skills, func(a, b *Skill) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(res.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
 
-	seen := map[string]bool{}
+	// Count each file once: a nested skill's files are all its enclosing
+	// skill's too.
+	served := make(map[string]bool, len(res.Skills))
 	for _, s := range res.Skills {
-		prefix := s.Path
-		for _, f := range s.Files {
-			p := joinPath(prefix, f.Path)
-			if !seen[p] {
-				seen[p] = true
-				res.Stats.Files++
-				res.Stats.Bytes += f.Size
+		served[s.Path] = true
+	}
+	for _, s := range res.Skills {
+		nested := false
+		for d := s.Path; d != "" && !nested; {
+			if i := strings.LastIndexByte(d, '/'); i >= 0 {
+				d = d[:i]
+			} else {
+				d = ""
 			}
+			nested = served[d]
+		}
+		if nested {
+			continue
+		}
+		res.Stats.Files += len(s.Files)
+		for _, f := range s.Files {
+			res.Stats.Bytes += f.Size
 		}
 	}
 	res.Stats.Skills = len(res.Skills)
@@ -238,16 +251,24 @@ func joinPath(dir, p string) string {
 	return dir + "/" + p
 }
 
-// subtree returns the entries under dir (all of them for the root), using
-// the fact that entries sharing a prefix are contiguous in sorted order.
-func subtree(entries []Entry, dir string) []Entry {
+// subtree returns the bounds of the entries under dir (all of them for
+// the root), using the fact that entries sharing a prefix are contiguous in
+// sorted order.
+func subtree(entries []Entry, dir string) (lo, hi int) {
 	if dir == "" {
-		return entries
+		return 0, len(entries)
 	}
 	prefix := dir + "/"
-	lo := sort.Search(len(entries), func(i int) bool { return entries[i].Path >= prefix })
-	hi := lo + sort.Search(len(entries)-lo, func(i int) bool { return !strings.HasPrefix(entries[lo+i].Path, prefix) })
-	return entries[lo:hi]
+	lo = sort.Search(len(entries), func(i int) bool { return entries[i].Path >= prefix })
+	hi = lo + sort.Search(len(entries)-lo, func(i int) bool { return !strings.HasPrefix(entries[lo+i].Path, prefix) })
+	return lo, hi
+}
+
+// mdIndex is the position of dir's SKILL.md in its sorted entries.
+func mdIndex(sub []Entry, dir string) int {
+	p := joinPath(dir, "SKILL.md")
+	i, _ := slices.BinarySearchFunc(sub, p, func(e Entry, p string) int { return strings.Compare(e.Path, p) })
+	return i
 }
 
 func rel(dir, p string) string {
@@ -318,13 +339,13 @@ func checkEntries(dir string, sub []Entry) *Exclusion {
 }
 
 // build assembles a skill from hashed entries and its SKILL.md.
-func build(dir string, sub []Entry, digests map[string]Digest, md parsedMD, rootName string) (*Skill, *Exclusion) {
+func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD, rootName string) (*Skill, *Exclusion) {
 	exclude := func(file string, err error) (*Skill, *Exclusion) {
 		return nil, &Exclusion{Path: dir, File: file, Problem: *AsProblem(err)}
 	}
 	s := &Skill{Path: dir}
 	dirs := map[string]bool{}
-	for _, e := range sub {
+	for i, e := range sub {
 		r := rel(dir, e.Path)
 		if e.Mode == ModeDir {
 			dirs[r] = true
@@ -333,7 +354,7 @@ func build(dir string, sub []Entry, digests map[string]Digest, md parsedMD, root
 		for d := path.Dir(r); d != "."; d = path.Dir(d) {
 			dirs[d] = true
 		}
-		d, ok := digests[e.Path]
+		d, ok := digests[i], hashed[i]
 		if !ok {
 			return exclude(e.Path, problem(RuleUnreadable, e.Path+" could not be read"))
 		}
@@ -371,15 +392,17 @@ func build(dir string, sub []Entry, digests map[string]Digest, md parsedMD, root
 
 // hasher hashes entries in parallel, consulting and filling the cache, and
 // parses every SKILL.md it reads (in the same worker, so parsing runs on
-// every core too).
+// every core too). Results go to the entry's position: each worker writes
+// only the positions it was given.
 type hasher struct {
 	tree  Tree
 	cache DigestCache
 	keep  func(digest string, data []byte)
 
-	mu      sync.Mutex
-	hashed  int
-	skillMD map[string]parsedMD
+	digests []Digest
+	ok      []bool      // digests[i] is set
+	md      []*parsedMD // for SKILL.md entries
+	hashed  atomic.Int64
 }
 
 // parsedMD is a SKILL.md read by the hasher.
@@ -389,12 +412,14 @@ type parsedMD struct {
 	err  error
 }
 
-func (h *hasher) hashAll(ctx context.Context, need map[string]Entry, workers int) (map[string]Digest, error) {
+func (h *hasher) hashAll(ctx context.Context, entries []Entry, need []bool, workers int) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	out := make(map[string]Digest, len(need))
-	jobs := make(chan Entry)
+	h.digests = make([]Digest, len(entries))
+	h.ok = make([]bool, len(entries))
+	h.md = make([]*parsedMD, len(entries))
+	jobs := make(chan int, 64)
 	var wg sync.WaitGroup
 	var firstErr error
 	var errOnce sync.Once
@@ -405,8 +430,8 @@ func (h *hasher) hashAll(ctx context.Context, need map[string]Entry, workers int
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 64<<10)
-			for e := range jobs {
-				d, err := h.hashOne(e, buf)
+			for i := range jobs {
+				d, err := h.hashOne(i, entries[i], buf)
 				if err != nil {
 					if errors.Is(err, errUnreadable) {
 						continue // reported as an exclusion of the skill
@@ -414,22 +439,18 @@ func (h *hasher) hashAll(ctx context.Context, need map[string]Entry, workers int
 					errOnce.Do(func() { firstErr = err; cancel() })
 					continue
 				}
-				h.mu.Lock()
-				out[e.Path] = d
-				h.mu.Unlock()
+				h.digests[i], h.ok[i] = d, true
 			}
 		}()
 	}
 	// Feed in path order so reads of one directory stay together.
-	paths := make([]string, 0, len(need))
-	for p := range need {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
 feed:
-	for _, p := range paths {
+	for i, n := range need {
+		if !n {
+			continue
+		}
 		select {
-		case jobs <- need[p]:
+		case jobs <- i:
 		case <-ctx.Done():
 			break feed
 		}
@@ -437,12 +458,9 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return ctx.Err()
 }
 
 var errUnreadable = errors.New("unreadable")
@@ -453,7 +471,7 @@ type indexOpener interface {
 	openForIndex(id string) (io.ReadCloser, error)
 }
 
-func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
+func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 	isMD := path.Base(e.Path) == "SKILL.md"
 	if !isMD && h.cache != nil && e.Key != "" {
 		if d, ok := h.cache.Get(e.Key); ok {
@@ -511,13 +529,9 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, error) {
 	if isMD {
 		var md parsedMD
 		md.fm, md.body, md.err = ParseSkillMD(mw.b)
-		h.mu.Lock()
-		h.skillMD[e.Path] = md
-		h.mu.Unlock()
+		h.md[i] = &md
 	}
-	h.mu.Lock()
-	h.hashed++
-	h.mu.Unlock()
+	h.hashed.Add(1)
 	if h.cache != nil && e.Key != "" && n <= MaxBytes {
 		h.cache.Put(e.Key, d)
 	}
