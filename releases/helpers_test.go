@@ -141,19 +141,7 @@ var (
 // skill-meta-v1 schema, and returns resp as JSON.
 func checkSchema(t *testing.T, resp releases.Response) []byte {
 	t.Helper()
-	schemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.SkillMetaV1))
-		if err != nil {
-			schemaErr = err
-			return
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("skill-meta-v1.schema.json", doc); err != nil {
-			schemaErr = err
-			return
-		}
-		schemaV1, schemaErr = c.Compile("skill-meta-v1.schema.json")
-	})
+	schemaOnce.Do(func() { schemaV1, schemaErr = schema.CompileSkillMetaV1() })
 	if schemaErr != nil {
 		t.Fatal(schemaErr)
 	}

@@ -1,7 +1,6 @@
 package schema_test
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -12,15 +11,7 @@ import (
 
 func compile(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.SkillMetaV1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("skill-meta-v1.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("skill-meta-v1.schema.json")
+	sch, err := schema.CompileSkillMetaV1()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,19 +18,11 @@ import (
 
 func skillMetaSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.SkillMetaV1))
+	sch, err := schema.CompileSkillMetaV1()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("skill-meta-v1.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("skill-meta-v1.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sch
 }
 
 // callMeta connects as a named client at a protocol version and calls the
