@@ -672,6 +672,7 @@ func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalo
 		return
 	}
 	r.cur.Store(nc)
+	retireSearch(old, nc)
 	r.mu.Lock()
 	r.history = append(r.history, retired{old, now})
 	r.pruneHistory()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/registry/search"
 	"github.com/skillreg/skillreg/registry/skill"
 )
 
@@ -260,5 +261,55 @@ func TestCursorOfAnotherProcess(t *testing.T) {
 	d, err := DecodeCursor(c.Encode())
 	if err != nil || d != c {
 		t.Fatalf("round trip: %+v %v", d, err)
+	}
+}
+
+// TestSwapLetsGoOfSupersededSearch checks that a generation kept only for
+// pagination does not keep its search state: under a catalog that changes
+// every second, every superseded generation's segment used to stay in
+// memory for the whole retention window.
+func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
+	r, root := newDirRegistry(t, Options{})
+	other := t.TempDir()
+	writeFiles(t, other, map[string]string{"c/SKILL.md": md("c")})
+	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}, {Name: "other", Kind: KindDir, Dir: other}})
+	if err := r.SyncNow(context.Background(), "other"); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := r.Search(Filter{}, "", "skill", search.Options{}); err != nil || len(hits) == 0 {
+		t.Fatalf("search before the swap: %v, %v", hits, err)
+	}
+	c1 := r.Current()
+	local1, other1 := c1.sources[0], c1.sources[1]
+	otherSeg := other1.search.seg
+	if local1.search.seg == nil || otherSeg == nil || c1.index.ix == nil {
+		t.Fatal("search state not built by the first search")
+	}
+
+	writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: The zebra skill.\n---\n# a\n"})
+	if err := r.SyncNow(context.Background(), "local"); err != nil {
+		t.Fatal(err)
+	}
+	c2 := r.Current()
+	if c2 == c1 || c2.sources[1] != other1 {
+		t.Fatal("expected a swap that keeps the unchanged source's snapshot")
+	}
+	if local1.search.seg != nil || c1.index.ix != nil {
+		t.Error("superseded generation still holds its search state")
+	}
+	if other1.search.seg != otherSeg {
+		t.Error("the unchanged source's segment was dropped, though the current generation holds it")
+	}
+	// The superseded generation still answers, and search follows the new one.
+	if _, ok := r.Generation(c1.Gen); !ok {
+		t.Fatal("superseded generation not retained")
+	}
+	hits, err := r.Search(Filter{}, "", "zebra", search.Options{})
+	if err != nil || len(hits) == 0 || hits[0].ID != "skill://local/a/SKILL.md" {
+		t.Fatalf("search after the swap: %+v, %v", hits, err)
+	}
+	// A late search on the retired snapshot still works and keeps nothing.
+	if local1.Segment() == nil || local1.search.seg != nil {
+		t.Error("retired snapshot kept a segment built after retirement")
 	}
 }

@@ -1,27 +1,52 @@
 package registry
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/skillreg/skillreg/registry/search"
 )
 
-// searchState is a snapshot's search segment, built once on first use (or
-// in the background after a restore, so a restart serves before indexing).
+// searchState is a snapshot's search segment, built on first use (or in
+// the background after a restore, so a restart serves before indexing) and
+// let go once no current generation holds the snapshot: searches only ever
+// run on the current generation, and a superseded one stays readable for
+// pagination only, so keeping its segment would hold megabytes per swap
+// for nothing.
 type searchState struct {
-	once sync.Once
-	seg  *search.Segment
+	mu      sync.Mutex
+	seg     *search.Segment
+	retired bool
 }
 
 // Segment returns the snapshot's search segment, building it on first use
-// (every use, for a snapshot NewSnapshot did not seal).
+// (every use, for a snapshot NewSnapshot did not seal or one retired).
 func (s *Snapshot) Segment() *search.Segment {
-	if s.search == nil {
+	st := s.search
+	if st == nil {
 		return s.buildSegment()
 	}
-	s.search.once.Do(func() { s.search.seg = s.buildSegment() })
-	return s.search.seg
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.seg != nil {
+		return st.seg
+	}
+	seg := s.buildSegment()
+	if !st.retired {
+		st.seg = seg
+	}
+	return seg
+}
+
+// retireSearch drops the snapshot's segment; a search still running on it
+// keeps what it holds, and a late caller builds one it does not keep.
+func (s *Snapshot) retireSearch() {
+	if st := s.search; st != nil {
+		st.mu.Lock()
+		st.seg, st.retired = nil, true
+		st.mu.Unlock()
+	}
 }
 
 func (s *Snapshot) buildSegment() *search.Segment {
@@ -32,21 +57,42 @@ func (s *Snapshot) buildSegment() *search.Segment {
 	return search.BuildSegment(docs)
 }
 
-// catalogIndex is a generation's merged search dictionary.
+// catalogIndex is a generation's merged search dictionary, kept like a
+// snapshot's segment: built once while current, dropped when superseded.
 type catalogIndex struct {
-	once sync.Once
-	ix   *search.Index
+	mu      sync.Mutex
+	ix      *search.Index
+	retired bool
 }
 
 func (c *Catalog) searchIndex() *search.Index {
-	c.index.once.Do(func() {
-		segs := make([]*search.Segment, len(c.sources))
-		for i, s := range c.sources {
-			segs[i] = s.Segment()
+	c.index.mu.Lock()
+	defer c.index.mu.Unlock()
+	if c.index.ix != nil {
+		return c.index.ix
+	}
+	segs := make([]*search.Segment, len(c.sources))
+	for i, s := range c.sources {
+		segs[i] = s.Segment()
+	}
+	ix := search.NewIndex(segs)
+	if !c.index.retired {
+		c.index.ix = ix
+	}
+	return ix
+}
+
+// retireSearch lets go of the search state only old holds: its merged
+// dictionary and the segments of snapshots next no longer has.
+func retireSearch(old, next *Catalog) {
+	old.index.mu.Lock()
+	old.index.ix, old.index.retired = nil, true
+	old.index.mu.Unlock()
+	for _, s := range old.sources {
+		if !slices.Contains(next.sources, s) {
+			s.retireSearch()
 		}
-		c.index.ix = search.NewIndex(segs)
-	})
-	return c.index.ix
+	}
 }
 
 // Search ranks the skills a filter allows (optionally one source's) against

@@ -11,7 +11,6 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -68,7 +67,7 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 		cfg.DataDir = *data
 	}
 	log, level := newLogger(e.stderr, cfg.Log)
-	tuneGC()
+	go tuneGC(ctx)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -691,14 +690,4 @@ func (d *Daemon) searchWeb(f registry.Filter, q string, limit int) ([]web.Hit, e
 		out[i] = web.Hit{URI: h.ID, Source: h.Source, Name: h.Name, Score: h.Score, Fields: h.Fields}
 	}
 	return out, nil
-}
-
-// tuneGC lets the heap grow to five times the live data (GOGC=400) unless
-// GOGC is set: the SDK allocates tens of kilobytes of buffers per request
-// that die at once, and at the default the collector ran every few requests
-// and set the tail latency. GOMEMLIMIT, when set, still bounds the heap.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 }
