@@ -2,7 +2,10 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/skillreg/skillreg/registry/skill"
 )
 
 // FuzzFileURI checks that the one-allocation URI builder renders exactly
@@ -38,5 +41,35 @@ func TestResyncKeepsWhatItHashed(t *testing.T) {
 	data, err := r.ReadFile(context.Background(), f)
 	if err != nil || string(data) != "alpha two" {
 		t.Fatalf("ReadFile = %q, %v; want the resync's bytes", data, err)
+	}
+}
+
+func TestLazyDigests(t *testing.T) {
+	loads := 0
+	l := NewLazyDigests(func() (map[string]skill.Digest, error) {
+		loads++
+		return map[string]skill.Digest{"k": {Digest: "sha256:x", Size: 1}}, nil
+	}, func(err error) { t.Errorf("unexpected error %v", err) })
+	if loads != 0 {
+		t.Fatal("loaded before first use")
+	}
+	if d, ok := l.Get("k"); !ok || d.Size != 1 {
+		t.Fatalf("Get(k) = %v, %v", d, ok)
+	}
+	l.Put("j", skill.Digest{Digest: "sha256:y", Size: 2})
+	if d, ok := l.Get("j"); !ok || d.Size != 2 || loads != 1 {
+		t.Fatalf("Get(j) = %v, %v after %d loads", d, ok, loads)
+	}
+
+	var reported error
+	bad := NewLazyDigests(func() (map[string]skill.Digest, error) {
+		return nil, errors.New("bucket unreadable")
+	}, func(err error) { reported = err })
+	if _, ok := bad.Get("k"); ok || reported == nil {
+		t.Fatalf("a failed load must start empty and be reported (%v)", reported)
+	}
+	bad.Put("k", skill.Digest{Size: 3})
+	if d, ok := bad.Get("k"); !ok || d.Size != 3 {
+		t.Fatal("a failed load must still cache what syncs put")
 	}
 }

@@ -199,11 +199,9 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 	ropts := registry.Options{Logger: log, Metrics: d.metrics}
 	if d.store != nil {
 		ropts.Store = d.store
-		digests, err := d.store.Digests()
-		if err != nil {
-			return nil, fmt.Errorf("load digests: %w", err)
-		}
-		ropts.Digests = registry.NewDigestMapFrom(digests)
+		ropts.Digests = registry.NewLazyDigests(d.store.Digests, func(err error) {
+			log.Warn("stored file digests unreadable; changed files will be hashed again", "err", err)
+		})
 	}
 	// The git object stores and the releases client cost nothing until a
 	// source uses them; they exist from the start so a reload can add git

@@ -50,7 +50,7 @@ func (r *Repo) repairLocked() error {
 		case ext == "pack" && !have[base+".idx"], ext == "idx" && !have[base+".pack"]:
 			remove = append(remove, name)
 		case ext == "pack":
-			if err := verifyPack(packDir, base); err != nil {
+			if err := verifyPack(packDir, base, !clean); err != nil {
 				r.log.Warn("removing damaged pack", "pack", base, "err", err)
 				remove = append(remove, base+".pack", base+".idx")
 			}
@@ -142,8 +142,13 @@ func (r *Repo) markClean() {
 }
 
 // verifyPack checks that pack-<base>.idx decodes and belongs to its pack,
-// and that the pack's content hashes to its trailer, its name.
-func verifyPack(dir, base string) error {
+// and that the pack's trailer is its name; with full, also that the pack's
+// content hashes to its trailer. The full check re-reads the whole pack
+// (25 ms for a 10,000-skill store, a fifth of a restart): it is for a store
+// whose last process did not close it cleanly. After a clean close every
+// pack was fsynced before it was renamed into place, and each object read
+// checks the object's id anyway.
+func verifyPack(dir, base string, full bool) error {
 	want, ok := strings.CutPrefix(base, "pack-")
 	if !ok || !isHexID(want) {
 		return fmt.Errorf("unexpected pack name %q", base)
@@ -179,15 +184,21 @@ func verifyPack(dir, base string) error {
 	if string(hdr[:4]) != "PACK" || int64(binary.BigEndian.Uint32(hdr[8:])) < count {
 		return fmt.Errorf("pack header does not match its index")
 	}
-	h := sha1.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-packTrailerLen)); err != nil {
-		return err
-	}
 	var trailer [packTrailerLen]byte
 	if _, err := f.ReadAt(trailer[:], size-packTrailerLen); err != nil {
 		return err
 	}
-	if !bytes.Equal(h.Sum(nil), trailer[:]) || plumbing.Hash(trailer).String() != want {
+	if plumbing.Hash(trailer).String() != want {
+		return fmt.Errorf("pack checksum mismatch")
+	}
+	if !full {
+		return nil
+	}
+	h := sha1.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-packTrailerLen)); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), trailer[:]) {
 		return fmt.Errorf("pack checksum mismatch")
 	}
 	return nil
