@@ -14,7 +14,9 @@ import (
 // GOGC=100 collected every few hundred requests and set the tail latency,
 // while a fixed GOGC=400 held five times a large catalog (640 MiB resident
 // for 110 MiB live under the load bench). A floor on the headroom, as the
-// runtime has no setting for, does both.
+// runtime has no setting for, does both. Every command runs with it:
+// `skillreg index` of 10,000 skills spent a quarter of its time collecting
+// a heap that only grows (0.97-0.99 s at GOGC=100, 0.74-0.79 s with it).
 const gcHeadroom = 64 << 20
 
 // gcPercent is the GOGC giving live bytes at least gcHeadroom of headroom:

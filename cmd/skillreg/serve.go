@@ -67,7 +67,6 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 		cfg.DataDir = *data
 	}
 	log, level := newLogger(e.stderr, cfg.Log)
-	go tuneGC(ctx)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
