@@ -180,14 +180,11 @@ func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (ski
 	return nil, fmt.Errorf("cannot restore a %s source", src.Kind)
 }
 
-// eachFile runs check on every file of every skill, a few at a time, and
-// returns the first error.
+// eachFile runs check on every file of every skill, the skills split into
+// one contiguous run per worker (no per-file hand-off: the checks are
+// single system calls, and a channel send per file cost as much as the
+// call), and returns the first error.
 func eachFile(ctx context.Context, snap *Snapshot, check func(*skill.Skill, *skill.File) error) error {
-	type job struct {
-		sk *skill.Skill
-		f  *skill.File
-	}
-	jobs := make(chan job)
 	var (
 		wg       sync.WaitGroup
 		once     sync.Once
@@ -195,28 +192,26 @@ func eachFile(ctx context.Context, snap *Snapshot, check func(*skill.Skill, *ski
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for range 2 * runtime.GOMAXPROCS(0) {
+	skills := snap.Skills
+	workers := min(2*runtime.GOMAXPROCS(0), len(skills))
+	for w := range workers {
+		part := skills[w*len(skills)/workers : (w+1)*len(skills)/workers]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				if err := check(j.sk, j.f); err != nil {
-					once.Do(func() { firstErr = err; cancel() })
+			for _, sk := range part {
+				if ctx.Err() != nil {
+					return
+				}
+				for i := range sk.Files {
+					if err := check(sk, &sk.Files[i]); err != nil {
+						once.Do(func() { firstErr = err; cancel() })
+						return
+					}
 				}
 			}
 		}()
 	}
-feed:
-	for _, sk := range snap.Skills {
-		for i := range sk.Files {
-			select {
-			case jobs <- job{sk, &sk.Files[i]}:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-	}
-	close(jobs)
 	wg.Wait()
 	if firstErr != nil {
 		return firstErr
