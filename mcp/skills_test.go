@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/skill"
@@ -182,4 +183,20 @@ func BenchmarkListPageEncode(b *testing.B) {
 			b.SetBytes(int64(len(encode(b, res, false))))
 		}
 	})
+}
+
+// TestWarmRendersTheFirstPage: after Warm, the first page's entries come
+// from the render cache, and nothing past the page was rendered.
+func TestWarmRendersTheFirstPage(t *testing.T) {
+	snap := testSnapshot(t, "warm", "")
+	cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})
+	s := &Server{o: Options{PageSize: 4}}
+	s.Warm(cat)
+	refs := cat.All(registry.Filter{})
+	for i, r := range refs {
+		_, cached := renders.m.Load(weak.Make(r.Skill))
+		if cached != (i < 4) {
+			t.Errorf("entry %d (%s): cached %v after Warm with a page of 4", i, r.URI(), cached)
+		}
+	}
 }

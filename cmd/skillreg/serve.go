@@ -251,6 +251,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		}
 		if len(rep.Restored) > 0 {
 			log.Info("serving the stored catalog", "sources", rep.Restored, "skills", d.Registry.Current().Len(registry.Filter{}))
+			go mcpSrv.Warm(d.Registry.Current()) // while the listener comes up
 		}
 		d.deliveries = storeDeliveries{d.store}
 	} else {
