@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -516,15 +517,33 @@ func decodeSource(r *rawSource) (registry.Persisted, error) {
 		skills := make([]skill.Skill, n)
 		fms := make([]skill.Frontmatter, n)
 		snap.Skills = make([]*skill.Skill, n)
-		for i, rs := range r.skills {
-			key := r.arena[rs.key[0]:rs.key[1]]
-			if key == "" || key[0] != skillKeyPrefix {
-				return p, fmt.Errorf("skill key %q", key)
+		// Records are independent: decode contiguous runs of them on
+		// every core (a restart waits for this before it serves).
+		workers := min(runtime.GOMAXPROCS(0), max(1, n/1024))
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w * n / workers; i < (w+1)*n/workers; i++ {
+					rs := r.skills[i]
+					key := r.arena[rs.key[0]:rs.key[1]]
+					if key == "" || key[0] != skillKeyPrefix {
+						errs[w] = fmt.Errorf("skill key %q", key)
+						return
+					}
+					if err := decodeSkill(key[1:], r.arena[rs.val[0]:rs.val[1]], &skills[i], &fms[i]); err != nil {
+						errs[w] = fmt.Errorf("skill %q: %w", key[1:], err)
+						return
+					}
+					snap.Skills[i] = &skills[i]
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return p, err // the first bad record's, in key order
 			}
-			if err := decodeSkill(key[1:], r.arena[rs.val[0]:rs.val[1]], &skills[i], &fms[i]); err != nil {
-				return p, fmt.Errorf("skill %q: %w", key[1:], err)
-			}
-			snap.Skills[i] = &skills[i]
 		}
 	}
 	p.Snapshot = snap
