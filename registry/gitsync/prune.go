@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // repair brings the store back to a consistent state after a crash, a
@@ -41,6 +42,7 @@ func (r *Repo) repairLocked() error {
 		have[e.Name()] = true
 	}
 	var remove []string
+	decoded := map[string]*idxfile.MemoryIndex{}
 	for _, e := range entries {
 		name := e.Name()
 		base, ext, _ := strings.Cut(name, ".")
@@ -50,10 +52,13 @@ func (r *Repo) repairLocked() error {
 		case ext == "pack" && !have[base+".idx"], ext == "idx" && !have[base+".pack"]:
 			remove = append(remove, name)
 		case ext == "pack":
-			if err := verifyPack(packDir, base, !clean); err != nil {
+			idx, err := verifyPack(packDir, base, !clean)
+			if err != nil {
 				r.log.Warn("removing damaged pack", "pack", base, "err", err)
 				remove = append(remove, base+".pack", base+".idx")
+				continue
 			}
+			decoded[base] = idx
 		}
 	}
 	// Reads in flight keep the packs they opened; removing the files
@@ -66,7 +71,7 @@ func (r *Repo) repairLocked() error {
 	// Anything cached may have come from a damaged pack.
 	r.objects.clear()
 	r.trees.clear()
-	if err := r.reloadPacks(); err != nil {
+	if err := r.reloadPacksWith(decoded); err != nil {
 		return fmt.Errorf("repair: %w", err)
 	}
 
@@ -148,15 +153,22 @@ func (r *Repo) markClean() {
 // whose last process did not close it cleanly. After a clean close every
 // pack was fsynced before it was renamed into place, and each object read
 // checks the object's id anyway.
-func verifyPack(dir, base string, full bool) error {
+func verifyPack(dir, base string, full bool) (*idxfile.MemoryIndex, error) {
 	want, ok := strings.CutPrefix(base, "pack-")
 	if !ok || !isHexID(want) {
-		return fmt.Errorf("unexpected pack name %q", base)
+		return nil, fmt.Errorf("unexpected pack name %q", base)
 	}
 	idx, err := readIndex(filepath.Join(dir, base+".idx"))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := checkPack(dir, base, want, idx, full); err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+func checkPack(dir, base, want string, idx *idxfile.MemoryIndex, full bool) error {
 	if got := plumbing.Hash(idx.PackfileChecksum).String(); got != want {
 		return fmt.Errorf("index is for pack %s", got)
 	}
