@@ -129,6 +129,12 @@ func NewLimiter(every time.Duration, burst int) *Limiter {
 	return &Limiter{byAddr: map[string]*limitEntry{}, every: every, burst: burst, maxKeys: 10000, now: time.Now}
 }
 
+// WithClock makes l read the time from now (for tests); call it before use.
+func (l *Limiter) WithClock(now func() time.Time) *Limiter {
+	l.now = now
+	return l
+}
+
 // Allow reports whether addr may try again; it spends nothing.
 func (l *Limiter) Allow(addr string) bool {
 	l.mu.Lock()

@@ -11,18 +11,16 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 )
 
 // Sessions and login limits.
 const (
-	cookieName      = "skillreg_session"
-	maxSessions     = 10000            // sessions kept at once; the oldest goes first
-	maxLoginForm    = 4 << 10          // bytes of a login form
-	maxTokenLen     = 1 << 10          // bytes of a token
-	loginBurst      = 5                // failed logins allowed at once per address
-	loginRefill     = 12 * time.Second // one more failed login allowed per interval
-	maxLimitedAddrs = 10000            // addresses tracked by the login limiter
+	cookieName   = "skillreg_session"
+	maxSessions  = 10000            // sessions kept at once; the oldest goes first
+	maxLoginForm = 4 << 10          // bytes of a login form
+	maxTokenLen  = 1 << 10          // bytes of a token
+	loginBurst   = 5                // failed logins allowed at once per address (default Limiter)
+	loginRefill  = 12 * time.Second // one more failed login allowed per interval (default Limiter)
 )
 
 // session is what a session id maps to, server side. The cookie carries
@@ -110,48 +108,6 @@ func (s *sessionStore) len() int {
 	return len(s.m)
 }
 
-// loginLimiter is a token bucket of failed logins per remote address.
-type loginLimiter struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
-}
-
-func newLoginLimiter() *loginLimiter { return &loginLimiter{m: map[string]*rate.Limiter{}} }
-
-func (l *loginLimiter) get(addr string, now time.Time) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if lim, ok := l.m[addr]; ok {
-		return lim
-	}
-	if len(l.m) >= maxLimitedAddrs {
-		// Forget addresses whose bucket is full again: they would start
-		// afresh anyway. If every one is still draining, start over rather
-		// than grow without bound.
-		for a, lim := range l.m {
-			if lim.TokensAt(now) >= loginBurst {
-				delete(l.m, a)
-			}
-		}
-		if len(l.m) >= maxLimitedAddrs {
-			l.m = map[string]*rate.Limiter{}
-		}
-	}
-	lim := rate.NewLimiter(rate.Every(loginRefill), loginBurst)
-	l.m[addr] = lim
-	return lim
-}
-
-// blocked reports whether addr has used up its failed attempts.
-func (l *loginLimiter) blocked(addr string, now time.Time) bool {
-	return l.get(addr, now).TokensAt(now) < 1
-}
-
-// failed records a failed attempt.
-func (l *loginLimiter) failed(addr string, now time.Time) {
-	l.get(addr, now).AllowN(now, 1)
-}
-
 // remoteAddr is the address failed logins are counted against: the
 // connection's peer, or what the router's IPExtractor says when the
 // operator configured one (behind a trusted proxy). Forwarding headers are
@@ -226,7 +182,7 @@ func (h *Handler) login(c echo.Context) error {
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	data := loginData{layout: h.layoutFor(c, "Sign in", ""), Next: next}
-	if h.limits.blocked(addr, now) {
+	if !h.o.Limiter.Allow(addr) {
 		h.log.Warn("login refused: too many failed attempts", "remote", addr)
 		c.Response().Header().Set("Retry-After", "60")
 		data.Error = "Too many failed attempts from your address. Wait a minute and try again."
@@ -238,7 +194,7 @@ func (h *Handler) login(c echo.Context) error {
 		v, ok = h.o.Authenticate(token)
 	}
 	if !ok {
-		h.limits.failed(addr, now)
+		h.o.Limiter.Failed(addr)
 		h.log.Warn("login failed", "remote", addr)
 		data.Error = "That token was not accepted."
 		return h.render(c, http.StatusUnauthorized, "login", data)

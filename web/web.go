@@ -24,6 +24,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -74,6 +75,11 @@ type Options struct {
 	// clients takes effect at once.
 	AuthRequiredFunc func() bool
 	Authenticate     func(token string) (Viewer, bool)
+	// Limiter counts failed sign-ins per remote address and refuses an
+	// address that has used up its attempts (default: 5 at once, then one
+	// per 12 s). The daemon passes the limiter /mcp uses, so a guesser has
+	// one budget across both.
+	Limiter Limiter
 	// SessionTTL is how long a session lasts (default 12h).
 	SessionTTL time.Duration
 	// SecureCookie marks the session cookie Secure even when the request
@@ -87,6 +93,13 @@ type Options struct {
 
 	Logger *slog.Logger
 	Now    func() time.Time
+}
+
+// Limiter is what the sign-in form needs of a failed-attempt limiter
+// (access.Limiter is one).
+type Limiter interface {
+	Allow(addr string) bool // whether addr may try again; spends nothing
+	Failed(addr string)     // records a failed attempt from addr
 }
 
 // Viewer is who looks at the pages and which sources they may see.
@@ -122,7 +135,6 @@ type Handler struct {
 	static   map[string]staticFile
 	md       *markdown
 	sessions *sessionStore
-	limits   *loginLimiter
 	cop      *http.CrossOriginProtection
 	echo     *echo.Echo
 }
@@ -156,12 +168,14 @@ func New(o Options) (*Handler, error) {
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 12 * time.Hour
 	}
+	if o.Limiter == nil {
+		o.Limiter = access.NewLimiter(loginRefill, loginBurst).WithClock(o.Now)
+	}
 	h := &Handler{
 		o:        o,
 		log:      o.Logger,
 		md:       newMarkdown(),
 		sessions: newSessionStore(maxSessions, o.SessionTTL),
-		limits:   newLoginLimiter(),
 		cop:      http.NewCrossOriginProtection(),
 	}
 	var err error

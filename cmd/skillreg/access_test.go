@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,5 +188,15 @@ func TestTokensRequired(t *testing.T) {
 	}
 	if !limited || post(tok).StatusCode != http.StatusTooManyRequests {
 		t.Fatal("failed attempts were not rate-limited")
+	}
+	// The web sign-in draws on the same budget: switching endpoints does
+	// not buy a guesser more attempts.
+	resp, err := http.PostForm(d.URL+"/login", url.Values{"token": {tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("/login after the /mcp budget is spent: %d, want 429", resp.StatusCode)
 	}
 }

@@ -268,6 +268,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		Deliveries:       d.recentDeliveries,
 		Logger:           log,
 		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
+		Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
 		Authenticate: func(tok string) (web.Viewer, bool) {
 			c, ok := d.clients.Load().Check(tok)
 			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
