@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/internal/fastmcp"
 	"github.com/skillreg/skillreg/registry/search"
 	"github.com/skillreg/skillreg/registry/skill"
 )
@@ -78,12 +79,12 @@ func runSearch(env *Env) ([]Row, error) {
 		n, len(segs), buildAll, buildOne, buildWhole, ix.Len(), mergeTime, held>>20)
 
 	queries := searchBenchQueries(skills, searchQueries)
-	peer := newFastMCPPeer(all)
+	peer := fastmcp.New(all)
 	for _, q := range queries[:100] { // warm up both
 		if _, err := search.Search(segs, q, search.Options{Index: ix}); err != nil {
 			return nil, fmt.Errorf("search %q: %w", q, err)
 		}
-		peer.search(q, search.DefaultLimit)
+		peer.Search(q, search.DefaultLimit)
 	}
 	var ours, peers, whole, noIndex []time.Duration
 	for round := range searchRounds {
@@ -101,7 +102,7 @@ func runSearch(env *Env) ([]Row, error) {
 			runtime.GC()
 			for _, q := range queries {
 				t := time.Now()
-				peer.search(q, search.DefaultLimit)
+				peer.Search(q, search.DefaultLimit)
 				peers = append(peers, time.Since(t))
 			}
 		}
@@ -242,87 +243,6 @@ func searchBenchQueries(skills []corpus.RealisticSkill, n int) []string {
 		if strings.TrimSpace(query) != "" {
 			out = append(out, query)
 		}
-	}
-	return out
-}
-
-// fastMCPPeer is the FastMCP skills server's search_skills scoring, as its
-// README states it: per whitespace-separated, lowercased query token,
-// skill_id (here the name, which is the directory name) exact 3.0, prefix
-// 1.5, substring 0.5; name exact 2.0, substring 0.5; 2.0 per equal tag; 0.2
-// per description word containing the token; summed, zeros dropped, ties by
-// skill_id, deprecated skills hidden. It scans every skill per query. The
-// lowercasing and splitting of each skill are done once here, which only
-// makes the peer faster than the original.
-type fastMCPPeer []fastMCPSkill
-
-type fastMCPSkill struct {
-	name  string
-	tags  []string
-	words []string
-}
-
-func newFastMCPPeer(docs []search.Doc) fastMCPPeer {
-	var p fastMCPPeer
-	for _, d := range docs {
-		if d.Deprecated {
-			continue
-		}
-		s := fastMCPSkill{name: strings.ToLower(d.Name), words: strings.Fields(strings.ToLower(d.Description))}
-		for _, t := range d.Tags {
-			s.tags = append(s.tags, strings.ToLower(t))
-		}
-		p = append(p, s)
-	}
-	return p
-}
-
-func (p fastMCPPeer) search(query string, limit int) []string {
-	type hit struct {
-		name  string
-		score float64
-	}
-	toks := strings.Fields(strings.ToLower(query))
-	var hits []hit
-	for i := range p {
-		s := &p[i]
-		score := 0.0
-		for _, t := range toks {
-			switch {
-			case s.name == t:
-				score += 3 + 2
-			case strings.HasPrefix(s.name, t):
-				score += 1.5 + 0.5
-			case strings.Contains(s.name, t):
-				score += 0.5 + 0.5
-			}
-			for _, tag := range s.tags {
-				if tag == t {
-					score += 2
-				}
-			}
-			for _, w := range s.words {
-				if strings.Contains(w, t) {
-					score += 0.2
-				}
-			}
-		}
-		if score > 0 {
-			hits = append(hits, hit{s.name, score})
-		}
-	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	out := make([]string, 0, limit)
-	for i := 0; i < len(hits) && i < limit; i++ {
-		out = append(out, hits[i].name)
 	}
 	return out
 }

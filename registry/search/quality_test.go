@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/internal/fastmcp"
 	"github.com/skillreg/skillreg/registry/search"
 	"github.com/skillreg/skillreg/registry/skill"
 )
@@ -79,9 +80,9 @@ func quality(t *testing.T, segs []*search.Segment, queries []qualityQuery, verbo
 // peerQuality is quality for the FastMCP scoring.
 func peerQuality(docs []search.Doc, queries []qualityQuery) (p1, in5 float64) {
 	var at1, top5 int
-	peer := newFastMCP(docs)
+	peer := fastmcp.New(docs)
 	for _, q := range queries {
-		got := peer.search(q.query, 5)
+		got := peer.Search(q.query, 5)
 		if i := slices.Index(got, q.want); i == 0 {
 			at1++
 			top5++
