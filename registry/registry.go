@@ -672,12 +672,14 @@ func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalo
 		return
 	}
 	r.cur.Store(nc)
-	retireSearch(old, nc)
 	r.mu.Lock()
 	r.history = append(r.history, retired{old, now})
 	r.pruneHistory()
 	r.mu.Unlock()
 	r.swapMu.Unlock()
+	// Outside the swap lock: it waits for a search index being built on
+	// old, if any, and other sources' swaps need not.
+	retireSearch(old, nc)
 	if r.o.OnSwap != nil {
 		r.o.OnSwap(old, nc)
 	}
