@@ -551,9 +551,9 @@ func decodeSource(r *rawSource) (registry.Persisted, error) {
 }
 
 // Digests returns the persisted digest map: every file key a stored
-// snapshot references, with its digest and size. The registry loads it at
-// start into its digest cache, so that the first sync after a restart
-// hashes only what changed.
+// snapshot references, with its digest and size. The registry loads it
+// into its digest cache on the first sync after a restart (not before
+// serving), so that sync hashes only what changed.
 func (s *Store) Digests() (map[string]skill.Digest, error) {
 	var arena string
 	var offs [][3]int // key end, value end, per entry (starts follow)

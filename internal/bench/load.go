@@ -226,20 +226,7 @@ func runLoad(env *Env) ([]Row, error) {
 }
 
 // peakRSS is the daemon's peak resident memory (VmHWM), or 0.
-func (d *daemon) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func (d *daemon) peakRSS() int64 { return d.procStatusKB("VmHWM") }
 
 func pct(d []time.Duration, p int) string {
 	if len(d) == 0 {

@@ -225,13 +225,17 @@ func (d *daemon) cpu() time.Duration {
 }
 
 // rss returns the daemon's resident memory (VmRSS), or 0.
-func (d *daemon) rss() int64 {
+func (d *daemon) rss() int64 { return d.procStatusKB("VmRSS") }
+
+// procStatusKB reads a "Name:  N kB" field of the daemon's
+// /proc/PID/status, in bytes, or 0.
+func (d *daemon) procStatusKB(name string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			var kb int64
 			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
 			return kb << 10

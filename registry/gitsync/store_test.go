@@ -585,15 +585,7 @@ func TestCleanCloseMarker(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("no marker after a clean close: %v", err)
 	}
-	pool2, err := NewPool(filepath.Dir(f.repo.Dir()), PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool2.Close()
-	r2, err := pool2.Repo(f.remote.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := reopen(t, f)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("marker still there after open")
 	}
@@ -629,15 +621,7 @@ func TestCleanCloseSkipsWholePackHash(t *testing.T) {
 			}
 			flipByte(t, packs[0]+".pack", offsetOf(t, packs[0], victim.Blob)+6)
 
-			pool2, err := NewPool(filepath.Dir(f.repo.Dir()), PoolOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool2.Close()
-			r2, err := pool2.Repo(f.remote.URL())
-			if err != nil {
-				t.Fatal(err)
-			}
+			r2 := reopen(t, f)
 			_, statErr := os.Stat(packs[0] + ".pack")
 			if clean {
 				if statErr != nil || len(r2.Commits()) != 1 {
@@ -653,4 +637,20 @@ func TestCleanCloseSkipsWholePackHash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reopen opens the fixture's store again in a new pool, as a restarted
+// daemon would (the old pool must be closed first).
+func reopen(t *testing.T, f *fixture) *Repo {
+	t.Helper()
+	pool, err := NewPool(filepath.Dir(f.repo.Dir()), PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	r, err := pool.Repo(f.remote.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
