@@ -107,24 +107,7 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			note("sources: stray value %q", name)
 			return nil
 		}
-		src := sources.Bucket(name)
-		r := rawSource{name: string(name), state: string(src.Get(keyState))}
-		if h := src.Get(keySnapshot); h != nil {
-			r.header, r.hasHdr = string(h), true
-		}
-		var b strings.Builder
-		if skills := src.Bucket(keySkills); skills != nil {
-			_ = skills.ForEach(func(k, v []byte) error {
-				var rs rawSkill
-				rs.key = [2]int{b.Len(), b.Len() + len(k)}
-				b.Write(k)
-				rs.val = [2]int{b.Len(), b.Len() + len(v)}
-				b.Write(v)
-				r.skills = append(r.skills, rs)
-				return nil
-			})
-		}
-		r.arena = b.String()
+		r := readSource(tx.DB().Path(), name, sources.Bucket(name))
 		p, err := decodeSource(&r)
 		if err != nil {
 			note("source %s: %v", name, err)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -417,24 +419,20 @@ func (s *Store) DeleteSource(name string) error {
 	return nil
 }
 
-// rawSource is one source's values, copied out of a read transaction into
-// one string per source so that decoding allocates little and never
-// touches the mapped file.
+// rawSource is one source's values, copied out of a read transaction.
 type rawSource struct {
 	name   string
 	state  string
 	header string // "" when the source has no snapshot
 	hasHdr bool
-	arena  string
-	skills []rawSkill // offsets into arena
+	snap   *registry.Snapshot // decoded header and skills, when hasHdr
+	err    error              // what is wrong with the snapshot's records
 }
-
-type rawSkill struct{ key, val [2]int }
 
 // Load returns every stored source's last snapshot (nil when it has none)
 // and state, sorted by source name. Snapshots come back unsealed: the
 // registry verifies them against their trees and seals them with
-// registry.NewSnapshot. Their strings share one allocation per source.
+// registry.NewSnapshot.
 func (s *Store) Load() ([]registry.Persisted, error) {
 	var raws []rawSource
 	err := s.view("load", func(tx *bolt.Tx) error {
@@ -443,30 +441,7 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 			return corrupt(s.path, errors.New("sources bucket missing"))
 		}
 		return sources.ForEachBucket(func(name []byte) error {
-			src := sources.Bucket(name)
-			r := rawSource{name: string(name), state: string(src.Get(keyState))}
-			if h := src.Get(keySnapshot); h != nil {
-				r.header, r.hasHdr = string(h), true
-			}
-			if skills := src.Bucket(keySkills); skills != nil {
-				var size int
-				c := skills.Cursor()
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					size += len(k) + len(v)
-				}
-				var arena strings.Builder
-				arena.Grow(size)
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					var rs rawSkill
-					rs.key = [2]int{arena.Len(), arena.Len() + len(k)}
-					arena.Write(k)
-					rs.val = [2]int{arena.Len(), arena.Len() + len(v)}
-					arena.Write(v)
-					r.skills = append(r.skills, rs)
-				}
-				r.arena = arena.String()
-			}
-			raws = append(raws, r)
+			raws = append(raws, readSource(s.path, name, sources.Bucket(name)))
 			return nil
 		})
 	})
@@ -484,7 +459,42 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 	return out, nil
 }
 
-// decodeSource builds one source's Persisted from its raw values.
+// readSource copies and decodes one source's bucket in a read transaction.
+func readSource(path string, name []byte, src *bolt.Bucket) rawSource {
+	r := rawSource{name: string(name), state: string(src.Get(keyState))}
+	h := src.Get(keySnapshot)
+	skills := src.Bucket(keySkills)
+	switch {
+	case h != nil:
+		r.header, r.hasHdr = string(h), true
+		r.snap, r.err = loadSnapshot(path, r.header, skills)
+	case skills != nil && notEmpty(skills):
+		r.err = errors.New("skills without a snapshot")
+	}
+	return r
+}
+
+// eachRecord yields a bucket's keys and values in order; none for nil.
+func eachRecord(b *bolt.Bucket) iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		if b == nil {
+			return
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+func notEmpty(b *bolt.Bucket) bool {
+	k, _ := b.Cursor().First()
+	return k != nil
+}
+
+// decodeSource checks one source's state against its snapshot.
 func decodeSource(r *rawSource) (registry.Persisted, error) {
 	var p registry.Persisted
 	if r.state == "" {
@@ -496,58 +506,122 @@ func decodeSource(r *rawSource) (registry.Persisted, error) {
 	if p.State.Source != r.name {
 		return p, fmt.Errorf("state names source %q", p.State.Source)
 	}
-	if !r.hasHdr {
-		if len(r.skills) > 0 {
-			return p, errors.New("skills without a snapshot")
-		}
-		return p, nil
+	if r.err != nil {
+		return p, r.err
 	}
-	snap, n, err := decodeHeader(r.header)
-	if err != nil {
-		return p, fmt.Errorf("snapshot: %w", err)
+	if r.hasHdr && r.snap.Source != r.name {
+		return p, fmt.Errorf("snapshot names source %q", r.snap.Source)
 	}
-	if snap.Source != r.name {
-		return p, fmt.Errorf("snapshot names source %q", snap.Source)
-	}
-	if max(n, 0) != len(r.skills) {
-		return p, fmt.Errorf("snapshot has %d skill records, its header says %d", len(r.skills), max(n, 0))
-	}
-	if n >= 0 {
-		// One allocation for all skills and one for all frontmatters.
-		skills := make([]skill.Skill, n)
-		fms := make([]skill.Frontmatter, n)
-		snap.Skills = make([]*skill.Skill, n)
-		// Records are independent: decode contiguous runs of them on
-		// every core (a restart waits for this before it serves).
-		workers := min(runtime.GOMAXPROCS(0), max(1, n/1024))
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for i := w * n / workers; i < (w+1)*n/workers; i++ {
-					rs := r.skills[i]
-					key := r.arena[rs.key[0]:rs.key[1]]
-					if key == "" || key[0] != skillKeyPrefix {
-						errs[w] = fmt.Errorf("skill key %q", key)
-						return
-					}
-					if err := decodeSkill(key[1:], r.arena[rs.val[0]:rs.val[1]], &skills[i], &fms[i]); err != nil {
-						errs[w] = fmt.Errorf("skill %q: %w", key[1:], err)
-						return
-					}
-					snap.Skills[i] = &skills[i]
-				}
-			})
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return p, err // the first bad record's, in key order
-			}
-		}
-	}
-	p.Snapshot = snap
+	p.Snapshot = r.snap
 	return p, nil
+}
+
+// loadSnapshot decodes a snapshot's header and its skill records while the
+// read transaction is open. A restart waits for this before it serves, so
+// the records are copied and decoded on every core: this goroutine sizes
+// the records and allocates one arena for them all (before anything with
+// pointers, so that a collection during the load has little to mark), then
+// walks the keys again and hands out runs of records, which workers copy
+// into their part of the arena and decode from there. Decoded strings
+// point into the arena, which no one writes again once a run is copied.
+func loadSnapshot(path, header string, b *bolt.Bucket) (*registry.Snapshot, error) {
+	snap, n, err := decodeHeader(header)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	count, size := 0, 0
+	for k, v := range eachRecord(b) {
+		count++
+		size += len(k) + len(v)
+	}
+	if count != max(n, 0) {
+		return nil, fmt.Errorf("snapshot has %d skill records, its header says %d", count, max(n, 0))
+	}
+	if n < 0 {
+		return snap, nil
+	}
+	arena := make([]byte, size)
+	skills := make([]skill.Skill, n) // one allocation for all skills
+	fms := make([]skill.Frontmatter, n)
+	snap.Skills = make([]*skill.Skill, n)
+	type record struct{ k, v []byte } // valid while the transaction is open
+	type run struct {
+		first, off int // index of the first record, its offset in arena
+		recs       []record
+	}
+	const runLen = 256
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/1024))
+	runs := make(chan run, workers)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstBad = -1
+		badErr   error
+	)
+	fail := func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstBad < 0 || i < firstBad { // the first bad record in key order
+			firstBad, badErr = i, err
+		}
+	}
+	str := func(off, n int) string {
+		if n == 0 {
+			return ""
+		}
+		return unsafe.String(&arena[off], n)
+	}
+	decodeRun := func(r run) error {
+		off := r.off
+		for j, rec := range r.recs {
+			i := r.first + j
+			copy(arena[off:], rec.k)
+			copy(arena[off+len(rec.k):], rec.v)
+			key, val := str(off, len(rec.k)), str(off+len(rec.k), len(rec.v))
+			off += len(rec.k) + len(rec.v)
+			if key == "" || key[0] != skillKeyPrefix {
+				fail(i, fmt.Errorf("skill key %q", key))
+				return nil
+			}
+			if err := decodeSkill(key[1:], val, &skills[i], &fms[i]); err != nil {
+				fail(i, fmt.Errorf("skill %q: %w", key[1:], err))
+				return nil
+			}
+			snap.Skills[i] = &skills[i]
+		}
+		return nil
+	}
+	for range workers {
+		wg.Go(func() {
+			for r := range runs {
+				// Reading the mapped file can fault (a truncated file):
+				// each run is guarded, and the worker goes on draining.
+				if err := guard(path, "load skills", func() error { return decodeRun(r) }); err != nil {
+					fail(r.first, err)
+				}
+			}
+		})
+	}
+	cur := run{recs: make([]record, 0, runLen)}
+	i, off := 0, 0
+	for k, v := range eachRecord(b) {
+		cur.recs = append(cur.recs, record{k, v})
+		i++
+		off += len(k) + len(v)
+		if len(cur.recs) == runLen {
+			runs <- cur
+			cur = run{first: i, off: off, recs: make([]record, 0, runLen)}
+		}
+	}
+	if len(cur.recs) > 0 {
+		runs <- cur
+	}
+	close(runs)
+	wg.Wait()
+	if badErr != nil {
+		return nil, badErr
+	}
+	return snap, nil
 }
 
 // Digests returns the persisted digest map: every file key a stored

@@ -175,6 +175,20 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 			return nil, storeOpenError(dir, err)
 		}
 	}
+	// Read the stored catalogs while the rest of the daemon is built (a
+	// restart serves once they are in: every millisecond here is one the
+	// catalog is not served).
+	type loadResult struct {
+		ps  []registry.Persisted
+		err error
+	}
+	loaded := make(chan loadResult, 1)
+	if d.store != nil {
+		go func() {
+			ps, err := d.store.Load()
+			loaded <- loadResult{ps, err}
+		}()
+	}
 	var mcpSrv *mcp.Server
 	d.metrics = metrics.New(metrics.Options{
 		Catalog: func() *registry.Catalog { return d.Registry.Current() },
@@ -211,6 +225,15 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 	}
 	d.pool = pool
 	ropts.Git = pool
+	if d.store != nil {
+		// Open the object stores the restore checks stored commits in
+		// while the stored catalogs load.
+		for _, src := range srcs {
+			if src.Kind == registry.KindGit {
+				go func() { _, _ = pool.Repo(src.Git.URL) }() // Restore reports errors
+			}
+		}
+	}
 	rel, err := d.releasesClient()
 	if err != nil {
 		return nil, err
@@ -241,11 +264,11 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 	if d.store != nil {
 		// Serve what the store kept before any network call; syncs then
 		// run in the background.
-		ps, err := d.store.Load()
-		if err != nil {
-			return nil, fmt.Errorf("load catalog from %s: %w", d.store.Path(), err)
+		l := <-loaded
+		if l.err != nil {
+			return nil, fmt.Errorf("load catalog from %s: %w", d.store.Path(), l.err)
 		}
-		rep := d.Registry.Restore(context.Background(), ps)
+		rep := d.Registry.Restore(context.Background(), l.ps)
 		for name, why := range rep.Dropped {
 			log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
 		}
