@@ -78,23 +78,35 @@ func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.R
 		return nil, invalidParams("resources/read needs a uri")
 	}
 	ss, _ := session.(*sdk.ServerSession)
+	var (
+		c   *sdk.ResourceContents
+		err error
+	)
 	if strings.HasPrefix(p.URI, "skillreg://") {
-		c, err := s.readCatalogResource(ctx, p.URI)
-		if err != nil {
-			return nil, rpcError(err, p.URI)
-		}
-		return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
+		c, err = s.readCatalogResource(ctx, p.URI)
+	} else {
+		c, err = s.readSkillFile(ctx, p.URI, false)
 	}
-	f, err := s.o.Catalogs.Current().File(callerFrom(ctx).Filter, p.URI)
 	if err != nil {
 		return nil, rpcError(err, p.URI)
+	}
+	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
+}
+
+// readSkillFile reads one file of a skill the caller is served. Errors
+// other than the client's are logged unless quiet (the fast path, which
+// leaves errors to the SDK's path, which logs them).
+func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*sdk.ResourceContents, error) {
+	f, err := s.o.Catalogs.Current().File(callerFrom(ctx).Filter, uri)
+	if err != nil {
+		return nil, err
 	}
 	data, err := s.o.Catalogs.ReadFile(ctx, f)
 	if err != nil {
-		if !isClientError(err) {
+		if !quiet && !isClientError(err) {
 			s.log.Error("read skill file", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path, "err", err)
 		}
-		return nil, rpcError(err, p.URI)
+		return nil, err
 	}
 	c := &sdk.ResourceContents{
 		URI:      f.URI,
@@ -106,7 +118,7 @@ func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.R
 	} else {
 		c.Blob = data
 	}
-	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
+	return c, nil
 }
 
 // readResourceResult is resources/read's result. The SDK's own type keeps

@@ -78,9 +78,12 @@ type Server struct {
 	metaTools []string // names of the skill-meta tools served
 	log       *slog.Logger
 	sdk       *sdk.Server
+	impl      *sdk.Implementation // the server's, as results' _meta names it
 	stateful  *sdk.StreamableHTTPHandler
 	stateless *sdk.StreamableHTTPHandler
 	notifier  *notifier
+	pages     pageCache // skills/list pages of the fast path
+	sessions  *sessions // open 2025-11-25 sessions
 }
 
 // New builds the MCP server over a catalog.
@@ -103,7 +106,7 @@ func New(o Options) *Server {
 	if o.Name == "" {
 		o.Name = "skillreg"
 	}
-	s := &Server{o: o, log: o.Logger}
+	s := &Server{o: o, log: o.Logger, sessions: newSessions(o.SessionTimeout)}
 	s.ttl.Store(int64(o.CacheTTL))
 	sdkLog := slog.New(quiet{o.Logger.Handler()})
 	caps := &sdk.ServerCapabilities{
@@ -112,7 +115,8 @@ func New(o Options) *Server {
 		Prompts:   &sdk.PromptCapabilities{ListChanged: true},
 	}
 	caps.AddExtension(ExtensionID, map[string]any{"directoryRead": true})
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: o.Name, Title: "skillreg skill catalog", Version: o.Version}, &sdk.ServerOptions{
+	s.impl = &sdk.Implementation{Name: o.Name, Title: "skillreg skill catalog", Version: o.Version}
+	s.sdk = sdk.NewServer(s.impl, &sdk.ServerOptions{
 		Logger:       sdkLog,
 		Capabilities: caps,
 		PageSize:     o.PageSize,
@@ -120,7 +124,7 @@ func New(o Options) *Server {
 		SetCacheable: s.setCacheable,
 	})
 	s.notifier = &notifier{srv: s.sdk}
-	s.sdk.AddReceivingMiddleware(s.observe, s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
+	s.sdk.AddReceivingMiddleware(s.observe, s.trackSessions, s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
 	s.addTools()
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
@@ -132,8 +136,9 @@ func New(o Options) *Server {
 			Stateless:           stateless,
 			JSONResponse:        true,
 			Logger:              sdkLog,
-			SessionTimeout:      o.SessionTimeout,
 			MaxRequestBodyBytes: o.MaxBodyBytes,
+			// Idle sessions are closed by s.sessions, which also sees
+			// the requests the fast path answers.
 		}
 	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
@@ -186,13 +191,25 @@ func (s *Server) cacheTTL() time.Duration { return time.Duration(s.ttl.Load()) }
 func (s *Server) SDK() *sdk.Server { return s.sdk }
 
 // ServeHTTP serves the MCP endpoint: requests of the stateless protocol
-// generation (MCP-Protocol-Version 2026-07-28 or later) go to the stateless
-// handler; everything else, including the initialize handshake, to the
-// session-keeping one. Both serve the same server.
+// generation (MCP-Protocol-Version 2026-07-28 or later) go to the fast
+// path (fast.go) or, when it does not take them, to the stateless handler;
+// everything else, including the initialize handshake, to the
+// session-keeping one, but for the requests of an initialized session the
+// fast path takes. All serve the same server.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("MCP-Protocol-Version"); v >= statelessVersion {
-		s.stateless.ServeHTTP(w, r)
+		if !s.serveFast(w, r, nil) {
+			s.stateless.ServeHTTP(w, r)
+		}
 		return
+	}
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if sess := s.sessions.begin(id); sess != nil {
+			defer s.sessions.end(sess)
+			if s.serveFast(w, r, sess.ss) {
+				return
+			}
+		}
 	}
 	s.stateful.ServeHTTP(w, r)
 }
@@ -293,6 +310,11 @@ func (s *Server) hintsFor(ctx context.Context, ss *sdk.ServerSession) CacheHints
 	if !modern(ss) {
 		return CacheHints{}
 	}
+	return s.modernHints(ctx)
+}
+
+// modernHints are the CacheHints of a cacheable result on 2026-07-28.
+func (s *Server) modernHints(ctx context.Context) CacheHints {
 	ttl := s.cacheTTL().Milliseconds()
 	return CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: s.scope(ctx)}
 }
@@ -318,6 +340,7 @@ func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheab
 // and the prompt list when the skills' names or descriptions did. Call it
 // after every swap (a swap only happens when something changed).
 func (s *Server) CatalogChanged(old, new *registry.Catalog) {
+	s.pages.clear()
 	s.notifier.resourcesChanged()
 	if promptsDiffer(old, new) {
 		s.notifier.promptsChanged()

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"weak"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,8 +109,9 @@ type renderCache struct {
 type skillRender struct {
 	source      string // the source name the URIs were built with
 	uri         string
-	resources   []ResourceRef // shared by every entry: read only
-	frontmatter any           // a native value (see nativeJSON) or json.RawMessage
+	resources   []ResourceRef                // shared by every entry: read only
+	frontmatter any                          // a native value (see nativeJSON) or json.RawMessage
+	encoded     atomic.Pointer[encodedEntry] // the entry's bytes, for the fast path
 }
 
 func (c *renderCache) get(ref registry.Ref) *skillRender {

@@ -1,0 +1,502 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/registry"
+)
+
+// fastServer serves the example skills and a second source, pages of 3
+// skills so that cursors are used; a request carrying "X-Only: examples"
+// sees only the examples (a private catalog).
+func fastServer(t testing.TB) *Server {
+	t.Helper()
+	r := registry.New(registry.Options{})
+	r.SetSources([]registry.Source{
+		{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills},
+		{Name: "more", Kind: registry.KindEmbedded, FS: examples.Skills},
+	})
+	for _, name := range []string{"examples", "more"} {
+		if err := r.SyncNow(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return New(Options{
+		Catalogs: r,
+		PageSize: 3,
+		CallerOf: func(h http.Header) Caller {
+			if src := h.Get("X-Only"); src != "" {
+				return Caller{Name: "t", Filter: registry.Filter{Only: map[string]bool{src: true}}}
+			}
+			return Caller{}
+		},
+	})
+}
+
+// call is one HTTP request to /mcp.
+type call struct {
+	name   string
+	header map[string]string // set on top of the defaults; "" deletes
+	body   string
+	fast   bool // whether the fast path must take it
+}
+
+const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+
+func (c call) request() *http.Request {
+	req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(c.body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal([]byte(c.body), &m) == nil {
+		req.Header.Set("Mcp-Method", m.Method)
+		if m.Params.URI != "" {
+			req.Header.Set("Mcp-Name", m.Params.URI)
+		}
+	}
+	for k, v := range c.header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	return req
+}
+
+// httpAnswer is what a client sees of a response.
+type httpAnswer struct {
+	status      int
+	contentType string
+	body        any // decoded JSON, or the text
+}
+
+func answerOf(rec *httptest.ResponseRecorder) httpAnswer {
+	a := httpAnswer{status: rec.Code, contentType: rec.Header().Get("Content-Type")}
+	var v any
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err == nil {
+		a.body = v
+	} else {
+		a.body = rec.Body.String()
+	}
+	return a
+}
+
+// sdkOnly routes as ServeHTTP does, without the fast path.
+func (s *Server) sdkOnly(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
+		s.stateless.ServeHTTP(w, r)
+		return
+	}
+	s.stateful.ServeHTTP(w, r)
+}
+
+// TestFastPathMatchesSDK sends every request twice, once through ServeHTTP
+// (the fast path, or the SDK when the fast path declines) and once to the
+// SDK alone, and requires the same status, content type and JSON; and it
+// requires the fast path to take exactly the requests it should.
+func TestFastPathMatchesSDK(t *testing.T) {
+	s := fastServer(t)
+	list := func(id, params string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"skills/list","params":{` + meta + params + `}}`
+	}
+	read := func(uri string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{` + meta + `,"uri":"` + uri + `"}}`
+	}
+	calls := []call{
+		{name: "first page", body: list("1", ""), fast: true},
+		{name: "string id", body: list(`"req-1.a:b_c"`, ""), fast: true},
+		{name: "negative id", body: list("-3", ""), fast: true},
+		{name: "no client info", body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"sampling":{}}}}}`, fast: true},
+		{name: "members in another order", body: `{"params":{"cursor":"",` + meta + `},"method":"skills/list","id":2,"jsonrpc":"2.0"}`, fast: true},
+		{name: "private catalog", header: map[string]string{"X-Only": "examples"}, body: list("1", ""), fast: true},
+		{name: "accept with parameters", header: map[string]string{"Accept": "text/event-stream;q=0.5, application/json"}, body: list("1", ""), fast: true},
+
+		{name: "bad cursor", body: list("1", `,"cursor":"zzz"`)},
+		{name: "cursor of a number", body: list("1", `,"cursor":5`)},
+		{name: "unknown param", body: list("1", `,"limit":5`)},
+		{name: "no params", body: `{"jsonrpc":"2.0","id":1,"method":"skills/list"}`},
+		{name: "no _meta", body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{}}`},
+		{name: "old version in _meta", body: strings.Replace(list("1", ""), `protocolVersion":"2026-07-28"`, `protocolVersion":"2025-11-25"`, 1)},
+		{name: "no capabilities", body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		{name: "capabilities of a number", body: strings.Replace(list("1", ""), `clientCapabilities":{}`, `clientCapabilities":5`, 1)},
+		{name: "capabilities of a wrong shape", body: strings.Replace(list("1", ""), `clientCapabilities":{}`, `clientCapabilities":{"roots":{"listChanged":"yes"}}`, 1)},
+		{name: "client info of a wrong shape", body: strings.Replace(list("1", ""), `{"name":"t","version":"1"}`, `{"name":5}`, 1)},
+		{name: "another _meta key", body: strings.Replace(list("1", ""), `"_meta":{`, `"_meta":{"progressToken":1,`, 1)},
+		{name: "fractional id", body: list("1.5", "")},
+		{name: "null id", body: list("null", "")},
+		{name: "escaped string id", body: list(`"a\u0041"`, "")},
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"skills/list","params":{` + meta + `}}`},
+		{name: "jsonrpc 1.0", body: strings.Replace(list("1", ""), `"2.0"`, `"1.0"`, 1)},
+		// The SDK's JSON library, which the fast path decodes with too,
+		// takes a repeated member's last value.
+		{name: "method twice", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"skills/list","params":{` + meta + `}}`, fast: true},
+		{name: "capitalised _meta member", body: strings.Replace(list("1", ""), `clientInfo"`, `ClientInfo"`, 1)},
+		{name: "null client info", body: strings.Replace(list("1", ""), `{"name":"t","version":"1"}`, `null`, 1)},
+		{name: "null capabilities", body: strings.Replace(list("1", ""), `clientCapabilities":{}`, `clientCapabilities":null`, 1)},
+		{name: "uri on skills/list", body: list("1", `,"uri":"skill://examples/commit-message/SKILL.md"`)},
+		{name: "whitespace around members", body: "{ \"jsonrpc\" : \"2.0\" ,\n\"id\" : 4 , \"method\":\"skills/list\", \"params\" : {" + meta + "} }\n", fast: true},
+		{name: "capitalised member", body: `{"jsonrpc":"2.0","id":1,"Method":"skills/list","params":{` + meta + `}}`, header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "trailing data", body: list("1", "") + `{}`},
+		{name: "batch", body: "[" + list("1", "") + "]", header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "other method", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`},
+		{name: "no Mcp-Method", body: list("1", ""), header: map[string]string{"Mcp-Method": ""}},
+		{name: "wrong Mcp-Method", body: list("1", ""), header: map[string]string{"Mcp-Method": "skills/get"}},
+		{name: "text content type", body: list("1", ""), header: map[string]string{"Content-Type": "text/plain"}},
+		{name: "accept json only", body: list("1", ""), header: map[string]string{"Accept": "application/json"}},
+		{name: "accept wildcard", body: list("1", ""), header: map[string]string{"Accept": "*/*"}},
+		{name: "Last-Event-ID", body: list("1", ""), header: map[string]string{"Last-Event-ID": "1"}},
+		{name: "oversized", body: list("1", `,"cursor":"`+strings.Repeat("x", 5<<20)+`"`)},
+		{name: "not JSON", body: `{"jsonrpc":`, header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "empty body", body: "", header: map[string]string{"Mcp-Method": "skills/list"}},
+
+		{name: "unknown file", body: read("skill://examples/commit-message/nope.md")},
+		{name: "dot dot", body: read("skill://examples/commit-message/../go-code-review/SKILL.md")},
+		{name: "encoded dot", body: read("skill://examples/commit-message/%2e%2e/x")},
+		{name: "skill of a hidden source", body: read("skill://more/commit-message/SKILL.md"), header: map[string]string{"X-Only": "examples"}},
+		{name: "catalog resource", body: read("skillreg://catalog")},
+		{name: "wrong Mcp-Name", body: read("skill://examples/commit-message/SKILL.md"), header: map[string]string{"Mcp-Name": "skill://examples/x/SKILL.md"}},
+		{name: "no Mcp-Name", body: read("skill://examples/commit-message/SKILL.md"), header: map[string]string{"Mcp-Name": ""}},
+	}
+
+	// Every page, by following cursors, and every file of every skill.
+	cursor, pages := "", 0
+	for {
+		c := call{name: fmt.Sprintf("page %d", pages), body: list("1", `,"cursor":"`+cursor+`"`), fast: true}
+		calls = append(calls, c)
+		var res struct {
+			Result struct {
+				Skills []struct {
+					Resources []struct {
+						URI string `json:"uri"`
+					} `json:"resources"`
+				} `json:"skills"`
+				NextCursor string `json:"nextCursor"`
+			} `json:"result"`
+		}
+		rec := httptest.NewRecorder()
+		s.sdkOnly(rec, c.request())
+		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || rec.Code != 200 {
+			t.Fatalf("page %d: %d %s", pages, rec.Code, rec.Body)
+		}
+		for _, sk := range res.Result.Skills {
+			for _, r := range sk.Resources {
+				calls = append(calls, call{name: "read " + r.URI, body: read(r.URI), fast: true})
+			}
+		}
+		pages++
+		if cursor = res.Result.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if pages < 3 {
+		t.Fatalf("only %d pages: the test needs pagination", pages)
+	}
+
+	var binary bool
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := c.request()
+			took := s.serveFast(rec, req, nil)
+			if !took {
+				s.sdkOnly(rec, req) // what ServeHTTP does: the body must read whole again
+			}
+			if took != c.fast {
+				t.Errorf("fast path took it: %v, want %v", took, c.fast)
+			}
+			want := httptest.NewRecorder()
+			s.sdkOnly(want, c.request())
+			got, exp := answerOf(rec), answerOf(want)
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
+			}
+			if took && strings.Contains(rec.Body.String(), `"blob"`) {
+				binary = true
+			}
+		})
+	}
+	if !binary {
+		t.Error("no binary file was read through the fast path")
+	}
+}
+
+// TestFastPathAfterSwap checks that a skill's cached entry bytes follow
+// its provenance: the same skill under a new commit is written anew.
+func TestFastPathAfterSwap(t *testing.T) {
+	a := testSnapshot(t, "acme", "")
+	b := *a
+	b.Commit = "def"
+	sk := a.Skills[0]
+	for _, snap := range []*registry.Snapshot{a, &b, a} {
+		got, err := entryBytes(registry.Ref{Snap: snap, Skill: sk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := encodeJSON(newWireEntry(registry.Ref{Snap: snap, Skill: sk}))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("commit %s: entry bytes\n%s\nwant\n%s", snap.Commit, got, want)
+		}
+	}
+}
+
+// FuzzParseFast checks that parseFast never panics and takes only bodies
+// that are one JSON object naming a fast method.
+func FuzzParseFast(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`)
+	f.Add(`{"jsonrpc":"2.0","id":"x","method":"resources/read","params":{` + meta + `,"uri":"skill://a/b/SKILL.md"}}`)
+	f.Add(`[{"jsonrpc":"2.0"}]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		for i, m := range []string{"skills/list", "resources/read", "skills/list", "resources/read"} {
+			h := http.Header{}
+			h.Set("Mcp-Method", m)
+			h.Set("Mcp-Name", "skill://a/b/SKILL.md")
+			req, ok := parseFast(h, []byte(body), i >= 2)
+			if !ok {
+				continue
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(body), &v); err != nil {
+				t.Fatalf("took a body that is not one JSON object: %q", body)
+			}
+			if v["method"] != req.method || !fastMethods[req.method] {
+				t.Fatalf("took %q as %s", body, req.method)
+			}
+		}
+	})
+}
+
+func BenchmarkFastList(b *testing.B) {
+	s := fastServer(b)
+	body := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`
+	c := call{body: body}
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		if !s.serveFast(rec, c.request(), nil) {
+			b.Fatal("not taken")
+		}
+		_, _ = io.Copy(io.Discard, rec.Body)
+	}
+}
+
+// TestFastPathFollowsSwaps lists a directory source through the fast path
+// (which keeps the current generation's pages) before and after the
+// directory changes, with and without the swap being announced, and holds
+// every answer to the SDK's.
+func TestFastPathFollowsSwaps(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, desc string) {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		md := "---\nname: " + name + "\ndescription: " + desc + "\n---\nbody\n"
+		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(md), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alpha", "First.")
+	var s *Server
+	announce := true
+	r := registry.New(registry.Options{OnSwap: func(old, new *registry.Catalog) {
+		if s != nil && announce {
+			s.CatalogChanged(old, new)
+		}
+	}})
+	r.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	s = New(Options{Catalogs: r})
+	resync := func() {
+		if err := r.SyncNow(context.Background(), "local"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resync()
+	c := call{body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`}
+	check := func(want ...string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		if !s.serveFast(rec, c.request(), nil) {
+			t.Fatal("fast path did not take skills/list")
+		}
+		exp := httptest.NewRecorder()
+		s.sdkOnly(exp, c.request())
+		if got, e := answerOf(rec), answerOf(exp); !reflect.DeepEqual(got, e) {
+			t.Fatalf("answers differ\nfast: %v\nSDK:  %v", got.body, e.body)
+		}
+		for _, w := range want {
+			if !strings.Contains(rec.Body.String(), w) {
+				t.Fatalf("page lacks %q: %s", w, rec.Body)
+			}
+		}
+	}
+	check("First.")
+	check("First.") // from the page cache
+	write("beta", "Second.")
+	write("alpha", "Changed.")
+	resync()
+	check("Changed.", "Second.")
+	// A swap nobody announces: the cache is of another generation.
+	announce = false
+	write("gamma", "Third.")
+	resync()
+	check("Changed.", "Second.", "Third.")
+}
+
+// openSession runs the 2025-11-25 handshake against s and returns the
+// session id.
+func openSession(t testing.TB, s *Server) string {
+	t.Helper()
+	post := func(body, id string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "http://127.0.0.1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	id := rec.Header().Get("Mcp-Session-Id")
+	if rec.Code != 200 || id == "" {
+		t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, id); rec.Code != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", rec.Code, rec.Body)
+	}
+	return id
+}
+
+// TestFastPathMatchesSDKInSession is TestFastPathMatchesSDK for the
+// requests of a 2025-11-25 session.
+func TestFastPathMatchesSDKInSession(t *testing.T) {
+	s := fastServer(t)
+	id := openSession(t, s)
+	sessionCall := func(c call) call {
+		h := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": id}
+		for k, v := range c.header {
+			h[k] = v
+		}
+		c.header = h
+		return c
+	}
+	list := func(params string) string {
+		return `{"jsonrpc":"2.0","id":3,"method":"skills/list"` + params + `}`
+	}
+	read := func(uri string) string {
+		return `{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"uri":"` + uri + `"}}`
+	}
+	calls := []call{
+		{name: "no params", body: list(""), fast: true},
+		{name: "empty params", body: list(`,"params":{}`), fast: true},
+		{name: "private catalog", body: list(""), header: map[string]string{"X-Only": "more"}, fast: true},
+		{name: "read", body: read("skill://examples/commit-message/SKILL.md"), fast: true},
+		{name: "binary read", body: read("skill://examples/incident-response/assets/incident-lifecycle.png"), fast: true},
+		{name: "no Mcp-Name needed", body: read("skill://examples/commit-message/SKILL.md"), header: map[string]string{"Mcp-Name": ""}, fast: true},
+
+		{name: "_meta", body: list(`,"params":{"_meta":{"progressToken":1}}`)},
+		{name: "2026 _meta in a session", body: list(`,"params":{` + meta + `}`)},
+		{name: "no version header", body: list(""), header: map[string]string{"MCP-Protocol-Version": ""}},
+		{name: "other version header", body: list(""), header: map[string]string{"MCP-Protocol-Version": "2025-06-18"}},
+		{name: "unknown session", body: list(""), header: map[string]string{"Mcp-Session-Id": "nope"}},
+		{name: "unknown file", body: read("skill://examples/commit-message/nope.md")},
+		{name: "catalog resource", body: read("skillreg://catalog")},
+		{name: "bad cursor", body: list(`,"params":{"cursor":"zzz"}`)},
+		{name: "other method", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+	}
+	for _, c := range calls {
+		c := sessionCall(c)
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := c.request()
+			took := false
+			if sess := s.sessions.begin(req.Header.Get("Mcp-Session-Id")); sess != nil {
+				took = s.serveFast(rec, req, sess.ss)
+				s.sessions.end(sess)
+			}
+			if !took {
+				s.sdkOnly(rec, req)
+			}
+			if took != c.fast {
+				t.Errorf("fast path took it: %v, want %v", took, c.fast)
+			}
+			want := httptest.NewRecorder()
+			s.sdkOnly(want, c.request())
+			got, exp := answerOf(rec), answerOf(want)
+			if !reflect.DeepEqual(got, exp) {
+				t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
+			}
+		})
+	}
+	// Closing the session ends its fast path too.
+	del := httptest.NewRequest("DELETE", "http://127.0.0.1/mcp", nil)
+	del.Header.Set("Mcp-Session-Id", id)
+	del.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	s.ServeHTTP(httptest.NewRecorder(), del)
+	waitUntil(t, func() bool { return !tracked(s, id) })
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, sessionCall(call{body: list("")}).request())
+	if rec.Code != http.StatusNotFound {
+		t.Fatalf("closed session: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestSessionsCloseWhenIdle checks the idle timer the fast path's
+// sessions need (the SDK's sees only the SDK's requests): a session with a
+// request in flight stays, one without closes.
+func TestSessionsCloseWhenIdle(t *testing.T) {
+	s := fastServer(t)
+	s.sessions.timeout = 20 * time.Millisecond
+	id := openSession(t, s)
+	sess := s.sessions.begin(id)
+	if sess == nil {
+		t.Fatal("session not tracked")
+	}
+	time.Sleep(100 * time.Millisecond) // several timeouts, with a request in flight
+	if s.Sessions() != 1 {
+		t.Fatal("a session with a request in flight was closed")
+	}
+	s.sessions.end(sess)
+	waitUntil(t, func() bool { return s.Sessions() == 0 })
+	waitUntil(t, func() bool { return !tracked(s, id) })
+}
+
+// tracked reports whether the fast path knows session id.
+func tracked(s *Server, id string) bool {
+	sess := s.sessions.begin(id)
+	if sess != nil {
+		s.sessions.end(sess)
+	}
+	return sess != nil
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
