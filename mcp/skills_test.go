@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -185,13 +186,28 @@ func BenchmarkListPageEncode(b *testing.B) {
 	})
 }
 
-// TestWarmRendersTheFirstPage: after Warm, the first page's entries come
-// from the render cache, and nothing past the page was rendered.
+// oneCatalog serves one generation and no files.
+type oneCatalog struct{ cat *registry.Catalog }
+
+func (o oneCatalog) Current() *registry.Catalog { return o.cat }
+func (o oneCatalog) Resume(registry.Cursor) (*registry.Catalog, bool) {
+	return nil, false
+}
+func (o oneCatalog) ReadFile(context.Context, registry.FileRef) ([]byte, error) {
+	return nil, registry.ErrNotFound
+}
+
+// TestWarmRendersTheFirstPage: after Warm, the first page is in the page
+// cache and its entries in the render cache, and nothing past the page
+// was rendered.
 func TestWarmRendersTheFirstPage(t *testing.T) {
 	snap := testSnapshot(t, "warm", "")
 	cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})
-	s := &Server{o: Options{PageSize: 4}}
+	s := &Server{o: Options{PageSize: 4, Catalogs: oneCatalog{cat}}}
 	s.Warm(cat)
+	if _, ok := s.pages.get(cat, pageKey{}); !ok {
+		t.Error("the first page is not in the page cache after Warm")
+	}
 	refs := cat.All(registry.Filter{})
 	for i, r := range refs {
 		_, cached := renders.m.Load(weak.Make(r.Skill))
