@@ -22,19 +22,20 @@ import (
 )
 
 // The fast path answers the two requests a catalog mostly gets, skills/list
-// and resources/read of a skill file, on the stateless protocol generation
-// without the SDK's per-request machinery: the SDK builds a temporary
-// session for every stateless request, decodes the body four times, and
-// marshals each result twice, which held these answers to 0.11-0.27 of
-// what net/http serves from memory (`make bench`). The fast path takes a
-// request only when it is plainly well formed in every respect the SDK
-// checks (method, headers, jsonrpc envelope, id, the _meta triple, the
-// params), with nothing it does not know; it answers only successes, from
-// the same catalog queries the SDK's handlers use. Everything else (any
-// doubt, any error, every other method, notifications, batches, sessions)
-// goes to the SDK with the body untouched, so the SDK stays the one place
-// that writes protocol errors. TestFastPathMatchesSDK holds the two paths
-// to the same answers.
+// and resources/read of a skill file, without the SDK's per-request
+// machinery, on 2026-07-28 and inside 2025-11-25 sessions that completed
+// initialize: the SDK builds a temporary session for every stateless
+// request, decodes a body four times, and marshals each result twice,
+// which held these answers to 0.10-0.27 of what net/http serves from
+// memory (`make bench`). The fast path takes a request only when it is
+// plainly well formed in every respect the SDK checks (method, headers,
+// jsonrpc envelope, id, the _meta triple, the params), with nothing it does
+// not know; it answers only successes, from the same catalog queries the
+// SDK's handlers use. Everything else (any doubt, any error, every other
+// method, notifications, batches) goes to the SDK with the body untouched,
+// so the SDK stays the one place that writes protocol errors.
+// TestFastPathMatchesSDK and TestFastPathMatchesSDKInSession hold the two
+// paths to the same answers.
 
 // fastMethods are the methods the fast path answers.
 var fastMethods = map[string]bool{"skills/list": true, "resources/read": true}

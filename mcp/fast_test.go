@@ -101,6 +101,25 @@ func answerOf(rec *httptest.ResponseRecorder) httpAnswer {
 	return a
 }
 
+// compare sends c through ServeHTTP (the fast path, or the SDK when the
+// fast path declines, reading the body whole again) and to the SDK alone;
+// it requires the same answer, and the fast path to have taken c exactly
+// when c.fast says. It returns whether the fast path took it, and the body.
+func (c call) compare(t *testing.T, s *Server) (bool, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	took := s.serve(rec, c.request())
+	if took != c.fast {
+		t.Errorf("fast path took it: %v, want %v", took, c.fast)
+	}
+	want := httptest.NewRecorder()
+	s.sdkOnly(want, c.request())
+	if got, exp := answerOf(rec), answerOf(want); !reflect.DeepEqual(got, exp) {
+		t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
+	}
+	return took, rec.Body.String()
+}
+
 // sdkOnly routes as ServeHTTP does, without the fast path.
 func (s *Server) sdkOnly(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
@@ -215,22 +234,7 @@ func TestFastPathMatchesSDK(t *testing.T) {
 	var binary bool
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			req := c.request()
-			took := s.serveFast(rec, req, nil)
-			if !took {
-				s.sdkOnly(rec, req) // what ServeHTTP does: the body must read whole again
-			}
-			if took != c.fast {
-				t.Errorf("fast path took it: %v, want %v", took, c.fast)
-			}
-			want := httptest.NewRecorder()
-			s.sdkOnly(want, c.request())
-			got, exp := answerOf(rec), answerOf(want)
-			if !reflect.DeepEqual(got, exp) {
-				t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
-			}
-			if took && strings.Contains(rec.Body.String(), `"blob"`) {
+			if took, body := c.compare(t, s); took && strings.Contains(body, `"blob"`) {
 				binary = true
 			}
 		})
@@ -329,21 +333,13 @@ func TestFastPathFollowsSwaps(t *testing.T) {
 		}
 	}
 	resync()
-	c := call{body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`}
+	c := call{body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`, fast: true}
 	check := func(want ...string) {
 		t.Helper()
-		rec := httptest.NewRecorder()
-		if !s.serveFast(rec, c.request(), nil) {
-			t.Fatal("fast path did not take skills/list")
-		}
-		exp := httptest.NewRecorder()
-		s.sdkOnly(exp, c.request())
-		if got, e := answerOf(rec), answerOf(exp); !reflect.DeepEqual(got, e) {
-			t.Fatalf("answers differ\nfast: %v\nSDK:  %v", got.body, e.body)
-		}
+		_, body := c.compare(t, s)
 		for _, w := range want {
-			if !strings.Contains(rec.Body.String(), w) {
-				t.Fatalf("page lacks %q: %s", w, rec.Body)
+			if !strings.Contains(body, w) {
+				t.Fatalf("page lacks %q: %s", w, body)
 			}
 		}
 	}
@@ -427,25 +423,7 @@ func TestFastPathMatchesSDKInSession(t *testing.T) {
 	for _, c := range calls {
 		c := sessionCall(c)
 		t.Run(c.name, func(t *testing.T) {
-			rec := httptest.NewRecorder()
-			req := c.request()
-			took := false
-			if sess := s.sessions.begin(req.Header.Get("Mcp-Session-Id")); sess != nil {
-				took = s.serveFast(rec, req, sess.ss)
-				s.sessions.end(sess)
-			}
-			if !took {
-				s.sdkOnly(rec, req)
-			}
-			if took != c.fast {
-				t.Errorf("fast path took it: %v, want %v", took, c.fast)
-			}
-			want := httptest.NewRecorder()
-			s.sdkOnly(want, c.request())
-			got, exp := answerOf(rec), answerOf(want)
-			if !reflect.DeepEqual(got, exp) {
-				t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
-			}
+			c.compare(t, s)
 		})
 	}
 	// Closing the session ends its fast path too.
@@ -498,5 +476,30 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPageCacheBounds checks the page cache's limits: pages of the current
+// generation only, at most maxPageBytes in all, nothing after clear.
+func TestPageCacheBounds(t *testing.T) {
+	cur := registry.NewCatalog(2, time.Now(), nil)
+	old := registry.NewCatalog(1, time.Now(), nil)
+	current := func() *registry.Catalog { return cur }
+	var c pageCache
+	c.put(old, current, pageKey{}, []byte("old"))
+	if _, ok := c.get(old, pageKey{}); ok {
+		t.Fatal("kept a page of a superseded generation")
+	}
+	c.put(cur, current, pageKey{off: 0}, make([]byte, maxPageBytes-10))
+	c.put(cur, current, pageKey{off: 200}, make([]byte, 20))
+	if _, ok := c.get(cur, pageKey{off: 0}); !ok {
+		t.Fatal("lost a page within the limit")
+	}
+	if _, ok := c.get(cur, pageKey{off: 200}); ok {
+		t.Fatal("kept a page past maxPageBytes")
+	}
+	c.clear()
+	if _, ok := c.get(cur, pageKey{off: 0}); ok {
+		t.Fatal("kept a page after clear")
 	}
 }

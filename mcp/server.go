@@ -196,22 +196,26 @@ func (s *Server) SDK() *sdk.Server { return s.sdk }
 // everything else, including the initialize handshake, to the
 // session-keeping one, but for the requests of an initialized session the
 // fast path takes. All serve the same server.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
+// serve is ServeHTTP, reporting whether the fast path answered.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) (fast bool) {
 	if v := r.Header.Get("MCP-Protocol-Version"); v >= statelessVersion {
-		if !s.serveFast(w, r, nil) {
+		if fast = s.serveFast(w, r, nil); !fast {
 			s.stateless.ServeHTTP(w, r)
 		}
-		return
+		return fast
 	}
 	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
 		if sess := s.sessions.begin(id); sess != nil {
 			defer s.sessions.end(sess)
 			if s.serveFast(w, r, sess.ss) {
-				return
+				return true
 			}
 		}
 	}
 	s.stateful.ServeHTTP(w, r)
+	return false
 }
 
 // methods are the method names metrics keep as labels; others count as

@@ -423,8 +423,7 @@ func (s *Store) DeleteSource(name string) error {
 type rawSource struct {
 	name   string
 	state  string
-	header string // "" when the source has no snapshot
-	hasHdr bool
+	hasHdr bool               // the source has a snapshot
 	snap   *registry.Snapshot // decoded header and skills, when hasHdr
 	err    error              // what is wrong with the snapshot's records
 }
@@ -466,8 +465,8 @@ func readSource(path string, name []byte, src *bolt.Bucket) rawSource {
 	skills := src.Bucket(keySkills)
 	switch {
 	case h != nil:
-		r.header, r.hasHdr = string(h), true
-		r.snap, r.err = loadSnapshot(path, r.header, skills)
+		r.hasHdr = true
+		r.snap, r.err = loadSnapshot(path, string(h), skills)
 	case skills != nil && notEmpty(skills):
 		r.err = errors.New("skills without a snapshot")
 	}
