@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillreg/skillreg/jsonbound"
 )
 
 // Frontmatter is the YAML frontmatter of a SKILL.md, read under the strict
@@ -38,6 +40,14 @@ type Frontmatter struct {
 
 // MaxFrontmatterBytes bounds the frontmatter block of a SKILL.md.
 const MaxFrontmatterBytes = 64 << 10
+
+// MaxFrontmatterDepth bounds how deeply a frontmatter nests mappings and
+// lists, counted as JSON counts brackets (the frontmatter mapping itself is
+// 1). Clients refuse messages nested past a fixed depth (every Go SDK
+// client at 1,000), and the frontmatter is written inside an entry inside
+// a result: one skill nested that deep would make skills/list unreadable
+// for all of them. Real frontmatter nests two or three levels.
+const MaxFrontmatterDepth = 64
 
 // ParseSkillMD splits a SKILL.md into its frontmatter and body and reads the
 // frontmatter strictly, so that every YAML library reads it the same way: one
@@ -192,6 +202,11 @@ func decodeBlock(block []byte) (*object, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, problem(RuleFrontmatter, "frontmatter is empty")
 		}
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			// yaml.v3 stops at 10,000 levels with an untyped error; it
+			// is the depth rule that this breaks.
+			return nil, problem(RuleFrontmatter, fmt.Sprintf("frontmatter nests deeper than the %d levels allowed (%s)", MaxFrontmatterDepth, yamlMessage(err)))
+		}
 		return nil, problem(RuleYAML, yamlMessage(err))
 	}
 	var extra yaml.Node
@@ -205,8 +220,12 @@ func decodeBlock(block []byte) (*object, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, problem(RuleFrontmatter, "frontmatter must be a mapping of keys to values")
 	}
+	// yaml.v3 has built the node tree by now: its own bounds (10,000
+	// levels, an alias expanded only when decoded into a value, never into
+	// a node) and the 64 KiB block bound what that costs; the depth rule is
+	// applied while converting, before anything recurses on it further.
 	r := &strictReader{lines: strings.Split(string(block), "\n")}
-	v, err := r.convert(root, "")
+	v, err := r.convert(root, "", 1)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +265,10 @@ func (r *strictReader) tagged(n *yaml.Node) bool {
 	return false
 }
 
-func (r *strictReader) convert(n *yaml.Node, path string) (value, error) {
+func (r *strictReader) convert(n *yaml.Node, path string, depth int) (value, error) {
+	if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && depth > MaxFrontmatterDepth {
+		return nil, problem(RuleFrontmatter, fmt.Sprintf("%s: frontmatter nests deeper than the %d levels allowed", at(n, truncate(path, 80)), MaxFrontmatterDepth))
+	}
 	if n.Anchor != "" {
 		return nil, problem(RuleStrict, fmt.Sprintf("%s: anchors (&%s) are not allowed", at(n, path), n.Anchor))
 	}
@@ -281,7 +303,7 @@ func (r *strictReader) convert(n *yaml.Node, path string) (value, error) {
 			if path != "" {
 				child = path + "." + key
 			}
-			v, err := r.convert(vn, child)
+			v, err := r.convert(vn, child, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -292,7 +314,7 @@ func (r *strictReader) convert(n *yaml.Node, path string) (value, error) {
 	case yaml.SequenceNode:
 		list := make([]value, 0, len(n.Content))
 		for i, c := range n.Content {
-			v, err := r.convert(c, fmt.Sprintf("%s[%d]", path, i))
+			v, err := r.convert(c, fmt.Sprintf("%s[%d]", path, i), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -382,4 +404,12 @@ func resolvePlain(s string) (v value, why string) {
 		}
 	}
 	return s, ""
+}
+
+// frontmatterDepthOK reports whether a frontmatter kept from an earlier
+// index (possibly by an older version, from the store) nests no deeper
+// than MaxFrontmatterDepth, so reusing it never serves what this version
+// would exclude.
+func frontmatterDepthOK(fm *Frontmatter) bool {
+	return fm != nil && jsonbound.Check(fm.JSON, jsonbound.Limits{MaxDepth: MaxFrontmatterDepth, MaxTokens: 1 << 30}) == nil
 }

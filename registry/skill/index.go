@@ -163,16 +163,24 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 	}
 	var work []pending
 	for _, e := range entries {
-		if path.Base(e.Path) != "SKILL.md" || e.Mode == ModeDir {
-			continue
+		// Split by hand: path.Dir would clean "a/../SKILL.md" into a
+		// root skill.
+		dir, base := "", e.Path
+		if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
+			dir, base = e.Path[:i], e.Path[i+1:]
 		}
-		dir := path.Dir(e.Path)
-		if dir == "." {
-			dir = ""
+		if base != "SKILL.md" || e.Mode == ModeDir {
+			continue
 		}
 		lo, hi := subtree(entries, dir)
 		sub := entries[lo:hi]
-		if p := prev[dir]; p != nil && sameEntries(p, dir, sub) {
+		// The path rules come before reuse: a skill kept from an older
+		// catalog is judged by the rules of this one.
+		if ex := checkPaths(dir, sub); ex != nil {
+			res.Excluded = append(res.Excluded, *ex)
+			continue
+		}
+		if p := prev[dir]; p != nil && sameEntries(p, dir, sub) && frontmatterDepthOK(p.Frontmatter) {
 			res.Skills = append(res.Skills, p)
 			res.Stats.Reused++
 			continue
@@ -296,6 +304,23 @@ func sameEntries(p *Skill, dir string, sub []Entry) bool {
 		i++
 	}
 	return i == len(p.Files)
+}
+
+// checkPaths applies the git-metadata and path rules (see CheckPath) to
+// every entry of a skill, and refuses two entries that one file system
+// would take for the same (see PathSet).
+func checkPaths(dir string, sub []Entry) *Exclusion {
+	var set PathSet
+	for _, e := range sub {
+		pr := CheckPath(e.Path)
+		if pr == nil {
+			pr = set.Add(e.Path, e.Mode == ModeDir)
+		}
+		if pr != nil {
+			return &Exclusion{Path: dir, File: e.Path, Problem: *pr}
+		}
+	}
+	return nil
 }
 
 // checkEntries applies the rules that need no reading: file kinds and the

@@ -16,7 +16,7 @@ type Rule string
 // The rules a skill is judged by.
 const (
 	RuleEncoding      Rule = "encoding"       // SKILL.md is not UTF-8
-	RuleFrontmatter   Rule = "frontmatter"    // missing, unclosed or not a mapping
+	RuleFrontmatter   Rule = "frontmatter"    // missing, unclosed, not a mapping, or nested deeper than MaxFrontmatterDepth
 	RuleYAML          Rule = "yaml"           // not valid YAML
 	RuleStrict        Rule = "yaml-strict"    // valid YAML that libraries would read differently
 	RuleName          Rule = "name"           // missing or malformed name
@@ -31,6 +31,8 @@ const (
 	RuleSpecialFile   Rule = "special-file"   // a device, socket, pipe or other non-regular file
 	RuleSubmodule     Rule = "submodule"      // a git submodule inside the skill
 	RuleSkillMD       Rule = "skill-md"       // SKILL.md itself is not a regular file
+	RuleGitMetadata   Rule = "git-metadata"   // a path naming .git or .gitmodules in a spelling some file system reads so (see CheckPath)
+	RulePath          Rule = "path"           // a path that cannot be served, read back or installed everywhere (see CheckPath)
 	RuleTooManyFiles  Rule = "limit-files"    // more than MaxFiles files
 	RuleTooLarge      Rule = "limit-bytes"    // more than MaxBytes bytes
 	RuleRootSkill     Rule = "root-skill"     // a SKILL.md at the source root whose name is not the source name

@@ -25,7 +25,9 @@ var ErrChanged = errors.New("file changed since it was indexed")
 
 // DirTree is a Tree over a local directory. Symbolic links are reported,
 // never followed; hard-linked files carry their link count so Index can
-// refuse them; .git directories are skipped.
+// refuse them. An entry named exactly ".git" that is a directory or a
+// regular file (a gitfile) is skipped: the folder may be a checkout. Every
+// other spelling of it is listed, for Index to exclude its skill.
 type DirTree struct {
 	Root string
 }
@@ -217,6 +219,10 @@ func (w *dirWalker) entry(dirfd int, rel, name string, typ uint8) (e Entry, chil
 	case unix.S_IFLNK:
 		e.Mode = ModeSymlink
 	case unix.S_IFREG:
+		if name == ".git" {
+			// A gitfile: the folder is a worktree or submodule checkout.
+			return Entry{}, -1, true
+		}
 		e.Mode = ModeRegular
 		if st.Mode&0o111 != 0 {
 			e.Mode = ModeExecutable
