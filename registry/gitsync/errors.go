@@ -31,6 +31,13 @@ var (
 	// or does not hash to its id. The store repairs itself on the next
 	// Fetch, which then downloads the commit again.
 	ErrCorrupt = errors.New("corrupt object store")
+	// ErrBadTree means a commit's tree breaks git's own rules in a way no
+	// path can carry (an empty entry name, a slash in one, an entry listed
+	// twice): the repository's content is at fault, not the network or the
+	// store, so fetching again cannot help. Entries named "." or ".." are
+	// reported as path segments instead, for the index to exclude only the
+	// skill holding them.
+	ErrBadTree = errors.New("bad tree")
 	// ErrTooLarge means a pack or a tree exceeded a configured bound.
 	ErrTooLarge = errors.New("too large")
 	// ErrClosed means the Pool was closed.

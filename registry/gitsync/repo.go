@@ -292,7 +292,10 @@ type Entry struct {
 // (go-git's worktree code re-decodes the tree per file, which is quadratic
 // on large trees) and parsed trees are cached by id, so walking a commit
 // that changed a few files decodes only the trees that changed.
-// ErrPathNotFound if subpath is missing or not a directory.
+// ErrPathNotFound if subpath is missing or not a directory; ErrBadTree if
+// a name cannot make a path. Paths are not judged otherwise: an entry
+// named ".", "..", ".git" or anything else git refuses to check out is
+// reported as it is, for the caller to refuse.
 func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	if err := r.usable(); err != nil {
 		return nil, err
@@ -419,7 +422,7 @@ func (w *walker) walkCommit(commit plumbing.Hash, sub []string) ([]Entry, error)
 	}
 	for i := 1; i < len(w.out); i++ {
 		if w.out[i].Path == w.out[i-1].Path {
-			return nil, fmt.Errorf("%w: the tree lists %q twice", ErrCorrupt, w.out[i].Path)
+			return nil, fmt.Errorf("%w: the tree lists %q twice", ErrBadTree, w.out[i].Path)
 		}
 	}
 	return w.out, nil
@@ -437,6 +440,13 @@ func (w *walker) walkTree(id plumbing.Hash, prefix string, depth int) error {
 		return err
 	}
 	for _, e := range entries {
+		// "." and ".." make paths such as "a/../b", which the index
+		// refuses in the skill holding them; an empty name or one with a
+		// slash would make a path that reads as another, so it fails the
+		// walk.
+		if e.name == "" || strings.ContainsRune(e.name, '/') {
+			return fmt.Errorf("%w: tree %s at %q has an entry named %q", ErrBadTree, id, strings.TrimSuffix(prefix, "/"), e.name)
+		}
 		if e.mode == modeDir {
 			if err := w.walkTree(e.id, prefix+e.name+"/", depth+1); err != nil {
 				return err
@@ -536,10 +546,10 @@ func eachTreeEntry(tree plumbing.Hash, data []byte, fn func(name string, m Mode,
 		if err != nil {
 			return fmt.Errorf("%w: tree %s has mode %q", ErrCorrupt, tree, data[:sp])
 		}
+		// Any name parses: one git itself refuses ("", ".", "..", a
+		// slash) is the tree's author's doing, not damage to the store,
+		// and is judged where paths are made (see walkTree).
 		name := string(data[sp+1 : nul])
-		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-			return fmt.Errorf("%w: tree %s has an entry named %q", ErrCorrupt, tree, name)
-		}
 		var id plumbing.Hash
 		copy(id[:], data[nul+1:nul+21])
 		m := Mode(mode)
