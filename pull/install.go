@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/skillreg/skillreg/registry/skill"
 )
 
 // File modes of installed files. Nothing a server says makes a file
@@ -99,9 +101,27 @@ func install(dir string, s *Skill) (err error) {
 	return nil
 }
 
+// checkInstallPath applies skill.CheckPath to a path inside a skill:
+// every path pull writes passes it, whatever the server checked.
+func checkInstallPath(rel string) *skill.Problem {
+	return skill.CheckPath(rel)
+}
+
+// checkOf is the check a path problem fails.
+func checkOf(p *skill.Problem) Check {
+	if p.Rule == skill.RuleGitMetadata {
+		return CheckGitMetadata
+	}
+	return CheckPath
+}
+
 // writeFile writes one file under root, refusing any path that would leave
-// it, and never following or replacing anything already there.
+// it or that skill.CheckPath refuses, and never following or replacing
+// anything already there.
 func writeFile(root string, f File) error {
+	if p := checkInstallPath(f.Path); p != nil {
+		return p
+	}
 	if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 		return fmt.Errorf("path %q is not inside the skill", f.Path)
 	}

@@ -33,6 +33,8 @@ const (
 	CheckLimits         Check = "limits"           // more than MaxFiles files or MaxBytes bytes
 	CheckURI            Check = "uri"              // a resource URI is not canonical or points outside the skill
 	CheckDuplicate      Check = "duplicate"        // a file listed or served twice, or two paths that collide on disk
+	CheckGitMetadata    Check = "git-metadata"     // a path some file system reads as .git or .gitmodules (skill.CheckPath)
+	CheckPath           Check = "path"             // a path Linux, macOS or Windows cannot hold as it is (skill.CheckPath)
 	CheckMissing        Check = "missing"          // a file of the entry the server did not serve
 	CheckNotInEntry     Check = "not-in-entry"     // a file the server has or served that the entry does not list
 	CheckContent        Check = "content"          // a read result that holds no single, well-formed content
@@ -149,7 +151,7 @@ func checkEntry(e Entry) (*manifest, error) {
 	}
 
 	m.byURI = make(map[string]int, len(list))
-	folded := make(map[string]string, len(list))
+	var paths skill.PathSet
 	for _, r := range list {
 		if !digestRE.MatchString(r.Digest) {
 			return nil, refuse(e.URI, r.URI, CheckEntry, "digest %q is not sha256: and 64 lowercase hex digits", clip(r.Digest))
@@ -161,28 +163,20 @@ func checkEntry(e Entry) (*manifest, error) {
 		if _, dup := m.byURI[r.URI]; dup {
 			return nil, refuse(e.URI, r.URI, CheckDuplicate, "listed twice in the entry")
 		}
-		// Two paths equal but for case would overwrite each other on a
-		// case-insensitive file system (macOS, Windows).
-		key := strings.ToLower(rel)
-		if other, dup := folded[key]; dup {
-			return nil, refuse(e.URI, r.URI, CheckDuplicate, "collides with %s on a case-insensitive file system", other)
+		// The rules a server is meant to have applied, applied again:
+		// what is written must be neither git metadata nor a name some
+		// file system cannot hold.
+		if p := checkInstallPath(rel); p != nil {
+			return nil, refuse(e.URI, r.URI, checkOf(p), "%s", p.Detail)
 		}
-		folded[key] = r.URI
+		// Two paths one file system takes for the same (case, Unicode
+		// normalisation, a file that is also a folder) would overwrite
+		// each other.
+		if p := paths.Add(rel, false); p != nil {
+			return nil, refuse(e.URI, r.URI, CheckDuplicate, "%s", p.Detail)
+		}
 		m.byURI[r.URI] = len(m.files)
 		m.files = append(m.files, fileRef{Resource: r, rel: rel})
-	}
-	// A path that is a file cannot also be a directory of another file.
-	for _, f := range m.files {
-		for dir := f.rel; ; {
-			i := strings.LastIndexByte(dir, '/')
-			if i < 0 {
-				break
-			}
-			dir = dir[:i]
-			if other, clash := folded[strings.ToLower(dir)]; clash {
-				return nil, refuse(e.URI, f.URI, CheckDuplicate, "its directory is also listed as the file %s", other)
-			}
-		}
 	}
 	if _, ok := m.byURI[e.URI]; !ok {
 		return nil, refuse(e.URI, e.URI, CheckMissing, "the entry does not list its own SKILL.md")
