@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,46 @@ func TestIndexJSON(t *testing.T) {
 func TestVersion(t *testing.T) {
 	if code, out, _ := runCLI(t, "version"); code != exitOK || !strings.HasPrefix(out, "skillreg ") {
 		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+// TestValidateReportsPathRules: validate reports the git-metadata, path
+// and deeper frontmatter rules as the server judges them, quoting a path
+// that would not print as itself, and still skips a checkout's .git.
+func TestValidateReportsPathRules(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "hooks"), "hooks", map[string]string{".GIT/config": "[core]\n\tfsmonitor = touch pwned\n"})
+	writeSkill(t, filepath.Join(root, "ctrl"), "ctrl", map[string]string{"a\x1b[2Jb": "x"})
+	writeSkill(t, filepath.Join(root, "checkout"), "checkout", map[string]string{".git/config": "x"})
+	if err := os.MkdirAll(filepath.Join(root, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	deep := "---\nname: deep\ndescription: d\nx: " + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + "\n---\n"
+	if err := os.WriteFile(filepath.Join(root, "deep", "SKILL.md"), []byte(deep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "validate", root)
+	if code != exitProblems {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{
+		strconv.Quote(filepath.Join(root, "ctrl", "a\x1b[2Jb")) + ": path: ",
+		filepath.Join(root, "deep", "SKILL.md") + ": frontmatter: x[0][0]",
+		filepath.Join(root, "hooks", ".GIT") + `: git-metadata: "hooks/.GIT": ".GIT" is .git on case-insensitive file systems`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("validate printed:\n%s\nwant %d lines", out, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n%s\nwant it to start with\n%s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[1], "frontmatter nests deeper than the 64 levels allowed") {
+		t.Errorf("depth line %q", lines[1])
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Error("validate printed a raw escape character")
 	}
 }

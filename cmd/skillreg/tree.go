@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/skillreg/skillreg/registry/skill"
 )
@@ -54,7 +57,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) int {
 			if where == "" {
 				where = ex.Path
 			}
-			fmt.Fprintf(e.stdout, "%s: %s: %s\n", filepath.Join(dir, filepath.FromSlash(where)), ex.Problem.Rule, ex.Problem.Detail)
+			fmt.Fprintf(e.stdout, "%s: %s: %s\n", terminalSafe(filepath.Join(dir, filepath.FromSlash(where))), ex.Problem.Rule, ex.Problem.Detail)
 			problems++
 		}
 		if len(res.Skills)+len(res.Excluded) == 0 {
@@ -69,6 +72,17 @@ func cmdValidate(ctx context.Context, e *env, args []string) int {
 		return exitProblems
 	}
 	return exitOK
+}
+
+// terminalSafe returns a path as it is when it prints as itself, or
+// quoted with Go escapes when it holds invalid UTF-8 or a character that is
+// not printable (a file named with an escape sequence must not drive the
+// terminal).
+func terminalSafe(p string) string {
+	if utf8.ValidString(p) && !strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+		return p
+	}
+	return strconv.Quote(p)
 }
 
 func cmdIndex(ctx context.Context, e *env, args []string) int {
