@@ -300,3 +300,35 @@ func TestDirSourceGitEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestLongestAdmittedPathIsReadable: the longest path the index admits,
+// under the longest source name, makes a URI the server reads back.
+func TestLongestAdmittedPathIsReadable(t *testing.T) {
+	source := strings.Repeat("s", 64)
+	if !ValidSourceName(source) || ValidSourceName(source+"s") {
+		t.Fatal("the longest source name is not 64 bytes any more: update skill.MaxPathURIBytes")
+	}
+	// Segments of 85 characters percent-encoded to 255 bytes each.
+	seg := strings.Repeat("%", 85)
+	var p string
+	for len(EscapePath(p+"/"+seg)) <= skill.MaxPathURIBytes {
+		if p == "" {
+			p = seg
+		} else {
+			p += "/" + seg
+		}
+	}
+	if len(EscapePath(p+"/x")) <= skill.MaxPathURIBytes {
+		p += "/x"
+		for len(EscapePath(p+"x")) <= skill.MaxPathURIBytes {
+			p += "x"
+		}
+	}
+	if skill.CheckPath(p) != nil || skill.CheckPath(p+"x") == nil {
+		t.Fatalf("CheckPath(%d bytes encoded) = %v, and one more byte = %v", len(EscapePath(p)), skill.CheckPath(p), skill.CheckPath(p+"x"))
+	}
+	u, err := ParseURI(FileURI(source, p))
+	if err != nil || u.Path != p {
+		t.Fatalf("ParseURI of the longest admitted path: %v (%q)", err, u.Path)
+	}
+}
