@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -330,5 +332,61 @@ func TestLongestAdmittedPathIsReadable(t *testing.T) {
 	u, err := ParseURI(FileURI(source, p))
 	if err != nil || u.Path != p {
 		t.Fatalf("ParseURI of the longest admitted path: %v (%q)", err, u.Path)
+	}
+}
+
+// TestRestoreRejudgesStoredSkills: a stored catalog written by an older
+// version, serving a skill that today's rules exclude (here .GIT/config),
+// is not served on restore but indexed again, which excludes that skill.
+func TestRestoreRejudgesStoredSkills(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{"a/SKILL.md": md("a"), "a/.GIT/config": "[core]\n\tfsmonitor = touch pwned\n", "b/SKILL.md": md("b")}
+	for p, data := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func(dir string, rels ...string) *skill.Skill {
+		fm, body, err := skill.ParseSkillMD([]byte(files[dir+"/SKILL.md"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &skill.Skill{Path: dir, Frontmatter: fm, Body: string(body)}
+		for _, rel := range rels {
+			data := files[dir+"/"+rel]
+			sum := sha256.Sum256([]byte(data))
+			s.Files = append(s.Files, skill.File{Path: rel, Size: int64(len(data)), Digest: "sha256:" + hex.EncodeToString(sum[:]), ID: dir + "/" + rel})
+			s.Size += int64(len(data))
+		}
+		sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
+		return s
+	}
+	old := &Snapshot{Source: "local", Kind: KindDir, Skills: []*skill.Skill{stored("a", "SKILL.md", ".GIT/config"), stored("b", "SKILL.md")}}
+	old.Skills[0].Dirs = []string{".GIT"}
+
+	r := New(Options{})
+	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
+	rep := r.Restore(context.Background(), []Persisted{{Snapshot: old, State: State{Source: "local"}}})
+	if len(rep.Restored) != 0 || !strings.Contains(rep.Dropped["local"], "git-metadata") {
+		t.Fatalf("restore %+v, want the stored catalog dropped for git-metadata", rep)
+	}
+	if _, ok := r.Current().Snapshot("local"); ok {
+		t.Fatal("the stored catalog is served")
+	}
+	mustSync(t, r, "local")
+	if names := skillNames(r.Current(), "local"); names != "b" {
+		t.Fatalf("after the resync, served %q, want b", names)
+	}
+
+	// The same store without the bad skill is served as it is.
+	r2 := New(Options{})
+	r2.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
+	good := &Snapshot{Source: "local", Kind: KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
+	if rep := r2.Restore(context.Background(), []Persisted{{Snapshot: good, State: State{Source: "local"}}}); len(rep.Restored) != 1 {
+		t.Fatalf("restore of a clean store: %+v", rep)
 	}
 }

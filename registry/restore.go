@@ -107,6 +107,12 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 			r.log.Warn("stored catalog does not match what is on disk; resyncing", "source", name, "err", err)
 			continue
 		}
+		if err := judgeStored(p.Snapshot); err != nil {
+			// Stored by a version with fewer rules: index it again.
+			rep.Dropped[name] = err.Error()
+			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
+			continue
+		}
 		snaps = append(snaps, NewSnapshot(p.Snapshot, tree))
 		rep.Restored = append(rep.Restored, name)
 	}
@@ -122,6 +128,17 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 		time.AfterFunc(searchWarmDelay, func() { prepareSearch(r.Current()) })
 	}
 	return rep
+}
+
+// judgeStored applies today's rules that need no reading to every skill
+// of a stored snapshot (see skill.CheckStored).
+func judgeStored(snap *Snapshot) error {
+	for _, sk := range snap.Skills {
+		if p := skill.CheckStored(sk); p != nil {
+			return fmt.Errorf("skill %s: %w", sk.Path, p)
+		}
+	}
+	return nil
 }
 
 // restoreState takes the persisted facts of a source's state and leaves

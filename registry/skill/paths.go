@@ -445,3 +445,32 @@ func FoldPath(p string) string {
 	}, p)
 	return norm.NFC.String(cases.Fold().String(norm.NFD.String(p)))
 }
+
+// CheckStored applies to a skill indexed earlier (by this version or an
+// older one, as a store restores it) the rules that need no reading: the
+// path rules on each of its files and folders, and the frontmatter depth.
+// A problem means the skill must not be served before it is indexed again.
+func CheckStored(s *Skill) *Problem {
+	if !frontmatterDepthOK(s.Frontmatter) {
+		return problem(RuleFrontmatter, fmt.Sprintf("frontmatter nests deeper than the %d levels allowed", MaxFrontmatterDepth))
+	}
+	var set PathSet
+	check := func(rel string, dir bool) *Problem {
+		p := joinPath(s.Path, rel)
+		if pr := CheckPath(p); pr != nil {
+			return pr
+		}
+		return set.Add(p, dir)
+	}
+	for _, f := range s.Files {
+		if pr := check(f.Path, false); pr != nil {
+			return pr
+		}
+	}
+	for _, d := range s.Dirs {
+		if pr := check(d, true); pr != nil {
+			return pr
+		}
+	}
+	return nil
+}
