@@ -6,9 +6,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	yaml2 "gopkg.in/yaml.v2"
 	yaml3 "gopkg.in/yaml.v3"
+
+	"github.com/skillreg/skillreg/jsonbound"
 )
 
 func md(front string) []byte { return []byte("---\n" + front + "---\n# Body\n") }
@@ -211,6 +214,10 @@ func FuzzFrontmatterDifferential(f *testing.F) {
 		"name: x\ndescription: d\nk: -0\n",
 		"name: x\ndescription: d\nk: 1.0\n",
 		"name: x\ndescription: d\nk: \"\\u00e9\"\n",
+		"name: x\ndescription: d\nk: \"\\ud800\"\n",
+		"name: x\ndescription: d\nk: " + strings.Repeat("[", 63) + strings.Repeat("]", 63) + "\n",
+		"name: x\ndescription: d\nk: " + strings.Repeat("{a: ", 64) + "1" + strings.Repeat("}", 64) + "\n",
+		"name: x\ndescription: d\nk:\n  " + strings.Repeat("- ", 70) + "a\n",
 	} {
 		f.Add(s)
 	}
@@ -225,6 +232,14 @@ func FuzzFrontmatterDifferential(f *testing.F) {
 			t.Fatalf("accepted but cannot split: %v", err)
 		}
 		front = string(block)
+		// What is served must be JSON every client reads: valid UTF-8,
+		// and nested no deeper than the depth rule allows.
+		if !utf8.Valid(fm.JSON) {
+			t.Fatalf("served JSON %q is not UTF-8", fm.JSON)
+		}
+		if err := jsonbound.Check(fm.JSON, jsonbound.Limits{MaxDepth: MaxFrontmatterDepth}); err != nil {
+			t.Fatalf("served JSON breaks the depth rule: %v", err)
+		}
 		var served any
 		if err := json.Unmarshal(fm.JSON, &served); err != nil {
 			t.Fatalf("served JSON %s does not parse: %v", fm.JSON, err)
