@@ -18,6 +18,17 @@ var benchCorpus struct {
 // from a warm page cache: what `skillreg index` and a dir source's first
 // sync cost.
 func BenchmarkIndexDir(b *testing.B) {
+	dir := benchDir(b)
+	for b.Loop() {
+		res, err := Index(context.Background(), DirTree{Root: dir}, Options{})
+		if err != nil || len(res.Skills) != 10000 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchDir writes the 10,000-skill corpus once per process.
+func benchDir(b *testing.B) string {
 	benchCorpus.Do(func() {
 		dir, err := os.MkdirTemp("", "skillreg-bench-index-")
 		if err != nil {
@@ -28,10 +39,45 @@ func BenchmarkIndexDir(b *testing.B) {
 		}
 		benchCorpus.dir = dir
 	})
+	if benchCorpus.dir == "" {
+		b.Fatal("no corpus")
+	}
+	return benchCorpus.dir
+}
+
+// BenchmarkIndexDirReuse re-indexes the same tree with the previous
+// result and a warm digest cache: a resync where nothing changed, the
+// cost that the rules which need no reading (paths, frontmatter depth)
+// add to every sync.
+func BenchmarkIndexDirReuse(b *testing.B) {
+	dir := benchDir(b)
+	cache := &benchCache{m: map[string]Digest{}}
+	first, err := Index(context.Background(), DirTree{Root: dir}, Options{Cache: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
-		res, err := Index(context.Background(), DirTree{Root: benchCorpus.dir}, Options{})
-		if err != nil || len(res.Skills) != 10000 {
-			b.Fatal(err)
+		res, err := Index(context.Background(), DirTree{Root: dir}, Options{Cache: cache, Previous: first.Skills})
+		if err != nil || res.Stats.Reused != 10000 {
+			b.Fatal(err, res.Stats)
 		}
 	}
+}
+
+type benchCache struct {
+	mu sync.Mutex
+	m  map[string]Digest
+}
+
+func (c *benchCache) Get(k string) (Digest, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.m[k]
+	return d, ok
+}
+
+func (c *benchCache) Put(k string, d Digest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[k] = d
 }
