@@ -294,7 +294,7 @@ func badSegment(seg string) string {
 	case seg == "":
 		return "an empty segment (a doubled, leading or trailing slash)"
 	case seg == "." || seg == "..":
-		return fmt.Sprintf("a %q segment", seg)
+		return fmt.Sprintf("a %q segment (in a git tree, a bad tree entry: git refuses to check it out)", seg)
 	case !utf8.ValidString(seg):
 		return fmt.Sprintf("segment %q is not valid UTF-8", seg)
 	case len(seg) > MaxSegmentBytes:
