@@ -477,7 +477,7 @@ func (s *Server) fastRead(ctx context.Context, out *bytes.Buffer, uri string, mo
 	if err != nil {
 		return false
 	}
-	res := &readResourceResult{Contents: []*sdk.ResourceContents{c}}
+	res := &readResourceResult{Contents: []*resourceContents{c}}
 	if modern {
 		res.ResultBase, res.CacheHints = s.resultBase(), s.modernHints(ctx)
 	}
