@@ -471,7 +471,9 @@ func (c *pageCache) put(cat *registry.Catalog, current func() *registry.Catalog,
 	c.bytes += len(b)
 }
 
-// fastRead writes the result of resources/read of a skill file.
+// fastRead writes the result of resources/read of a skill file, through
+// resourceContents like the SDK's path (go-sdk v1.8.0 drops an empty
+// text; contents.go).
 func (s *Server) fastRead(ctx context.Context, out *bytes.Buffer, uri string, modern bool) bool {
 	c, err := s.readSkillFile(ctx, uri, true)
 	if err != nil {

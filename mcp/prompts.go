@@ -69,7 +69,9 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 
 // getPrompt answers a skill's prompt: a user message carrying the SKILL.md
 // as an embedded resource (with its URI, so a host can check it against
-// the manifest), then the task when one is given.
+// the manifest), then the task when one is given. The result is our
+// promptResult, not sdk.GetPromptResult: go-sdk v1.8.0's embedded
+// resource drops an empty text (`text,omitempty`; contents.go).
 func (s *Server) getPrompt(ctx context.Context, ss sdk.Session, p *sdk.GetPromptParams) (*promptResult, error) {
 	if p == nil || p.Name == "" || len(p.Name) > MaxPathBytes {
 		return nil, invalidParams("prompts/get needs the name of a listed prompt")

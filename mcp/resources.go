@@ -131,7 +131,10 @@ func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*re
 type readResourceResult struct {
 	sdk.ResultBase
 	CacheHints
-	Contents []*resourceContents `json:"contents"` // never without text or blob
+	// resourceContents, not sdk.ResourceContents: go-sdk v1.8.0 drops an
+	// empty text (`text,omitempty`), leaving an empty file's contents
+	// without text or blob (contents.go).
+	Contents []*resourceContents `json:"contents"`
 }
 
 func isClientError(err error) bool {
