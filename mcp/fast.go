@@ -113,7 +113,7 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 }
 
 // serveBody reads the body of a JSON POST once (up to the size limit),
-// bounds its shape, refuses an id the SDK would not echo exactly, and
+// bounds its shape (refusing more values than any request has), refuses an id the SDK would not echo exactly, and
 // lets the fast path (when fast) answer it. It reports whether it
 // answered; when it did not, r.Body reads the whole body again for the
 // SDK. stateless is the request's protocol generation, sess the
@@ -135,8 +135,15 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, statele
 		return false, false
 	}
 	shape := scanShape(body)
-	if shape == shapeDeep {
+	switch shape {
+	case shapeDeep:
 		return false, false // the SDK refuses it, with its own scan
+	case shapeTooMany:
+		writeTooManyValues(w)
+		if s.o.Observe != nil {
+			s.o.Observe("other", "error", 0)
+		}
+		return true, false
 	}
 	if fast && shape == shapeSmall && (stateless || sess != nil) && s.serveFast(w, r, sess, body) {
 		return true, true

@@ -200,6 +200,8 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		{name: "nested 2000000 deep", body: deepList(2_000_000), header: map[string]string{"Mcp-Method": "skills/list"}},
 		{name: "nested 2000000 deep in an unknown member", body: list("1", `,"x":`+brackets(2_000_000)), header: map[string]string{"Mcp-Method": "skills/list"}},
 		{name: "nested 2000000 deep resources/read", body: strings.Replace(read("skill://examples/commit-message/SKILL.md"), `"uri"`, `"x":`+brackets(2_000_000)+`,"uri"`, 1), header: map[string]string{"Mcp-Method": "resources/read", "Mcp-Name": "skill://examples/commit-message/SKILL.md"}},
+		{name: "more values than any request has", body: list("1", `,"x":[`+strings.Repeat("1,", maxBodyValues)+`1]`)},
+		{name: "more values than any request has, then too deep", body: list("1", `,"x":[`+strings.Repeat("1,", maxBodyValues)+brackets(2_000_000)+`]`), header: map[string]string{"Mcp-Method": "skills/list"}},
 		{name: "more values than the fast path decodes", body: strings.Replace(list("1", ""), `clientCapabilities":{}`, `clientCapabilities":{"experimental":{"x":[`+strings.Repeat("1,", fastMaxTokens)+`1]}}`, 1)},
 
 		{name: "unknown file", body: read("skill://examples/commit-message/nope.md")},
@@ -329,8 +331,8 @@ func FuzzParseFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		b := []byte(body)
 		shape := scanShape(b)
-		if shape == shapeDeep {
-			return // only the SDK sees it, and refuses it
+		if shape == shapeDeep || shape == shapeTooMany {
+			return // only the SDK sees it and refuses it, or it is refused first
 		}
 		bad := badIDs(b)
 		if shape != shapeSmall {

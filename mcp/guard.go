@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -22,6 +23,11 @@ import (
 //     scan that stops at depth 1,001, so it is handed on untouched and the
 //     SDK stays the one that answers it. Two million '[' used to overflow
 //     the fast path decoder's stack (one million took it to 800 MB);
+//   - its number of values: the SDK bounds none, and decodes a body of two
+//     million values (under 4 MiB) into 130 MB for one tools/call; more
+//     than maxBodyValues, far more than any MCP request carries (tool
+//     arguments are capped at 64 KiB, so 32 Ki values), is refused with
+//     HTTP 400 the way the SDK refuses an over-deep body;
 //   - its JSON-RPC ids: the SDK (go-sdk v1.8.0, jsonrpc2.MakeID) turns every
 //     number into an int64 through a float64, so 1.5 came back as 1 and
 //     1e300 and 2**70 as -9223372036854775808, and a client matched the
@@ -36,13 +42,17 @@ import (
 // it the same way.
 const fastMaxTokens = 4096
 
+// maxBodyValues bounds the values (jsonbound's tokens) of any request body.
+const maxBodyValues = 1 << 16
+
 // bodyShape is what the one scan of a body found.
 type bodyShape int
 
 const (
-	shapeSmall bodyShape = iota // within the SDK's depth and fastMaxTokens
-	shapeLarge                  // within the SDK's depth, more values than the fast path decodes
-	shapeDeep                   // deeper than the SDK reads: only the SDK may see it
+	shapeSmall   bodyShape = iota // within the SDK's depth and fastMaxTokens
+	shapeLarge                    // within the SDK's depth, more values than the fast path decodes
+	shapeDeep                     // deeper than the SDK reads: only the SDK may see it
+	shapeTooMany                  // more than maxBodyValues: refused before any decoder
 )
 
 // scanShape bounds body's depth and values in one linear, allocation-free
@@ -56,12 +66,21 @@ func scanShape(body []byte) bodyShape {
 	case errors.Is(err, jsonbound.ErrTooDeep):
 		return shapeDeep
 	}
-	// Too many values for the fast path: find out the depth alone (a
-	// document of n bytes has at most n+1 values).
-	if jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: len(body) + 2}) != nil {
+	// Too many values for the fast path: scan on to the bound of any body.
+	err = jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: maxBodyValues})
+	switch {
+	case err == nil:
+		return shapeLarge
+	case errors.Is(err, jsonbound.ErrTooDeep):
 		return shapeDeep
 	}
-	return shapeLarge
+	return shapeTooMany
+}
+
+// writeTooManyValues refuses a body of more than maxBodyValues values, in
+// the form the SDK refuses an over-deep one (HTTP 400, plain text).
+func writeTooManyValues(w http.ResponseWriter) {
+	http.Error(w, fmt.Sprintf("malformed payload: unmarshaling jsonrpc message: json: more than %d values", maxBodyValues), http.StatusBadRequest)
 }
 
 // isJSONPost reports whether r is a POST of a JSON body, the only request

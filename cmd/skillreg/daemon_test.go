@@ -304,6 +304,7 @@ func TestBadInput(t *testing.T) {
 		// this overflowed the fast path's stack and killed the daemon.
 		{"nested 2,000,000 deep", req("skills/list", `,"x":`+strings.Repeat("[", 2_000_000)+strings.Repeat("]", 2_000_000)), 400, "nesting depth"},
 		{"nested 2,000,000 deep tool call", req("tools/call", `,"name":"list_skills","arguments":{"x":`+strings.Repeat("[", 2_000_000)+strings.Repeat("]", 2_000_000)+`}`), 400, "nesting depth"},
+		{"two million values", req("tools/call", `,"name":"list_skills","arguments":{"x":[`+strings.Repeat("1,", 2_000_000)+`1]}`), 400, "more than 65536 values"},
 		{"fractional id", strings.Replace(req("skills/list", ""), `"id":7`, `"id":7.5`, 1), 400, `"code":-32600`},
 		{"huge id", strings.Replace(req("tools/list", ""), `"id":7`, `"id":1e300`, 1), 400, `"code":-32600`},
 	}
