@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The shared conformance suite sits beside the checkout.
 CONFORMANCE ?= ../shared/conformance/run.sh
 
-.PHONY: all build run test unit conformance inspector bench fmt-check vet tools chromium node
+.PHONY: all build run test unit conformance inspector bench fmt-check vet tools chromium node npm-tools
 all: build
 
 tools:
@@ -35,20 +35,28 @@ vet: tools
 chromium:
 	@scripts/install-chromium.sh
 
-unit: tools chromium
+# The pinned npm tools that tests run (Node.js itself, the official
+# TypeScript MCP SDK, the MCP Inspector, ...): the list is
+# scripts/npm-tools.txt, one name@version a line, and Go tests find them
+# with internal/tools. They go into $$SKILLREG_TOOLS/npm (default
+# ~/.cache/skillreg-tools/npm); a no-op, without network, once installed.
+npm-tools:
+	@scripts/install-npm-tools.sh
+
+unit: tools chromium npm-tools
 	$(GO) test -race -count=1 ./...
 
 test: fmt-check vet unit conformance inspector
 
 node:
-	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite and the Inspector test; install them and retry" >&2; exit 1; }
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite and to install the pinned test tools (scripts/npm-tools.txt); install them and retry" >&2; exit 1; }
 
 conformance: build node
 	@test -x $(CONFORMANCE) || { echo "make: $(CONFORMANCE) not found (set CONFORMANCE=path/to/run.sh)" >&2; exit 1; }
 	scripts/conformance.sh $(BIN) $(CONFORMANCE)
 
 # A real external client (the MCP Inspector's CLI) lists and calls every tool.
-inspector: build node
+inspector: build npm-tools
 	scripts/inspector.sh $(BIN)
 
 bench: build

@@ -54,11 +54,11 @@ var (
 	outPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 
-// serveFast answers r if the fast path takes it and reports whether it
-// did. When it did not, r.Body reads the whole body again. sess is the
-// initialized 2025-11-25 session the request names, or nil for a request
-// of the stateless generation.
-func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.ServerSession) bool {
+// serveFast answers r, whose whole body (within the size limit and of
+// shapeSmall) is body, if the fast path takes it, and reports whether it
+// did. sess is the initialized 2025-11-25 session the request names, or
+// nil for a request of the stateless generation.
+func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.ServerSession, body []byte) bool {
 	version := statelessVersion
 	if sess != nil {
 		p := sess.InitializeParams()
@@ -70,27 +70,9 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 	if !fastEligible(r, version) {
 		return false
 	}
-	buf := bodyPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			bodyPool.Put(buf)
-		}
-	}()
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
-	body := buf.Bytes()
-	replay := func() bool {
-		// The SDK reads what was read, then the rest (and answers 413
-		// for an oversized body, or the read error).
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
-		return false
-	}
-	if err != nil || int64(len(body)) > s.o.MaxBodyBytes {
-		return replay()
-	}
 	req, ok := parseFast(r.Header, body, sess != nil)
 	if !ok {
-		return replay()
+		return false
 	}
 	start := time.Now()
 	ctx := r.Context()
@@ -115,7 +97,7 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 		ok = s.fastRead(ctx, out, req.uri, modern)
 	}
 	if !ok {
-		return replay() // the SDK answers with the error
+		return false // the SDK answers with the error
 	}
 	out.WriteString("}")
 	h := w.Header()
@@ -128,6 +110,52 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 		s.o.Observe(req.method, "ok", time.Since(start))
 	}
 	return true
+}
+
+// serveBody reads the body of a JSON POST once (up to the size limit),
+// bounds its shape (refusing more values than any request has), refuses an id the SDK would not echo exactly, and
+// lets the fast path (when fast) answer it. It reports whether it
+// answered; when it did not, r.Body reads the whole body again for the
+// SDK. stateless is the request's protocol generation, sess the
+// initialized 2025-11-25 session it names, if any.
+func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, stateless bool, sess *sdk.ServerSession) (answered, tookFast bool) {
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			bodyPool.Put(buf)
+		}
+	}()
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
+	body := buf.Bytes()
+	// The SDK reads what was read, then the rest (and answers 413 for an
+	// oversized body, or the read error).
+	r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
+	if err != nil || int64(len(body)) > s.o.MaxBodyBytes {
+		return false, false
+	}
+	shape := scanShape(body)
+	switch shape {
+	case shapeDeep:
+		return false, false // the SDK refuses it, with its own scan
+	case shapeTooMany:
+		writeTooManyValues(w)
+		if s.o.Observe != nil {
+			s.o.Observe("other", "error", 0)
+		}
+		return true, false
+	}
+	if fast && shape == shapeSmall && (stateless || sess != nil) && s.serveFast(w, r, sess, body) {
+		return true, true
+	}
+	if badIDs(body) {
+		writeInvalidID(w)
+		if s.o.Observe != nil {
+			s.o.Observe("other", "error", 0)
+		}
+		return true, false
+	}
+	return false, false
 }
 
 type readCloser struct {
@@ -288,8 +316,9 @@ func isObject(raw []byte) bool {
 }
 
 // plainID reports whether a JSON-RPC id is one the fast path echoes as
-// sent: an integer of at most 15 digits, or a string of at most 64 plain
-// characters (nothing any encoder would escape differently).
+// sent: an integer of at most 15 digits (not -0, which the SDK writes as
+// 0), or a string of at most 64 plain characters (nothing any encoder
+// would escape differently).
 func plainID(raw []byte) bool {
 	s := string(raw)
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
@@ -303,6 +332,9 @@ func plainID(raw []byte) bool {
 			}
 		}
 		return true
+	}
+	if s == "-0" {
+		return false
 	}
 	s = strings.TrimPrefix(s, "-")
 	if len(s) == 0 || len(s) > 15 || (len(s) > 1 && s[0] == '0') {
@@ -446,13 +478,15 @@ func (c *pageCache) put(cat *registry.Catalog, current func() *registry.Catalog,
 	c.bytes += len(b)
 }
 
-// fastRead writes the result of resources/read of a skill file.
+// fastRead writes the result of resources/read of a skill file, through
+// resourceContents like the SDK's path (go-sdk v1.8.0 drops an empty
+// text; contents.go).
 func (s *Server) fastRead(ctx context.Context, out *bytes.Buffer, uri string, modern bool) bool {
 	c, err := s.readSkillFile(ctx, uri, true)
 	if err != nil {
 		return false
 	}
-	res := &readResourceResult{Contents: []*sdk.ResourceContents{c}}
+	res := &readResourceResult{Contents: []*resourceContents{c}}
 	if modern {
 		res.ResultBase, res.CacheHints = s.resultBase(), s.modernHints(ctx)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -120,13 +121,10 @@ func (c call) compare(t *testing.T, s *Server) (bool, string) {
 	return took, rec.Body.String()
 }
 
-// sdkOnly routes as ServeHTTP does, without the fast path.
+// sdkOnly routes as ServeHTTP does, without the fast path: the checks
+// every body passes, then the SDK.
 func (s *Server) sdkOnly(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("MCP-Protocol-Version") >= statelessVersion {
-		s.stateless.ServeHTTP(w, r)
-		return
-	}
-	s.stateful.ServeHTTP(w, r)
+	s.route(w, r, false)
 }
 
 // TestFastPathMatchesSDK sends every request twice, once through ServeHTTP
@@ -188,6 +186,24 @@ func TestFastPathMatchesSDK(t *testing.T) {
 		{name: "not JSON", body: `{"jsonrpc":`, header: map[string]string{"Mcp-Method": "skills/list"}},
 		{name: "empty body", body: "", header: map[string]string{"Mcp-Method": "skills/list"}},
 
+		{name: "id -0", body: list("-0", "")},
+		{name: "id 2**53", body: list("9007199254740992", ""), fast: false},
+		{name: "id 1e300", body: list("1e300", "")},
+		{name: "id 2**70", body: list("1180591620717411303424", "")},
+		{name: "bool id", body: list("true", "")},
+
+		// Depth: the fast path takes what the SDK reads (its bound is 1,000
+		// levels), and leaves deeper bodies to the SDK's refusal.
+		{name: "nested 999 deep", body: deepList(999), fast: true},
+		{name: "nested 1000 deep", body: deepList(1000), fast: true},
+		{name: "nested 1001 deep", body: deepList(1001)},
+		{name: "nested 2000000 deep", body: deepList(2_000_000), header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "nested 2000000 deep in an unknown member", body: list("1", `,"x":`+brackets(2_000_000)), header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "nested 2000000 deep resources/read", body: strings.Replace(read("skill://examples/commit-message/SKILL.md"), `"uri"`, `"x":`+brackets(2_000_000)+`,"uri"`, 1), header: map[string]string{"Mcp-Method": "resources/read", "Mcp-Name": "skill://examples/commit-message/SKILL.md"}},
+		{name: "more values than any request has", body: list("1", `,"x":[`+strings.Repeat("1,", maxBodyValues)+`1]`)},
+		{name: "more values than any request has, then too deep", body: list("1", `,"x":[`+strings.Repeat("1,", maxBodyValues)+brackets(2_000_000)+`]`), header: map[string]string{"Mcp-Method": "skills/list"}},
+		{name: "more values than the fast path decodes", body: strings.Replace(list("1", ""), `clientCapabilities":{}`, `clientCapabilities":{"experimental":{"x":[`+strings.Repeat("1,", fastMaxTokens)+`1]}}`, 1)},
+
 		{name: "unknown file", body: read("skill://examples/commit-message/nope.md")},
 		{name: "dot dot", body: read("skill://examples/commit-message/../go-code-review/SKILL.md")},
 		{name: "encoded dot", body: read("skill://examples/commit-message/%2e%2e/x")},
@@ -244,6 +260,30 @@ func TestFastPathMatchesSDK(t *testing.T) {
 	}
 }
 
+// brackets is n nested empty arrays.
+func brackets(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// deepList is a skills/list request of the stateless generation nested
+// exactly depth levels deep (the body counts as the first), the depth in
+// the client's experimental capabilities, which the SDK's types take.
+func deepList(depth int) string {
+	// body, params, _meta, clientCapabilities, experimental: 5 levels.
+	m := strings.Replace(meta, `clientCapabilities":{}`, `clientCapabilities":{"experimental":{"x":`+brackets(depth-5)+`}}`, 1)
+	return `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + m + `}}`
+}
+
+// TestDeepListDepth checks the test's own bodies: deepList(n) is n deep.
+func TestDeepListDepth(t *testing.T) {
+	for _, n := range []int{999, 1000, 1001} {
+		var sc jsonbound.Scanner
+		sc.Limits.MaxDepth = 1 << 30
+		sc.Limits.MaxTokens = 1 << 30
+		if _, err := sc.Write([]byte(deepList(n))); err != nil || sc.MaxDepth() != n {
+			t.Fatalf("deepList(%d) is %d deep (%v)", n, sc.MaxDepth(), err)
+		}
+	}
+}
+
 // TestFastPathAfterSwap checks that a skill's cached entry bytes follow
 // its provenance: the same skill under a new commit is written anew.
 func TestFastPathAfterSwap(t *testing.T) {
@@ -263,27 +303,58 @@ func TestFastPathAfterSwap(t *testing.T) {
 	}
 }
 
-// FuzzParseFast checks that parseFast never panics and takes only bodies
-// that are one JSON object naming a fast method.
+// FuzzParseFast checks the checks every body passes and the fast path's
+// parser, composed as serveBody composes them: no body panics or
+// overflows the stack, the parser sees only bodies within the SDK's depth
+// and fastMaxTokens, and it takes only one JSON object naming a fast
+// method with an id the SDK echoes exactly. The seeds hold the dangerous
+// shapes: nesting at, just past and far past the SDK's depth, in every
+// member that decodes, and more values than the fast path reads.
 func FuzzParseFast(f *testing.F) {
-	f.Add(`{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`)
+	list := `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`
+	f.Add(list)
 	f.Add(`{"jsonrpc":"2.0","id":"x","method":"resources/read","params":{` + meta + `,"uri":"skill://a/b/SKILL.md"}}`)
 	f.Add(`[{"jsonrpc":"2.0"}]`)
+	f.Add(`{"jsonrpc":"2.0","id":1.5,"method":"skills/list"}`)
+	f.Add(`{"jsonrpc":"2.0","id":-0,"method":"skills/list"}`)
+	f.Add(`[{"jsonrpc":"2.0","id":1e300,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`)
+	for _, n := range []int{999, 1000, 1001, 100_000, 2_000_000} {
+		f.Add(deepList(n))
+		f.Add(sessionDeep(n))
+		f.Add(brackets(n))
+		f.Add(strings.Repeat("{\"a\":", n) + "1" + strings.Repeat("}", n))
+		f.Add(`{"jsonrpc":"2.0","id":` + brackets(n) + `,"method":"skills/list"}`)
+		f.Add(strings.Repeat("[", n)) // never closed
+	}
+	f.Add(strings.Replace(list, `clientCapabilities":{}`, `clientCapabilities":{"experimental":{"x":[`+strings.Repeat("1,", fastMaxTokens)+`1]}}`, 1))
+	f.Add(`[` + strings.Repeat(`{"id":1},`, 100_000) + `{}]`)
 	f.Fuzz(func(t *testing.T, body string) {
+		b := []byte(body)
+		shape := scanShape(b)
+		if shape == shapeDeep || shape == shapeTooMany {
+			return // only the SDK sees it and refuses it, or it is refused first
+		}
+		bad := badIDs(b)
+		if shape != shapeSmall {
+			return
+		}
 		for i, m := range []string{"skills/list", "resources/read", "skills/list", "resources/read"} {
 			h := http.Header{}
 			h.Set("Mcp-Method", m)
 			h.Set("Mcp-Name", "skill://a/b/SKILL.md")
-			req, ok := parseFast(h, []byte(body), i >= 2)
+			req, ok := parseFast(h, b, i >= 2)
 			if !ok {
 				continue
 			}
 			var v map[string]any
-			if err := json.Unmarshal([]byte(body), &v); err != nil {
+			if err := json.Unmarshal(b, &v); err != nil {
 				t.Fatalf("took a body that is not one JSON object: %q", body)
 			}
 			if v["method"] != req.method || !fastMethods[req.method] {
 				t.Fatalf("took %q as %s", body, req.method)
+			}
+			if bad || !exactID(req.id) {
+				t.Fatalf("took %q with an id the SDK does not echo exactly", body)
 			}
 		}
 	})
@@ -295,7 +366,7 @@ func BenchmarkFastList(b *testing.B) {
 	c := call{body: body}
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		if !s.serveFast(rec, c.request(), nil) {
+		if !s.serve(rec, c.request()) {
 			b.Fatal("not taken")
 		}
 		_, _ = io.Copy(io.Discard, rec.Body)
@@ -419,6 +490,15 @@ func TestFastPathMatchesSDKInSession(t *testing.T) {
 		{name: "catalog resource", body: read("skillreg://catalog")},
 		{name: "bad cursor", body: list(`,"params":{"cursor":"zzz"}`)},
 		{name: "other method", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{name: "fractional id", body: `{"jsonrpc":"2.0","id":1.5,"method":"skills/list"}`},
+		{name: "id 1e300", body: `{"jsonrpc":"2.0","id":1e300,"method":"skills/list"}`},
+		{name: "id -0", body: `{"jsonrpc":"2.0","id":-0,"method":"skills/list"}`},
+		{name: "nested 999 deep", body: sessionDeep(999)},
+		{name: "nested 1000 deep", body: sessionDeep(1000)},
+		{name: "nested 1001 deep", body: sessionDeep(1001)},
+		{name: "nested 2000000 deep", body: sessionDeep(2_000_000)},
+		{name: "nested 2000000 deep in a cursor's place", body: list(`,"params":{"cursor":` + brackets(2_000_000) + `}`)},
+		{name: "nested 2000000 deep resources/read", body: `{"jsonrpc":"2.0","id":"r","method":"resources/read","params":{"x":` + brackets(2_000_000) + `,"uri":"skill://examples/commit-message/SKILL.md"}}`},
 	}
 	for _, c := range calls {
 		c := sessionCall(c)
@@ -437,6 +517,13 @@ func TestFastPathMatchesSDKInSession(t *testing.T) {
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("closed session: %d %s", rec.Code, rec.Body)
 	}
+}
+
+// sessionDeep is a session's skills/list request nested exactly depth
+// levels deep (in a member the fast path does not know: a session's
+// requests have no member that nests).
+func sessionDeep(depth int) string {
+	return `{"jsonrpc":"2.0","id":3,"method":"skills/list","params":{"x":` + brackets(depth-2) + `}}`
 }
 
 // TestSessionsCloseWhenIdle checks the idle timer the fast path's

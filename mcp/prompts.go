@@ -69,8 +69,10 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 
 // getPrompt answers a skill's prompt: a user message carrying the SKILL.md
 // as an embedded resource (with its URI, so a host can check it against
-// the manifest), then the task when one is given.
-func (s *Server) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (*sdk.GetPromptResult, error) {
+// the manifest), then the task when one is given. The result is our
+// promptResult, not sdk.GetPromptResult: go-sdk v1.8.0's embedded
+// resource drops an empty text (`text,omitempty`; contents.go).
+func (s *Server) getPrompt(ctx context.Context, ss sdk.Session, p *sdk.GetPromptParams) (*promptResult, error) {
 	if p == nil || p.Name == "" || len(p.Name) > MaxPathBytes {
 		return nil, invalidParams("prompts/get needs the name of a listed prompt")
 	}
@@ -87,21 +89,25 @@ func (s *Server) getPrompt(ctx context.Context, p *sdk.GetPromptParams) (*sdk.Ge
 		if err != nil {
 			return nil, rpcError(err, fr.URI)
 		}
-		msgs := []*sdk.PromptMessage{{
+		msgs := []promptMessage{{
 			Role: "user",
-			Content: &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{
+			Content: &embeddedResource{Type: "resource", Resource: &resourceContents{
 				URI: fr.URI, MIMEType: "text/markdown", Text: string(data),
 				Meta: sdk.Meta{MetaUntrusted: true},
 			}},
 		}}
 		if task := strings.TrimSpace(p.Arguments["task"]); task != "" {
-			msgs = append(msgs, &sdk.PromptMessage{Role: "user", Content: &sdk.TextContent{Text: task}})
+			msgs = append(msgs, promptMessage{Role: "user", Content: &sdk.TextContent{Text: task}})
 		}
-		return &sdk.GetPromptResult{
+		res := &promptResult{
+			ResultBase:  sdk.ResultBase{Meta: sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true}},
 			Description: r.Skill.Frontmatter.Description,
 			Messages:    msgs,
-			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
-		}, nil
+		}
+		if ss, _ := ss.(*sdk.ServerSession); modern(ss) {
+			res.ResultType = "complete" // as the SDK sets it on its own type
+		}
+		return res, nil
 	}
 	return nil, errNotFoundPrompt
 }

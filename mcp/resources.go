@@ -27,7 +27,7 @@ func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 			return s.listPrompts(ctx, p)
 		case "prompts/get":
 			p, _ := req.GetParams().(*sdk.GetPromptParams)
-			return s.getPrompt(ctx, p)
+			return s.getPrompt(ctx, req.GetSession(), p)
 		}
 		return next(ctx, method, req)
 	}
@@ -79,24 +79,27 @@ func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.R
 	}
 	ss, _ := session.(*sdk.ServerSession)
 	var (
-		c   *sdk.ResourceContents
+		c   *resourceContents
 		err error
 	)
 	if strings.HasPrefix(p.URI, "skillreg://") {
-		c, err = s.readCatalogResource(ctx, p.URI)
+		var cc *sdk.ResourceContents
+		if cc, err = s.readCatalogResource(ctx, p.URI); cc != nil {
+			c = (*resourceContents)(cc)
+		}
 	} else {
 		c, err = s.readSkillFile(ctx, p.URI, false)
 	}
 	if err != nil {
 		return nil, rpcError(err, p.URI)
 	}
-	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*sdk.ResourceContents{c}}, nil
+	return &readResourceResult{CacheHints: s.hintsFor(ctx, ss), Contents: []*resourceContents{c}}, nil
 }
 
 // readSkillFile reads one file of a skill the caller is served. Errors
 // other than the client's are logged unless quiet (the fast path, which
 // leaves errors to the SDK's path, which logs them).
-func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*sdk.ResourceContents, error) {
+func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*resourceContents, error) {
 	f, err := s.o.Catalogs.Current().File(callerFrom(ctx).Filter, uri)
 	if err != nil {
 		return nil, err
@@ -108,7 +111,7 @@ func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*sd
 		}
 		return nil, err
 	}
-	c := &sdk.ResourceContents{
+	c := &resourceContents{
 		URI:      f.URI,
 		MIMEType: mimeType(f.File.Path, data),
 		Meta:     sdk.Meta{MetaUntrusted: true},
@@ -128,7 +131,10 @@ func (s *Server) readSkillFile(ctx context.Context, uri string, quiet bool) (*sd
 type readResourceResult struct {
 	sdk.ResultBase
 	CacheHints
-	Contents []*sdk.ResourceContents `json:"contents"`
+	// resourceContents, not sdk.ResourceContents: go-sdk v1.8.0 drops an
+	// empty text (`text,omitempty`), leaving an empty file's contents
+	// without text or blob (contents.go).
+	Contents []*resourceContents `json:"contents"`
 }
 
 func isClientError(err error) bool {

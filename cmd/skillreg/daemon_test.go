@@ -300,6 +300,13 @@ func TestBadInput(t *testing.T) {
 		{"stale cursor", req("skills/list", `,"cursor":"Zzk5OTk5LjA"`), 400, `catalog changed, list again`},
 		{"dir on file", req("resources/directory/read", `,"uri":"skill://examples/commit-message/SKILL.md"`), 400, `"code":-32602`},
 		{"oversized", req("resources/read", `,"uri":"`+strings.Repeat("a", 5<<20)+`"`), 413, ""},
+		// Under the size limit, but deeper than any decoder reads: once
+		// this overflowed the fast path's stack and killed the daemon.
+		{"nested 2,000,000 deep", req("skills/list", `,"x":`+strings.Repeat("[", 2_000_000)+strings.Repeat("]", 2_000_000)), 400, "nesting depth"},
+		{"nested 2,000,000 deep tool call", req("tools/call", `,"name":"list_skills","arguments":{"x":`+strings.Repeat("[", 2_000_000)+strings.Repeat("]", 2_000_000)+`}`), 400, "nesting depth"},
+		{"two million values", req("tools/call", `,"name":"list_skills","arguments":{"x":[`+strings.Repeat("1,", 2_000_000)+`1]}`), 400, "more than 65536 values"},
+		{"fractional id", strings.Replace(req("skills/list", ""), `"id":7`, `"id":7.5`, 1), 400, `"code":-32600`},
+		{"huge id", strings.Replace(req("tools/list", ""), `"id":7`, `"id":1e300`, 1), 400, `"code":-32600`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,156 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/skillreg/skillreg/jsonbound"
+)
+
+// Every POST body is checked once, before the fast path or the SDK decodes
+// it, for what neither may be left to:
+//
+//   - its shape (jsonbound): a body nested deeper than the SDK reads
+//     (jsonbound.DefaultMaxDepth, the SDK's own bound) never reaches a
+//     recursive decoder of ours; the SDK refuses it itself with a linear
+//     scan that stops at depth 1,001, so it is handed on untouched and the
+//     SDK stays the one that answers it. Two million '[' used to overflow
+//     the fast path decoder's stack (one million took it to 800 MB);
+//   - its number of values: the SDK bounds none, and decodes a body of two
+//     million values (under 4 MiB) into 130 MB for one tools/call; more
+//     than maxBodyValues, far more than any MCP request carries (tool
+//     arguments are capped at 64 KiB, so 32 Ki values), is refused with
+//     HTTP 400 the way the SDK refuses an over-deep body;
+//   - its JSON-RPC ids: the SDK (go-sdk v1.8.0, jsonrpc2.MakeID) turns every
+//     number into an int64 through a float64, so 1.5 came back as 1 and
+//     1e300 and 2**70 as -9223372036854775808, and a client matched the
+//     answer to another request or to none. An id must be a string or an
+//     integer written plainly whose value a float64 holds exactly (at most
+//     2**53 in magnitude, and not -0): what the SDK then echoes byte for
+//     byte in value. Any other id (a fraction, an exponent, a huge number,
+//     null, true, an object, an array) gets -32600 Invalid Request.
+
+// fastMaxTokens bounds the values of a body the fast path decodes: its
+// requests have a few dozen; a larger body goes to the SDK, which answers
+// it the same way.
+const fastMaxTokens = 4096
+
+// maxBodyValues bounds the values (jsonbound's tokens) of any request body.
+const maxBodyValues = 1 << 16
+
+// bodyShape is what the one scan of a body found.
+type bodyShape int
+
+const (
+	shapeSmall   bodyShape = iota // within the SDK's depth and fastMaxTokens
+	shapeLarge                    // within the SDK's depth, more values than the fast path decodes
+	shapeDeep                     // deeper than the SDK reads: only the SDK may see it
+	shapeTooMany                  // more than maxBodyValues: refused before any decoder
+)
+
+// scanShape bounds body's depth and values in one linear, allocation-free
+// pass (a second one only for a body past fastMaxTokens, never on the
+// fast path).
+func scanShape(body []byte) bodyShape {
+	err := jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: fastMaxTokens})
+	switch {
+	case err == nil:
+		return shapeSmall
+	case errors.Is(err, jsonbound.ErrTooDeep):
+		return shapeDeep
+	}
+	// Too many values for the fast path: scan on to the bound of any body.
+	err = jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: maxBodyValues})
+	switch {
+	case err == nil:
+		return shapeLarge
+	case errors.Is(err, jsonbound.ErrTooDeep):
+		return shapeDeep
+	}
+	return shapeTooMany
+}
+
+// writeTooManyValues refuses a body of more than maxBodyValues values, in
+// the form the SDK refuses an over-deep one (HTTP 400, plain text).
+func writeTooManyValues(w http.ResponseWriter) {
+	http.Error(w, fmt.Sprintf("malformed payload: unmarshaling jsonrpc message: json: more than %d values", maxBodyValues), http.StatusBadRequest)
+}
+
+// isJSONPost reports whether r is a POST of a JSON body, the only request
+// whose body the SDK decodes.
+func isJSONPost(r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
+}
+
+// badIDs reports whether a body within the SDK's depth holds a JSON-RPC
+// message (alone or in a batch, read as the SDK reads them: an array of
+// messages first, then one message) whose id is present but not one the
+// SDK echoes exactly. A body that is not such JSON is left to the SDK's
+// own errors.
+func badIDs(body []byte) bool {
+	var batch []json.RawMessage
+	if segjson.Unmarshal(body, &batch) == nil {
+		for _, m := range batch {
+			if badID(m) {
+				return true
+			}
+		}
+		return false
+	}
+	return badID(body)
+}
+
+func badID(msg []byte) bool {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if _, err := segjson.Parse(msg, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil || m.ID == nil {
+		return false // not a message, or a notification: the SDK's to answer
+	}
+	return !exactID(m.ID)
+}
+
+// maxExactID is the largest integer a float64 (and so the SDK's id) holds
+// exactly, along with every smaller one.
+const maxExactID = 1 << 53
+
+// exactID reports whether raw, a JSON value, is an id the SDK echoes with
+// the value it was sent: a string, or an integer in canonical decimal
+// form (no fraction, exponent, leading zero or -0) of at most 2**53 in
+// magnitude.
+func exactID(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return false
+	}
+	if raw[0] == '"' {
+		return true // a JSON string (the decoder checked it)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n > maxExactID || n < -maxExactID {
+		return false
+	}
+	return strconv.FormatInt(n, 10) == string(raw)
+}
+
+// writeInvalidID answers a request whose id breaks exactID: -32600, with
+// a null id (the request's cannot be echoed), as HTTP 400 as the SDK
+// answers other malformed messages.
+func writeInvalidID(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a JSON-RPC id must be a string or an integer of at most 2^53 in magnitude written without fraction or exponent"}}`))
+}
