@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -46,6 +47,7 @@ var (
 // Budget bounds the bytes that request bodies hold in memory, across all
 // requests: each body's buffer is paid for before it grows.
 type Budget struct {
+	used atomic.Int64
 	sem  *semaphore.Weighted
 	size int64
 	wait time.Duration
@@ -64,6 +66,9 @@ func NewBudget(size int64, wait time.Duration) *Budget {
 	return &Budget{sem: semaphore.NewWeighted(size), size: size, wait: wait}
 }
 
+// InUse is how many bytes bodies hold now.
+func (b *Budget) InUse() int64 { return b.used.Load() }
+
 // Size is the budget in bytes.
 func (b *Budget) Size() int64 { return b.size }
 
@@ -79,15 +84,20 @@ func (b *Budget) acquire(ctx context.Context, n int64) error {
 	if n > b.size {
 		return ErrBusy
 	}
-	if b.sem.TryAcquire(n) {
-		return nil
+	if !b.sem.TryAcquire(n) {
+		ctx, cancel := context.WithTimeout(ctx, b.wait)
+		defer cancel()
+		if err := b.sem.Acquire(ctx, n); err != nil {
+			return ErrBusy
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.wait)
-	defer cancel()
-	if err := b.sem.Acquire(ctx, n); err != nil {
-		return ErrBusy
-	}
+	b.used.Add(n)
 	return nil
+}
+
+func (b *Budget) release(n int64) {
+	b.used.Add(-n)
+	b.sem.Release(n)
 }
 
 // ReadAll reads r to its end into a buffer that grows only as bytes
@@ -100,7 +110,7 @@ func (b *Budget) ReadAll(ctx context.Context, r io.Reader, limit int64) (data []
 	var held int64
 	release = func() {
 		if b != nil && held > 0 {
-			b.sem.Release(held)
+			b.release(held)
 			held = 0
 		}
 	}
@@ -117,7 +127,7 @@ func (b *Budget) ReadAll(ctx context.Context, r io.Reader, limit int64) (data []
 		copy(nb, buf)
 		if b != nil && cap(buf) > 0 {
 			// The old buffer is garbage now.
-			b.sem.Release(int64(cap(buf)))
+			b.release(int64(cap(buf)))
 			held -= int64(cap(buf))
 		}
 		return nb, nil
