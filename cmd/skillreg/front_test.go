@@ -519,3 +519,54 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestReloadHTTP: allowed hosts, origins and metrics networks change on
+// reload; the caps, proxies and timeouts keep their running values, with
+// a warning naming the key.
+func TestReloadHTTP(t *testing.T) {
+	var logs syncBuffer
+	d := startTuned(t, "http:\n  max_connections: 100\n", func(d *Daemon) {
+		d.log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	addr := d.Addr()
+	host := map[string]string{"Host": "skills.example.com"}
+	if code, _, _ := fresh("127.0.0.1", addr, "GET", "/", host, ""); code != http.StatusForbidden {
+		t.Fatalf("before reload: %d", code)
+	}
+	cfgFile := t.TempDir() + "/config.yaml"
+	os.WriteFile(cfgFile, []byte("http:\n  max_connections: 5\n  trusted_proxies: [10.0.0.0/8]\n  header_timeout: 1s\n  allowed_hosts: [skills.example.com]\n"), 0o644)
+	if err := d.reloadFile(cfgFile); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := fresh("127.0.0.1", addr, "GET", "/", host, ""); code != http.StatusOK {
+		t.Errorf("after reload, an allowed host: %d", code)
+	}
+	for _, key := range []string{"http.max_connections", "http.trusted_proxies", "http.header_timeout"} {
+		if !strings.Contains(logs.String(), `key=`+key) {
+			t.Errorf("no restart warning for %s:\n%s", key, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "key=http.allowed_hosts") {
+		t.Error("allowed_hosts reloads; it must not warn")
+	}
+	if h := d.cfg.HTTP; h.MaxConnections != 100 || len(h.TrustedProxyNets) != 0 || h.HeaderTimeout.D() != config.DefaultHeaderTimeout {
+		t.Errorf("running values not kept: %+v", h)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
