@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -76,4 +77,36 @@ func TestForwardedCapsClients(t *testing.T) {
 		t.Errorf("another client: %d", w.Code)
 	}
 	<-done
+}
+
+// FuzzClient: whatever X-Forwarded-For says, the client is the peer or
+// one of the header's hops, never a trusted proxy unless every hop is, and
+// an untrusted peer's header is never read.
+func FuzzClient(f *testing.F) {
+	for _, s := range []string{"203.0.113.9", "1.1.1.1, 203.0.113.9, 10.9.9.9", "garbage", "[::1]:80, 10.0.0.1", strings.Repeat("10.0.0.1,", 1000), ""} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	proxies := Proxies{netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, xff string, trustedPeer bool) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "192.0.2.1:1000"
+		if trustedPeer {
+			r.RemoteAddr = "10.0.0.1:1000"
+		}
+		r.Header.Set("X-Forwarded-For", xff)
+		got := proxies.Client(r)
+		if !trustedPeer {
+			if got != Peer(r) {
+				t.Fatalf("untrusted peer: client %s", got)
+			}
+			return
+		}
+		if got == Peer(r) {
+			return
+		}
+		if !strings.Contains(xff, strings.TrimPrefix(got.String(), "::ffff:")) && !strings.Contains(strings.ToLower(xff), got.String()) {
+			t.Fatalf("client %s is not in %q", got, xff)
+		}
+	})
 }
