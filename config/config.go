@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,6 +33,7 @@ type Config struct {
 	Sources []Source    `yaml:"sources"`
 	Meta    []SkillMeta `yaml:"skill_meta"`
 	Clients []Client    `yaml:"clients"`
+	HTTP    HTTP        `yaml:"http"`
 
 	// Path is the file the configuration was read from ("" for the
 	// embedded default).
@@ -47,6 +50,45 @@ type Log struct {
 type MCP struct {
 	// CacheTTL is the ttlMs hint of cacheable results (default 30s).
 	CacheTTL Duration `yaml:"cache_ttl"`
+}
+
+// HTTP configures the HTTP front door: connection caps, body pacing, which
+// Host and Origin headers are accepted, and who may read /metrics.
+type HTTP struct {
+	// MaxConnections caps open connections (default: the soft
+	// RLIMIT_NOFILE minus 256).
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerIP caps one client address's connections (default
+	// 256; 0 turns the cap off).
+	MaxConnectionsPerIP *int `yaml:"max_connections_per_ip"`
+	// TrustedProxies are the CIDRs of reverse proxies whose
+	// X-Forwarded-For is believed.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// AllowedHosts are the Host names accepted on every endpoint (default
+	// see DefaultAllowedHosts); IP literals and loopback names always pass.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the Origins accepted on /mcp (default none; a
+	// request without Origin passes).
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MetricsNetworks are the CIDRs that may read /metrics and the full
+	// /readyz without a token when clients are configured (default
+	// loopback).
+	MetricsNetworks []string `yaml:"metrics_networks"`
+	// HeaderTimeout bounds the request line and headers (default 10s).
+	HeaderTimeout Duration `yaml:"header_timeout"`
+	// BodyGrace is how long a body may take before body_min_rate applies
+	// (default 10s).
+	BodyGrace Duration `yaml:"body_grace"`
+	// BodyMinRate is the slowest a body may arrive after body_grace, in
+	// bytes per second (default 1024).
+	BodyMinRate int64 `yaml:"body_min_rate"`
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long (default 2m).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+
+	// Parsed at load, from the lists above.
+	TrustedProxyNets []netip.Prefix `yaml:"-"`
+	MetricsNets      []netip.Prefix `yaml:"-"`
 }
 
 // GitHub configures GitHub access: releases lookups, tokens for sources on
@@ -145,7 +187,42 @@ const (
 	DefaultTimeout   = 60 * time.Second
 	DefaultAPIURL    = "https://api.github.com/"
 	DefaultSecretEnv = "SKILLREG_WEBHOOK_SECRET"
+
+	DefaultMaxConnectionsPerIP = 256
+	DefaultHeaderTimeout       = 10 * time.Second
+	DefaultBodyGrace           = 10 * time.Second
+	DefaultBodyMinRate         = 1024
+	DefaultIdleTimeout         = 2 * time.Minute
 )
+
+// DefaultMetricsNetworks may read /metrics without a token: loopback.
+var DefaultMetricsNetworks = []string{"127.0.0.0/8", "::1/128"}
+
+// LoopbackHosts are the names that always pass the Host check: a page can
+// only be served under them from the machine itself.
+var LoopbackHosts = []string{"localhost", "*.localhost"}
+
+// DefaultAllowedHosts is the one place the default of http.allowed_hosts
+// is computed: the loopback names and the listen address's host when it is
+// a name (public_url's host joins here once it exists). IP literals pass
+// the check whatever the list says, so they are not listed.
+func (c *Config) DefaultAllowedHosts() []string {
+	out := append([]string(nil), LoopbackHosts...)
+	if host, _, err := net.SplitHostPort(c.Listen); err == nil && host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			out = append(out, strings.ToLower(host))
+		}
+	}
+	return out
+}
+
+// AllowedHosts is http.allowed_hosts, or its default when not set.
+func (c *Config) AllowedHosts() []string {
+	if len(c.HTTP.AllowedHosts) > 0 {
+		return c.HTTP.AllowedHosts
+	}
+	return c.DefaultAllowedHosts()
+}
 
 // MaxFileBytes bounds a configuration file.
 const MaxFileBytes = 1 << 20
@@ -240,6 +317,26 @@ func (c *Config) applyDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "auto"
 	}
+	h := &c.HTTP
+	if h.MaxConnectionsPerIP == nil {
+		n := DefaultMaxConnectionsPerIP
+		h.MaxConnectionsPerIP = &n
+	}
+	if h.MetricsNetworks == nil {
+		h.MetricsNetworks = DefaultMetricsNetworks
+	}
+	if h.HeaderTimeout == 0 {
+		h.HeaderTimeout = Duration(DefaultHeaderTimeout)
+	}
+	if h.BodyGrace == 0 {
+		h.BodyGrace = Duration(DefaultBodyGrace)
+	}
+	if h.BodyMinRate == 0 {
+		h.BodyMinRate = DefaultBodyMinRate
+	}
+	if h.IdleTimeout == 0 {
+		h.IdleTimeout = Duration(DefaultIdleTimeout)
+	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		if s.Poll == nil {
@@ -281,6 +378,8 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.GitHub.APIURL, "https://") && !strings.HasPrefix(c.GitHub.APIURL, "http://") {
 		bad("github.api_url: %q is not an http(s) URL", c.GitHub.APIURL)
 	}
+
+	errs = append(errs, c.HTTP.validate()...)
 
 	seen := map[string]int{}
 	for i, s := range c.Sources {
@@ -387,6 +486,81 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks the http section and parses its CIDRs.
+func (h *HTTP) validate() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if h.MaxConnections < 0 {
+		bad("http.max_connections: %d must be positive (or unset for the default)", h.MaxConnections)
+	}
+	if h.MaxConnectionsPerIP != nil && *h.MaxConnectionsPerIP < 0 {
+		bad("http.max_connections_per_ip: %d must be 0 (off) or more", *h.MaxConnectionsPerIP)
+	}
+	if h.BodyMinRate < 0 {
+		bad("http.body_min_rate: %d must be positive bytes per second", h.BodyMinRate)
+	}
+	var err error
+	if h.TrustedProxyNets, err = parseCIDRs(h.TrustedProxies); err != nil {
+		bad("http.trusted_proxies: %v", err)
+	}
+	if h.MetricsNets, err = parseCIDRs(h.MetricsNetworks); err != nil {
+		bad("http.metrics_networks: %v", err)
+	}
+	for i, host := range h.AllowedHosts {
+		if err := checkHostPattern(host); err != nil {
+			bad("http.allowed_hosts[%d]: %v", i, err)
+		}
+	}
+	for i, o := range h.AllowedOrigins {
+		if err := checkOrigin(o); err != nil {
+			bad("http.allowed_origins[%d]: %v", i, err)
+		}
+	}
+	return errs
+}
+
+// parseCIDRs reads CIDRs; a bare address means just that address.
+func parseCIDRs(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or an IP address", s)
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+var hostNameRE = regexp.MustCompile(`^(\*\.)?[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$`)
+
+func checkHostPattern(h string) error {
+	switch {
+	case h == "*":
+		return nil
+	case strings.Contains(h, ":"):
+		return fmt.Errorf("%q: a host name without port or scheme (\"skills.example.com\", \"*.example.com\", or \"*\" for any)", h)
+	case h != strings.ToLower(h) || !hostNameRE.MatchString(h):
+		return fmt.Errorf("%q is not a lowercase host name (\"skills.example.com\", \"*.example.com\", or \"*\" for any)", h)
+	}
+	return nil
+}
+
+func checkOrigin(o string) error {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin such as https://app.example.com (scheme, host and optional port)", o)
+	}
+	return nil
 }
 
 func checkGitURL(u string) error {

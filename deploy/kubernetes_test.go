@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 )
 
@@ -349,6 +351,30 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 			if r := ef.ConfigMapRef; r != nil && ms.configMaps[r.Name] == nil {
 				t.Errorf("envFrom: ConfigMap %s is not defined", r.Name)
+			}
+		}
+	})
+
+	t.Run("front door", func(t *testing.T) {
+		// The names in-cluster clients use for the Services, and the
+		// kubelet's and Prometheus's view, must get through the Host check
+		// and the metrics networks.
+		cfg, _ := podConfig(t, ms, sts, c, args["config"])
+		hosts := access.NewHosts(cfg.AllowedHosts())
+		for _, svc := range ms.services {
+			for _, name := range []string{svc.Name, svc.Name + ".ns.svc", svc.Name + ".ns.svc.cluster.local", "skillreg-0." + svc.Name + ".ns.svc.cluster.local"} {
+				if !hosts.Allowed(name + ":80") {
+					t.Errorf("Host %s (Service %s) is refused: add it to http.allowed_hosts", name, svc.Name)
+				}
+			}
+		}
+		if !hosts.Allowed("10.12.0.7:8080") {
+			t.Error("a probe's Host (the pod IP) is refused")
+		}
+		if len(cfg.Clients) > 0 && sts.Spec.Template.Annotations["prometheus.io/scrape"] == "true" {
+			nets := access.Networks(cfg.HTTP.MetricsNets)
+			if !nets.Contains(netip.MustParseAddr("10.12.0.9")) {
+				t.Error("with clients configured, Prometheus in the pod network gets 403 on /metrics: list the pod CIDR in http.metrics_networks")
 			}
 		}
 	})

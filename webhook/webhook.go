@@ -10,7 +10,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/google/go-github/v60/github"
 	"github.com/labstack/echo/v4"
+
+	"github.com/skillreg/skillreg/netlimit"
 )
 
 // Path is where Register mounts the endpoint.
@@ -48,11 +49,12 @@ const (
 	OutcomeUnauthorized = "unauthorized" // 401: missing or wrong signature (metrics only, never recorded)
 	OutcomeTooLarge     = "too_large"    // 413: body over MaxBodyBytes (metrics only, never recorded)
 	OutcomeBadRequest   = "bad_request"  // 400: the body could not be read (metrics only, never recorded)
+	OutcomeBusy         = "busy"         // 503: no body budget left in time (metrics only, never recorded)
+	OutcomeTooSlow      = "too_slow"     // 408: the body arrived too slowly (metrics only, never recorded)
 )
 
 const (
 	otherEvent        = "other" // metric label for event names GitHub does not define
-	maxPresize        = 1 << 20 // initial body buffer at most, whatever Content-Length says
 	defaultGitHubHost = "github.com"
 	contentTypeJSON   = "application/json"
 	contentTypeForm   = "application/x-www-form-urlencoded"
@@ -122,6 +124,11 @@ type Options struct {
 	// RefreshTimeout bounds one background Releases.Refresh (default
 	// DefaultRefreshTimeout).
 	RefreshTimeout time.Duration
+	// Budget bounds the body bytes held across all requests (shared with
+	// the other endpoints); a delivery that cannot get budget in time is
+	// answered 503 with Retry-After. nil reads without a shared bound
+	// (each body is still grown only as its bytes arrive).
+	Budget *netlimit.Budget
 }
 
 // Handler is the webhook endpoint. Create it with New, mount it with
@@ -135,6 +142,7 @@ type Handler struct {
 	host     string
 	now      func() time.Time
 	metrics  func(event, outcome string)
+	budget   *netlimit.Budget
 
 	queue   *syncQueue
 	refresh *refresher
@@ -191,6 +199,7 @@ func New(opts Options) (*Handler, error) {
 		host:     host,
 		now:      now,
 		metrics:  opts.Metrics,
+		budget:   opts.Budget,
 		queue:    newSyncQueue(syncer, logger),
 		cancel:   cancel,
 		inFlight: make(map[string]struct{}),
@@ -239,10 +248,14 @@ func (h *Handler) Handle(c echo.Context) error {
 	event := req.Header.Get(github.EventTypeHeader)
 	id := req.Header.Get(github.DeliveryIDHeader)
 
-	body, err := h.authenticate(c)
+	body, release, err := h.authenticate(c)
+	defer release()
 	if err != nil {
 		status, outcome := httpStatus(err)
 		h.count(event, outcome)
+		if status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", h.budget.RetryAfter())
+		}
 		// The delivery id and event are the caller's claim; log them for
 		// the operator, but nothing else about the request.
 		h.logger.Warn("webhook refused", "event", event, "delivery", id, "status", status, "err", err)
@@ -301,6 +314,10 @@ func httpStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge, OutcomeTooLarge
+	case errors.Is(err, netlimit.ErrBusy):
+		return http.StatusServiceUnavailable, OutcomeBusy
+	case errors.Is(err, netlimit.ErrTooSlow):
+		return http.StatusRequestTimeout, OutcomeTooSlow
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, OutcomeUnauthorized
 	case errors.Is(err, errUnsupported):
@@ -314,34 +331,36 @@ func httpStatus(err error) (int, string) {
 
 // authenticate bounds and reads the body and checks its signature. A
 // Content-Length over the limit is refused before reading anything, and a
-// missing or ill-formed signature before reading the body; a body without
-// a length is read at most one byte past the limit.
-func (h *Handler) authenticate(c echo.Context) ([]byte, error) {
+// missing or ill-formed signature before reading the body. The buffer
+// grows only as bytes arrive (a Content-Length is a claim, not bytes), each
+// growth paid from the shared budget; a body is read at most one byte past
+// the limit. The caller calls release once done with the body.
+func (h *Handler) authenticate(c echo.Context) (body []byte, release func(), err error) {
+	release = func() {}
 	req := c.Request()
 	if req.ContentLength > MaxBodyBytes {
-		return nil, fmt.Errorf("content length %d: %w", req.ContentLength, errTooLarge)
+		return nil, release, fmt.Errorf("content length %d: %w", req.ContentLength, errTooLarge)
 	}
 	sig := req.Header.Get(github.SHA256SignatureHeader)
 	if !wellFormedSignature(sig) {
-		return nil, errUnauthorized
-	}
-	var buf bytes.Buffer
-	if n := req.ContentLength; n > 0 {
-		buf.Grow(int(min(n, maxPresize)))
+		return nil, release, errUnauthorized
 	}
 	// The underlying ResponseWriter lets net/http close the connection
 	// after a 413 instead of draining the rest of the body.
-	body := http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes)
-	if _, err := buf.ReadFrom(body); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, errTooLarge
-		}
-		return nil, fmt.Errorf("read body: %w: %w", errUnreadable, err)
+	limited := http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes)
+	body, release, err = h.budget.ReadAll(req.Context(), limited, MaxBodyBytes)
+	switch {
+	case errors.Is(err, netlimit.ErrTooLarge):
+		return nil, release, errTooLarge
+	case errors.Is(err, netlimit.ErrBusy):
+		return nil, release, fmt.Errorf("read body: %w", err)
+	case err != nil:
+		return nil, release, fmt.Errorf("read body: %w: %w", errUnreadable, err)
 	}
-	if !verify(sig, buf.Bytes(), h.secrets) {
-		return nil, errUnauthorized
+	if !verify(sig, body, h.secrets) {
+		return nil, release, errUnauthorized
 	}
-	return buf.Bytes(), nil
+	return body, release, nil
 }
 
 // begin marks a delivery id as being handled and reports whether it is a

@@ -90,6 +90,7 @@ func (d *Daemon) setupWebhook() error {
 		Logger:     d.log,
 		GitHubHost: githubHost(d.cfg.GitHub.APIURL),
 		Metrics:    d.metrics.WebhookDelivery,
+		Budget:     d.budget,
 	})
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)

@@ -13,9 +13,11 @@ import (
 
 // Reload applies a new configuration without dropping connections:
 // sources added, removed or changed, clients, webhook secrets, skill-meta
-// tools, the cache hint and the log level. What only a restart can change
-// (listen address, data directory, log format, GitHub API settings) is
-// kept as it is, with a warning. A configuration that fails to load or to
+// tools, the cache hint, the log level, and http.allowed_hosts,
+// http.allowed_origins and http.metrics_networks. What only a restart can
+// change (listen address, data directory, log format, GitHub API settings,
+// the connection caps, trusted proxies and timeouts of the http section)
+// is kept as it is, with a warning. A configuration that fails to load or to
 // apply is refused and the running one stays.
 func (d *Daemon) Reload(cfg *config.Config) error {
 	srcs, err := sources(cfg)
@@ -34,6 +36,13 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		{"listen", old.Listen, cfg.Listen}, {"data_dir", old.DataDir, cfg.DataDir},
 		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
 		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
+		{"http.max_connections", old.HTTP.MaxConnections, cfg.HTTP.MaxConnections},
+		{"http.max_connections_per_ip", old.HTTP.MaxConnectionsPerIP, cfg.HTTP.MaxConnectionsPerIP},
+		{"http.trusted_proxies", old.HTTP.TrustedProxyNets, cfg.HTTP.TrustedProxyNets},
+		{"http.header_timeout", old.HTTP.HeaderTimeout, cfg.HTTP.HeaderTimeout},
+		{"http.body_grace", old.HTTP.BodyGrace, cfg.HTTP.BodyGrace},
+		{"http.body_min_rate", old.HTTP.BodyMinRate, cfg.HTTP.BodyMinRate},
+		{"http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout},
 	} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
@@ -42,6 +51,12 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	// Keep what needs a restart, so the config on record is what runs.
 	cfg.Listen, cfg.DataDir, cfg.Log.Format, cfg.GitHub.APIURL, cfg.GitHub.TokenEnv =
 		old.Listen, old.DataDir, old.Log.Format, old.GitHub.APIURL, old.GitHub.TokenEnv
+	// Of the http section, only the Host, Origin and metrics-network
+	// policies change at runtime.
+	keep := cfg.HTTP
+	cfg.HTTP = old.HTTP
+	cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins = keep.AllowedHosts, keep.AllowedOrigins
+	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	if err := d.setClients(cfg.Clients); err != nil {
 		return err
 	}
@@ -49,6 +64,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	if err := d.setupWebhook(); err != nil {
 		return err
 	}
+	d.setFrontPolicy(cfg)
 	d.web.ResetSessions()
 	d.MCP.SetCacheTTL(cfg.MCP.CacheTTL.D())
 	d.MCP.SetSkillMeta(metaTools)

@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
+	"github.com/skillreg/skillreg/netlimit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/registry/search"
@@ -137,8 +138,13 @@ type Daemon struct {
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
-	ln         net.Listener
+	ln         *netlimit.Listener
 	started    time.Time
+	// budget bounds the body bytes in flight across all requests.
+	budget *netlimit.Budget
+	// front is the reloadable Host, Origin and metrics-network policy.
+	front  atomic.Pointer[frontPolicy]
+	tuning frontTuning
 }
 
 // NewDaemon wires a daemon from its configuration. Nothing listens and no
@@ -150,8 +156,14 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 // newDaemon wires a daemon. With memory set it keeps no state on disk (the
 // stdio mode, where several clients start their own copy at once): no
 // store, git object stores in a temporary directory removed on Close.
-func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, err error) {
+// tune runs first (tests set limits below their defaults there).
+func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*Daemon)) (_ *Daemon, err error) {
 	d := &Daemon{cfg: cfg, log: log, started: time.Now()}
+	for _, f := range tune {
+		f(d)
+	}
+	d.budget = netlimit.NewBudget(d.tuning.budget, d.tuning.budgetWait)
+	d.setFrontPolicy(cfg)
 	defer func() {
 		if err != nil {
 			d.Close() // what was opened before the failure
@@ -249,15 +261,17 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		return nil, err
 	}
 	mcpSrv = mcp.New(mcp.Options{
-		CallerOf:  d.callerOf,
-		Catalogs:  d.Registry,
-		Logger:    log,
-		Version:   buildVersion(),
-		CacheTTL:  cfg.MCP.CacheTTL.D(),
-		SkillMeta: metaTools,
-		States:    d.Registry.States,
-		Observe:   d.metrics.MCPRequest,
-		Search:    d.searchMCP,
+		CallerOf: d.callerOf,
+		Catalogs: d.Registry,
+		Logger:   log,
+		Version:  buildVersion(),
+		CacheTTL: cfg.MCP.CacheTTL.D(),
+		// The front door buffers /mcp bodies up to the same bound.
+		MaxBodyBytes: mcpMaxBody,
+		SkillMeta:    metaTools,
+		States:       d.Registry.States,
+		Observe:      d.metrics.MCPRequest,
+		Search:       d.searchMCP,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
@@ -511,50 +525,20 @@ func (d *Daemon) routes() *echo.Echo {
 			return nil
 		},
 	}))
-	mcpH := echo.WrapHandler(access.Middleware(d.clients.Load, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP))
+	// Logs and the sign-in limiter read the peer address, which the front
+	// door has already set to the forwarded client behind trusted proxies;
+	// echo must not read forwarding headers on its own.
+	e.IPExtractor = echo.ExtractIPDirect()
+	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.clients.Load, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP)))
 	e.Any("/mcp", mcpH)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", d.readyz)
-	e.GET("/metrics", echo.WrapHandler(d.metrics.Handler()))
+	e.GET("/metrics", d.metricsHandler())
 	e.POST(webhook.Path, d.serveWebhook)
 	d.web.Register(e)
 	return e
-}
-
-// readyz answers 200 when the catalog is loaded (every source has a
-// snapshot or has finished a first sync attempt) and 503 before, with each
-// source's state either way.
-func (d *Daemon) readyz(c echo.Context) error {
-	type source struct {
-		registry.State
-		AgeSeconds *float64 `json:"age_seconds,omitempty"`
-		Serving    bool     `json:"serving"`
-	}
-	cat := d.Registry.Current()
-	ready := d.Registry.Ready()
-	out := struct {
-		Ready      bool     `json:"ready"`
-		Generation uint64   `json:"generation"`
-		Skills     int      `json:"skills"`
-		Sources    []source `json:"sources"`
-	}{Ready: ready, Generation: cat.Gen, Skills: cat.Len(registry.Filter{})}
-	for _, st := range d.Registry.States() {
-		s := source{State: st}
-		if snap, ok := cat.Snapshot(st.Source); ok {
-			s.Serving = true
-			age := time.Since(snap.IndexedAt).Seconds()
-			s.AgeSeconds = &age
-		}
-		out.Sources = append(out.Sources, s)
-	}
-	code := http.StatusOK
-	if !ready {
-		code = http.StatusServiceUnavailable
-	}
-	c.Response().Header().Set("Cache-Control", "no-store")
-	return c.JSON(code, out)
 }
 
 // Listen binds the configured address.
@@ -563,7 +547,7 @@ func (d *Daemon) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
 	}
-	d.ln = ln
+	d.ln = d.limitListener(ln)
 	return nil
 }
 
@@ -580,9 +564,12 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
 	}
 	srv := &http.Server{
-		Handler:           d.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler: d.frontDoor(d.echo),
+		// Bodies are paced per endpoint by the front door (a server-wide
+		// ReadTimeout would also cut the long-lived GET /mcp streams).
+		ReadHeaderTimeout: d.cfg.HTTP.HeaderTimeout.D(),
+		IdleTimeout:       d.cfg.HTTP.IdleTimeout.D(),
+		ConnContext:       netlimit.ConnContext,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
 	g, gctx := errgroup.WithContext(ctx)
