@@ -196,6 +196,20 @@ func (s *Set) Error(err error) error {
 	return &scrubbed{msg: clean, err: err}
 }
 
+// Clean is Error, and the message made printable and at most max bytes as
+// Remote does: for errors shown where remote text must not pass raw.
+func (s *Set) Clean(err error, max int) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := Remote(s.String(msg), max)
+	if clean == msg {
+		return err
+	}
+	return &scrubbed{msg: clean, err: err}
+}
+
 type scrubbed struct {
 	msg string
 	err error

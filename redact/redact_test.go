@@ -143,3 +143,11 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("unexpected record: %s", buf.String())
 	}
 }
+
+func TestClean(t *testing.T) {
+	base := errors.New("sentinel")
+	got := New(tok).Clean(fmt.Errorf("%w: %s\x1b[2J\n%s", base, tok, strings.Repeat("x", 100)), 40)
+	if !errors.Is(got, base) || len(got.Error()) > 40 || strings.ContainsAny(got.Error(), "\x1b\n") || strings.Contains(got.Error(), tok) {
+		t.Fatalf("Clean: %q", got)
+	}
+}

@@ -224,7 +224,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	d.pool = pool
-	ropts.Git = pool
+	ropts.Git = registry.GitPool(pool)
 	if d.store != nil {
 		// Open the object stores the restore checks stored commits in
 		// while the stored catalogs load.

@@ -92,6 +92,22 @@ func newRemoteRefs(ar *packp.AdvRefs) *RemoteRefs {
 	return rr
 }
 
+// NewRemoteRefs returns a listing of refs (full ref name -> commit id) whose
+// HEAD points at head ("" for none): what ListRemote returns, for in-memory
+// stand-ins of a remote.
+func NewRemoteRefs(head string, refs map[string]string) *RemoteRefs {
+	rr := &RemoteRefs{head: head, refs: map[string]string{}, peeled: map[string]string{}}
+	for name, id := range refs {
+		rr.refs[name] = id
+		if tag, ok := strings.CutPrefix(name, "refs/tags/"); ok {
+			rr.tagNames = append(rr.tagNames, tag)
+		}
+	}
+	rr.headID = rr.refs[head]
+	slices.Sort(rr.tagNames)
+	return rr
+}
+
 // DefaultBranch returns the short name of the branch the remote's HEAD
 // points at, or "" when the remote does not say.
 func (r *RemoteRefs) DefaultBranch() string {
