@@ -73,7 +73,9 @@ type slots struct {
 	failing int  // general slots held by failing syncs
 	express bool // the express slot is held
 	seq     uint64
-	waiting map[string]*slotWaiter
+	// waiting is by waiter, not by source name: a source replaced by a
+	// reload may have a waiter of its old and of its new configuration.
+	waiting map[*slotWaiter]struct{}
 	// onGrant, when set (tests), sees each grant in order.
 	onGrant func(name string, c syncClass, k slotKind)
 }
@@ -86,7 +88,7 @@ type slotWaiter struct {
 }
 
 func newSlots(n int) *slots {
-	return &slots{n: n, lane: max(1, n-1), waiting: map[string]*slotWaiter{}}
+	return &slots{n: n, lane: max(1, n-1), waiting: map[*slotWaiter]struct{}{}}
 }
 
 // acquire waits for a slot for a sync of source name in class c. It returns
@@ -95,7 +97,7 @@ func (s *slots) acquire(ctx context.Context, name string, c syncClass) (release 
 	s.mu.Lock()
 	s.seq++
 	w := &slotWaiter{name: name, class: c, seq: s.seq, granted: make(chan slotKind, 1)}
-	s.waiting[name] = w
+	s.waiting[w] = struct{}{}
 	s.dispatchLocked()
 	s.mu.Unlock()
 	select {
@@ -103,8 +105,8 @@ func (s *slots) acquire(ctx context.Context, name string, c syncClass) (release 
 		return func() { s.release(k) }, nil
 	case <-ctx.Done():
 		s.mu.Lock()
-		if s.waiting[name] == w {
-			delete(s.waiting, name)
+		if _, ok := s.waiting[w]; ok {
+			delete(s.waiting, w)
 			s.mu.Unlock()
 			return nil, ctx.Err()
 		}
@@ -118,8 +120,13 @@ func (s *slots) acquire(ctx context.Context, name string, c syncClass) (release 
 func (s *slots) raise(name string, c syncClass) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w, ok := s.waiting[name]; ok && c < w.class {
-		w.class = c
+	raised := false
+	for w := range s.waiting {
+		if w.name == name && c < w.class {
+			w.class, raised = c, true
+		}
+	}
+	if raised {
 		s.dispatchLocked()
 	}
 }
@@ -148,7 +155,7 @@ func (s *slots) dispatchLocked() {
 		return
 	}
 	ws := make([]*slotWaiter, 0, len(s.waiting))
-	for _, w := range s.waiting {
+	for w := range s.waiting {
 		ws = append(ws, w)
 	}
 	slices.SortFunc(ws, func(a, b *slotWaiter) int {
@@ -171,7 +178,7 @@ func (s *slots) dispatchLocked() {
 		default:
 			s.busy++
 		}
-		delete(s.waiting, w.name)
+		delete(s.waiting, w)
 		if s.onGrant != nil {
 			s.onGrant(w.name, w.class, k)
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,9 +328,9 @@ func TestSlotsOrder(t *testing.T) {
 				}
 				s.mu.Lock()
 				var waiting []string
-				for _, w := range c.block {
-					if _, ok := s.waiting[w]; ok {
-						waiting = append(waiting, w)
+				for w := range s.waiting {
+					if slices.Contains(c.block, w.name) {
+						waiting = append(waiting, w.name)
 					}
 				}
 				s.mu.Unlock()
@@ -376,4 +377,49 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 	if !strings.Contains(st.LastError, "authentication failed") || !strings.Contains(st.LastError, "<redacted>") {
 		t.Fatalf("last_error %q lost what it should say", st.LastError)
 	}
+}
+
+// TestReconfiguredWhileWaiting: a source reconfigured while its sync waits
+// for a slot leaves no waiter behind, and Run still stops.
+func TestReconfiguredWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		git := &fakeGit{}
+		r := New(Options{Git: git, MaxParallelSyncs: 2})
+		h1, h2, h3 := &fakeRepo{hang: true}, &fakeRepo{hang: true}, &fakeRepo{hang: true}
+		s1, s2, s3 := git.add("hung1", h1), git.add("hung2", h2), git.add("hung3", h3)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		r.SetSources([]Source{s1, s2, s3})
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		if n := h1.Inflight() + h2.Inflight() + h3.Inflight(); n != 2 {
+			t.Fatalf("%d syncs in flight, want 2 with one waiting", n)
+		}
+		var waiting string
+		for _, st := range r.States() {
+			if !st.Syncing {
+				waiting = st.Source
+			}
+		}
+		srcs := []Source{s1, s2, s3}
+		for i := range srcs {
+			if srcs[i].Name == waiting {
+				srcs[i].Timeout = time.Minute // changed: a new run replaces the waiting one
+			}
+		}
+		r.SetSources(srcs)
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Run did not return after its context ended")
+		}
+		r.slots.mu.Lock()
+		defer r.slots.mu.Unlock()
+		if len(r.slots.waiting) != 0 || r.slots.busy != 0 || r.slots.express {
+			t.Fatalf("slots left: %d waiting, %d busy, express %v", len(r.slots.waiting), r.slots.busy, r.slots.express)
+		}
+	})
 }

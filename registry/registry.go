@@ -502,6 +502,12 @@ func (r *Registry) worker(run *sourceRun) {
 			continue // ctx ended
 		}
 		r.mu.Lock()
+		if run.removed { // dropped or reconfigured while it waited
+			run.running = false
+			r.mu.Unlock()
+			release()
+			return
+		}
 		// This sync answers every request made until now, those made
 		// while it waited for its slot included.
 		run.pending, run.urgent = false, false
