@@ -105,9 +105,19 @@ type HungServer struct {
 // NewHungServer starts a HungServer; it stops when the test ends.
 func NewHungServer(tb testing.TB) *HungServer {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := StartHung()
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// StartHung starts a HungServer outside a test (benchmarks); Close stops it.
+func StartHung() (*HungServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	s := &HungServer{ln: ln, accepted: make(chan struct{}, 1024)}
 	s.wg.Add(1)
@@ -127,8 +137,7 @@ func NewHungServer(tb testing.TB) *HungServer {
 			}
 		}
 	}()
-	tb.Cleanup(s.Close)
-	return s
+	return s, nil
 }
 
 // URL is the URL of a repository on it.
