@@ -88,11 +88,48 @@ func RedactURL(u string) string {
 	return p.String()
 }
 
+// GitStores hands out the object store of each remote repository. GitPool
+// adapts a *gitsync.Pool; tests give the registry in-memory fakes.
+type GitStores interface {
+	Repo(url string) (GitRepo, error)
+}
+
+// GitRepo is what a sync needs of one repository's object store: the
+// methods of *gitsync.Repo the registry calls.
+type GitRepo interface {
+	URL() string
+	HasCommit(commit string) bool
+	ListRemote(ctx context.Context, auth gitsync.Auth) (*gitsync.RemoteRefs, error)
+	Fetch(ctx context.Context, res gitsync.Resolved, auth gitsync.Auth) error
+	Walk(commit, subpath string) ([]gitsync.Entry, error)
+	OpenBlob(id string) (io.ReadCloser, int64, error)
+	DiskUsage() (int64, error)
+	Prune(ctx context.Context, keep []string) error
+}
+
+// GitPool returns p as GitStores (nil for a nil pool).
+func GitPool(p *gitsync.Pool) GitStores {
+	if p == nil {
+		return nil
+	}
+	return poolStores{p}
+}
+
+type poolStores struct{ p *gitsync.Pool }
+
+func (s poolStores) Repo(url string) (GitRepo, error) {
+	r, err := s.p.Repo(url)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // gitTree is a skill.Tree over one commit's tree in a git object store:
 // file bytes are read by blob id, so what is served is by construction what
 // was hashed.
 type gitTree struct {
-	repo    *gitsync.Repo
+	repo    GitRepo
 	entries []gitsync.Entry
 }
 
@@ -143,6 +180,9 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 		if auth.Token, err = g.Token(); err != nil {
 			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
 		}
+		// Known before anything can echo it: every error of this sync and
+		// of later ones is scrubbed of it (rotated tokens included).
+		r.redact.AddBasic(gitsync.TokenUser, auth.Token)
 	}
 	res, err := r.resolve(ctx, src, repo, auth, prev)
 	if err != nil {
@@ -186,7 +226,7 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 
 // resolve turns the source's pin into a commit with one ref listing (none
 // at all for a commit pin already served).
-func (r *Registry) resolve(ctx context.Context, src *Source, repo *gitsync.Repo, auth gitsync.Auth, prev *Snapshot) (gitsync.Resolved, error) {
+func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth gitsync.Auth, prev *Snapshot) (gitsync.Resolved, error) {
 	g := src.Git
 	if g.Pin.Kind == PinCommit {
 		return gitsync.Resolved{Commit: g.Pin.Value}, nil
@@ -240,7 +280,7 @@ func shortCommit(c string) string {
 // retained generation (current or superseded within Retain) still serves.
 const pruneSlack = 8 << 20
 
-func (r *Registry) maybePrune(ctx context.Context, repo *gitsync.Repo) {
+func (r *Registry) maybePrune(ctx context.Context, repo GitRepo) {
 	usage, err := repo.DiskUsage()
 	if err != nil {
 		return

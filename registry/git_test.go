@@ -48,7 +48,7 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	o.Git = pool
+	o.Git = GitPool(pool)
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 

@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/registry/skill"
 )
 
@@ -103,9 +103,13 @@ type Options struct {
 	// Digests caches file digests by key across syncs (and, when the store
 	// provides it, across restarts). Nil means an in-memory cache.
 	Digests skill.DigestCache
-	// Git gives git sources their object stores; required only when git
-	// sources are configured.
-	Git *gitsync.Pool
+	// Git gives git sources their object stores (GitPool(pool) for a
+	// *gitsync.Pool); required only when git sources are configured.
+	Git GitStores
+	// Redact scrubs secrets from sync errors before they become a source's
+	// state or a log line. The token a git source presents is added to it
+	// at each sync. Nil means a set of the registry's own.
+	Redact *redact.Set
 	// Releases resolves "release: latest" pins through GitHub; nil means the
 	// newest non-prerelease semver tag.
 	Releases ReleaseResolver
@@ -116,7 +120,9 @@ type Options struct {
 	// (default 64 MiB; negative disables the cache).
 	ContentCacheBytes int64
 	// MaxParallelSyncs bounds syncs running at once across sources
-	// (default 2).
+	// (default 2). Sources whose last sync failed share N-1 of them, and
+	// one more slot runs a webhook-triggered sync when all N are busy: see
+	// queue.go.
 	MaxParallelSyncs int
 	// OnSwap is called after each generation swap that changed something.
 	OnSwap  func(old, new *Catalog)
@@ -131,7 +137,8 @@ type Registry struct {
 	cur atomic.Pointer[Catalog]
 
 	content *contentCache
-	sem     chan struct{}
+	slots   *slots
+	redact  *redact.Set
 
 	mu       sync.Mutex
 	sources  map[string]*sourceRun
@@ -154,6 +161,7 @@ type sourceRun struct {
 	syncMu  sync.Mutex // held for the whole of a sync
 	running bool       // a queue worker owns this source
 	pending bool       // another sync was asked for while one ran
+	urgent  bool       // a webhook asked for the next sync
 	state   State
 	stop    context.CancelFunc // stops pollers and watchers
 	retry   *time.Timer
@@ -177,11 +185,15 @@ func New(o Options) *Registry {
 	if o.MaxParallelSyncs <= 0 {
 		o.MaxParallelSyncs = 2
 	}
+	if o.Redact == nil {
+		o.Redact = redact.New()
+	}
 	r := &Registry{
 		o:       o,
 		log:     o.Logger,
 		content: newContentCache(o.ContentCacheBytes),
-		sem:     make(chan struct{}, o.MaxParallelSyncs),
+		slots:   newSlots(o.MaxParallelSyncs),
+		redact:  o.Redact,
 		sources: map[string]*sourceRun{},
 	}
 	first := NewCatalog(0, o.Now(), nil)
@@ -389,7 +401,11 @@ func (r *Registry) stopLocked(run *sourceRun) {
 }
 
 // poll asks for a sync every Poll, jittered by up to ±10% so that replicas
-// and sources do not ask the remote in lockstep.
+// and sources do not ask the remote in lockstep. A poll is skipped while a
+// sync of the source runs or waits (it would only repeat it) and while a
+// failed source waits for its retry: backoff is what keeps a dead remote
+// from being asked every few seconds, and the retry timer asks when it
+// is time.
 func (r *Registry) poll(ctx context.Context, run *sourceRun) {
 	for {
 		d := run.src.Poll
@@ -403,14 +419,29 @@ func (r *Registry) poll(ctx context.Context, run *sourceRun) {
 			t.Stop()
 			return
 		case <-t.C:
-			r.RequestSync(run.src.Name, "poll")
+			r.requestPoll(run)
 		}
 	}
 }
 
+func (r *Registry) requestPoll(run *sourceRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.removed || run.running {
+		return
+	}
+	if next := run.state.NextRetry; !next.IsZero() && r.o.Now().Before(next) {
+		r.log.Debug("poll skipped: waiting for the retry", "source", run.src.Name, "next_retry", next)
+		return
+	}
+	r.requestLocked(run, "poll")
+}
+
 // RequestSync asks for a sync of one source without waiting. Requests made
-// while a sync of that source runs coalesce into exactly one follow-up.
-// Unknown sources are ignored.
+// while a sync of that source waits for a slot join it; requests made while
+// one runs coalesce into exactly one follow-up. Reasons starting with
+// "webhook" mark the sync urgent (see queue.go). Unknown sources are
+// ignored.
 func (r *Registry) RequestSync(name, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -418,9 +449,19 @@ func (r *Registry) RequestSync(name, reason string) {
 	if !ok || run.removed {
 		return
 	}
+	r.requestLocked(run, reason)
+}
+
+func (r *Registry) requestLocked(run *sourceRun, reason string) {
+	name := run.src.Name
 	r.log.Debug("sync requested", "source", name, "reason", reason)
+	if urgentReason(reason) {
+		run.urgent = true
+	}
 	if run.running {
 		run.pending = true
+		// Waiting for a slot rather than running: move up the queue.
+		r.slots.raise(name, r.classLocked(run))
 		return
 	}
 	if r.ctx == nil || r.ctx.Err() != nil {
@@ -432,12 +473,23 @@ func (r *Registry) RequestSync(name, reason string) {
 	go r.worker(run)
 }
 
+// classLocked is the queue class of a source's next sync.
+func (r *Registry) classLocked(run *sourceRun) syncClass {
+	switch {
+	case run.state.Failures > 0:
+		return classFailing
+	case run.urgent:
+		return classUrgent
+	}
+	return classNormal
+}
+
 func (r *Registry) worker(run *sourceRun) {
 	defer r.inflight.Done()
 	for {
 		r.mu.Lock()
-		run.pending = false
 		ctx := r.ctx
+		class := r.classLocked(run)
 		r.mu.Unlock()
 		if ctx.Err() != nil {
 			r.mu.Lock()
@@ -445,13 +497,23 @@ func (r *Registry) worker(run *sourceRun) {
 			r.mu.Unlock()
 			return
 		}
-		select {
-		case r.sem <- struct{}{}:
-		case <-ctx.Done():
-			continue
+		release, err := r.slots.acquire(ctx, run.src.Name, class)
+		if err != nil {
+			continue // ctx ended
 		}
-		err := r.syncOne(ctx, run)
-		<-r.sem
+		r.mu.Lock()
+		if run.removed { // dropped or reconfigured while it waited
+			run.running = false
+			r.mu.Unlock()
+			release()
+			return
+		}
+		// This sync answers every request made until now, those made
+		// while it waited for its slot included.
+		run.pending, run.urgent = false, false
+		r.mu.Unlock()
+		err = r.syncOne(ctx, run)
+		release()
 		if err != nil {
 			r.scheduleRetry(run)
 		}
@@ -471,18 +533,27 @@ const (
 	retryCap  = 5 * time.Minute
 )
 
-func (r *Registry) scheduleRetry(run *sourceRun) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if run.removed || r.ctx == nil || r.ctx.Err() != nil {
-		return
-	}
-	d := retryBase << min(run.state.Failures-1, 20)
+// retryDelay is the backoff after the given number of consecutive
+// failures: doubling from retryBase up to retryCap, jittered to half to
+// full.
+func retryDelay(failures int) time.Duration {
+	d := retryBase << min(max(failures-1, 0), 20)
 	if d > retryCap || d <= 0 {
 		d = retryCap
 	}
-	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-	run.state.NextRetry = r.o.Now().Add(d)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// scheduleRetry arms the retry of a failed sync at the NextRetry its
+// outcome recorded (set with the failure, under the same lock, so that no
+// poll can slip in between).
+func (r *Registry) scheduleRetry(run *sourceRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.removed || r.ctx == nil || r.ctx.Err() != nil || run.state.NextRetry.IsZero() {
+		return
+	}
+	d := max(run.state.NextRetry.Sub(r.o.Now()), 0)
 	if run.retry != nil {
 		run.retry.Stop()
 	}
@@ -539,10 +610,15 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	removed := run.removed
 	switch {
 	case err != nil:
+		// Scrubbed where the error becomes state and a log line: the
+		// state is shown without a token (/readyz), and the error may
+		// hold what a remote sent.
+		err = r.redact.Clean(err, maxLastError)
 		st.LastResult = "failed"
 		st.LastError = err.Error()
 		st.LastErrorAt = end
 		st.Failures++
+		st.NextRetry = end.Add(retryDelay(st.Failures))
 	case snap == nil:
 		st.LastResult = "unchanged"
 	default:
@@ -575,7 +651,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	}()
 
 	if err != nil {
-		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur.Round(time.Millisecond).String(), "failures", state.Failures, "err", err)
+		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur.Round(time.Millisecond).String(), "failures", state.Failures, "err", state.LastError)
 		if r.o.Store != nil {
 			if serr := r.o.Store.SaveState(state); serr != nil {
 				r.log.Error("save source state", "source", src.Name, "err", serr)
@@ -608,6 +684,15 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		"hashed", snap.Stats.Hashed, "reused", snap.Stats.Reused, "dur", dur.Round(time.Millisecond).String())
 	r.metric(src.Name, "updated", dur, snap)
 	return nil
+}
+
+// maxLastError bounds a source's last_error.
+const maxLastError = 1024
+
+// cleanError is an error message as a source's state shows it: scrubbed of
+// every known secret, printable, bounded.
+func (r *Registry) cleanError(msg string) string {
+	return redact.Remote(r.redact.String(msg), maxLastError)
 }
 
 func (r *Registry) metric(source, result string, d time.Duration, snap *Snapshot) {

@@ -154,6 +154,7 @@ func (r *Registry) restoreState(name string, st State) {
 	keep := run.state
 	st.Kind, st.Ref, st.Repository = keep.Kind, keep.Ref, keep.Repository
 	st.Syncing, st.NextPoll, st.NextRetry, st.Attempted = false, time.Time{}, time.Time{}, false
+	st.LastError = r.cleanError(st.LastError) // stored by an older version, perhaps
 	run.state = st
 }
 

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/skillreg/skillreg/redact"
 )
 
 const (
@@ -869,7 +871,8 @@ func (c *Client) request(ctx context.Context, key, etag string, now time.Time) o
 		if err == nil {
 			err = errors.New("no response")
 		}
-		return outcome{result: ResultError, err: err}
+		// net/http quotes a malformed answer in its error: remote text.
+		return outcome{result: ResultError, err: c.clean(err)}
 	}
 	h := resp.Header
 	o := outcome{}
@@ -902,12 +905,35 @@ func (c *Client) request(ctx context.Context, key, etag string, now time.Time) o
 	case status >= 500:
 		o.result, o.err = ResultServerError, fmt.Errorf("GitHub answered %d", status)
 	default:
-		if err == nil {
-			err = fmt.Errorf("GitHub answered %d", status)
-		}
-		o.result, o.err = ResultError, err
+		// Never go-github's error here: its ErrorResponse carries the
+		// body's message (and errors), which a hostile or misconfigured
+		// API endpoint can fill with the Authorization header it got.
+		o.result, o.err = ResultError, c.clean(fmt.Errorf("GitHub answered %s", statusText(resp.Response)))
 	}
 	return o
+}
+
+// maxErrorText bounds remote text in an error.
+const maxErrorText = 300
+
+// clean makes an error that may quote the remote safe to show: printable,
+// bounded, without the token in any spelling.
+func (c *Client) clean(err error) error {
+	s := redact.New()
+	if c.token != "" {
+		s.Add(c.token)
+	}
+	return s.Clean(err, maxErrorText)
+}
+
+// statusText is an answer's status code and its reason phrase, sanitised
+// (the remote chose the phrase).
+func statusText(resp *http.Response) string {
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	if reason == "" {
+		reason = http.StatusText(resp.StatusCode)
+	}
+	return strconv.Itoa(resp.StatusCode) + " " + redact.Remote(reason, 64)
 }
 
 // isRateLimit tells a 403 rate-limit answer from a 403 permission answer.

@@ -1,9 +1,17 @@
 package releases_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -818,5 +826,63 @@ func TestWebhooksIgnoreRepositoriesNotFollowed(t *testing.T) {
 	restarted.Put(agentkey, "v1.4.0", "https://github.com/chainbase-labs/agentkey/releases/tag/v1.4.0", epoch.Add(time.Hour))
 	if rel := restarted.Get(t.Context(), agentkey, 0); rel.Tag != "v1.4.0" {
 		t.Errorf("after restart and Put: %+v", rel)
+	}
+}
+
+// TestHostileAPIErrors: an API endpoint that echoes the Authorization
+// header in its reason phrase and body (as GitHub's JSON "message") leaves
+// neither the token nor its body in the error or the log; the status stays.
+func TestHostileAPIErrors(t *testing.T) {
+	const token = "ghp_TOKENthatMUSTnotLEAK/x+y"
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusUnprocessableEntity, http.StatusTeapot} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer conn.Close()
+						req, err := http.ReadRequest(bufio.NewReader(conn))
+						if err != nil {
+							return
+						}
+						auth := req.Header.Get("Authorization")
+						body, _ := json.Marshal(map[string]any{"message": "Bad credentials: " + auth + "\x1b[2J",
+							"errors": []map[string]string{{"message": auth}}, "documentation_url": "https://x/" + url.QueryEscape(auth)})
+						fmt.Fprintf(conn, "HTTP/1.1 %d Nope %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+							status, auth, len(body), body)
+					}()
+				}
+			}()
+			var logs bytes.Buffer
+			c, err := releases.New(releases.Options{APIURL: "http://" + ln.Addr().String() + "/", Token: token,
+				Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.Latest(t.Context(), agentkey)
+			if err == nil {
+				t.Fatal("error answer accepted")
+			}
+			c.Wait()
+			for what, text := range map[string]string{"error": err.Error(), "log": logs.String()} {
+				for _, leak := range []string{token, url.QueryEscape(token), "Bad credentials", "\x1b", `\u001b`} {
+					if strings.Contains(text, leak) {
+						t.Errorf("%s holds %q: %s", what, leak, text)
+					}
+				}
+			}
+			if !strings.Contains(logs.String(), strconv.Itoa(status)) {
+				t.Errorf("the log does not say the status: %s", logs.String())
+			}
+		})
 	}
 }

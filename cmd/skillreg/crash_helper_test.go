@@ -163,7 +163,7 @@ func crashHelper(cfgPath string) int {
 		Logger:  log,
 		Store:   phaseStore{st, p, &writes},
 		Digests: registry.NewDigestMapFrom(digests),
-		Git:     pool,
+		Git:     registry.GitPool(pool),
 	})
 	srcs, err := sources(cfg)
 	if err != nil {

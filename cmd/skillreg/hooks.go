@@ -72,6 +72,7 @@ func (d *Daemon) setupWebhook() error {
 	if err != nil {
 		return err
 	}
+	d.secrets.Add(secrets...)
 	if len(secrets) == 0 {
 		d.log.Info("GitHub webhook endpoint not mounted: no secret; set " + d.cfg.GitHub.WebhookSecretEnv + " or github.webhook_secret_file to enable POST " + webhook.Path)
 		d.swapWebhook(nil)

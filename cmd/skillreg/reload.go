@@ -24,6 +24,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	d.learnTokens(srcs)
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
+	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/registry/search"
@@ -135,6 +136,9 @@ type Daemon struct {
 	level       *slog.LevelVar // the log level, changed on reload
 	authLimiter *access.Limiter
 	tempDir     string // the git stores of a memory-only daemon
+	// secrets scrubs every configured secret from log lines and sync
+	// errors (the registry adds each git token it reads).
+	secrets *redact.Set
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
@@ -158,7 +162,12 @@ func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
 // store, git object stores in a temporary directory removed on Close.
 // tune runs first (tests set limits below their defaults there).
 func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*Daemon)) (_ *Daemon, err error) {
-	d := &Daemon{cfg: cfg, log: log, started: time.Now()}
+	// Every log line passes the scrubber: the configured secrets (git
+	// tokens, the GitHub token, webhook secrets) never reach the log, in
+	// any spelling a remote could have echoed.
+	secrets := redact.New()
+	log = slog.New(secrets.Handler(log.Handler()))
+	d := &Daemon{cfg: cfg, log: log, started: time.Now(), secrets: secrets}
 	for _, f := range tune {
 		f(d)
 	}
@@ -173,6 +182,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 	if err != nil {
 		return nil, err
 	}
+	d.learnTokens(srcs)
 	dir := dataDir(cfg)
 	if memory {
 		if dir, err = os.MkdirTemp("", "skillreg-"); err != nil {
@@ -221,7 +231,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 	if err != nil {
 		return nil, err
 	}
-	ropts := registry.Options{Logger: log, Metrics: d.metrics}
+	ropts := registry.Options{Logger: log, Metrics: d.metrics, Redact: secrets}
 	if d.store != nil {
 		ropts.Store = d.store
 		ropts.Digests = registry.NewLazyDigests(d.store.Digests, func(err error) {
@@ -236,7 +246,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	d.pool = pool
-	ropts.Git = pool
+	ropts.Git = registry.GitPool(pool)
 	if d.store != nil {
 		// Open the object stores the restore checks stored commits in
 		// while the stored catalogs load.
@@ -340,6 +350,7 @@ func (d *Daemon) releasesClient() (*releases.Client, error) {
 	if env := d.cfg.GitHub.TokenEnv; env != "" {
 		token = strings.TrimSpace(os.Getenv(env))
 	}
+	d.secrets.Add(token)
 	c, err := releases.New(releases.Options{
 		APIURL:  d.cfg.GitHub.APIURL,
 		Token:   token,
@@ -352,6 +363,21 @@ func (d *Daemon) releasesClient() (*releases.Client, error) {
 	}
 	d.releases = c
 	return c, nil
+}
+
+// learnTokens tells the scrubber the git tokens configured now, so that
+// they are scrubbed even from what was stored before they were read by a
+// sync (a restored last_error). Tokens read later, rotated ones included,
+// the registry adds at each sync.
+func (d *Daemon) learnTokens(srcs []registry.Source) {
+	for _, s := range srcs {
+		if s.Git == nil || s.Git.Token == nil {
+			continue
+		}
+		if tok, err := s.Git.Token(); err == nil {
+			d.secrets.AddBasic(gitsync.TokenUser, tok)
+		}
+	}
 }
 
 // skillMeta turns the skill_meta entries into MCP tools.

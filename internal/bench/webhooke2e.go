@@ -68,79 +68,36 @@ func runWebhookE2E(env *Env) (rows []Row, err error) {
 			os.Unsetenv("SKILLREG_WEBHOOK_SECRET")
 		}
 	}()
-	start = time.Now()
-	d, err := startDaemon(env, "webhook-e2e", "sources:\n  - name: bench\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    poll: 0\n")
-	if err != nil {
-		return nil, err
-	}
-	defer d.stop()
-	env.Log("webhook-e2e: daemon ready (initial sync) in %s", time.Since(start).Round(time.Millisecond))
-	base := "http://" + d.addr
-
 	peerDir := filepath.Join(env.Tmp, "webhook-e2e-peer")
 	clone := exec.Command("git", "clone", "--quiet", "--depth", "1", remote.URL(), peerDir)
 	clone.Env = gitEnv()
 	if out, err := clone.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("git clone: %w: %s", err, out)
 	}
-
-	c := &http.Client{}
-	var ours, answers, peer []time.Duration
-	var polls []int
-	for i := range webhookE2EPushes {
-		k := (i*7919 + 13) % env.Skills
-		skillDir := corpus.SkillDir(k, 0)
-		file := skillDir + "/references/file-1.md"
-		content := fmt.Sprintf("edited by push %d at %s\n%s\n", i, time.Now().Format(time.RFC3339Nano), strings.Repeat("more words ", 50+i))
-		sum := sha256.Sum256([]byte(content))
-		want := "sha256:" + hex.EncodeToString(sum[:])
-		remote.WriteFiles(map[string]string{file: content})
-		after := remote.Commit(fmt.Sprintf("edit %s", file))
-		remote.Push("main")
-
-		body, err := pushDelivery(example, remote.URL(), before, after)
-		if err != nil {
-			return nil, err
-		}
-		before = after
-		skillURI := "skill://bench/" + skillDir + "/SKILL.md"
-		fileURI := "skill://bench/" + file
-
-		t0 := time.Now()
-		status, err := deliverSigned(c, base, fmt.Sprintf("e2e-%d", i), body)
-		if err != nil {
-			return nil, err
-		}
-		answered := time.Since(t0)
-		if status != http.StatusAccepted {
-			return nil, fmt.Errorf("webhook-e2e: push delivery answered %d, want 202 (is the webhook mounted and the source matched?)", status)
-		}
-		n := 0
-		for {
-			n++
-			got, err := fileDigest(c, base+"/mcp", skillURI, fileURI)
-			if err != nil {
-				return nil, err
-			}
-			if got == want {
-				break
-			}
-			if time.Since(t0) > 2*time.Minute {
-				return nil, fmt.Errorf("webhook-e2e: %s still at %s two minutes after the delivery", fileURI, got)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		ours, answers, polls = append(ours, time.Since(t0)), append(answers, answered), append(polls, n)
-
-		p, err := peerFetch(peerDir)
-		if err != nil {
-			return nil, err
-		}
-		peer = append(peer, p)
+	source := "sources:\n  - name: bench\n    url: " + remote.URL() + "\n    ref: {branch: main}\n    poll: 0\n"
+	ours, peer, err := webhookPushes(env, "webhook-e2e", source, remote, example, &before, peerDir)
+	if err != nil {
+		return nil, err
 	}
-	env.Log("webhook-e2e: push to visible %v", ours)
-	env.Log("webhook-e2e: webhook answered in %v; skills/get polls %v", answers, polls)
-	env.Log("webhook-e2e: git fetch --depth 1 %v", peer)
+
+	// Issue 15: the same pushes with two remotes beside the source that
+	// accept connections and never answer, polled every 5 s, with the
+	// default timeout (60 s) and MaxParallelSyncs (2). Before the sync
+	// queue's classes, they held both slots and a push waited for one of
+	// them to time out.
+	var hungSources strings.Builder
+	for i := range 2 {
+		h, err := gittest.StartHung()
+		if err != nil {
+			return nil, err
+		}
+		defer h.Close()
+		fmt.Fprintf(&hungSources, "  - name: hung%d\n    url: %s\n    poll: 5s\n", i+1, h.URL())
+	}
+	hungOurs, hungPeer, err := webhookPushes(env, "webhook-e2e-hung", source+hungSources.String(), remote, example, &before, peerDir)
+	if err != nil {
+		return nil, err
+	}
 
 	q := func(v []time.Duration, p float64) time.Duration {
 		s := slices.Clone(v)
@@ -148,6 +105,7 @@ func runWebhookE2E(env *Env) (rows []Row, err error) {
 		return s[min(len(s)-1, int(p*float64(len(s))))]
 	}
 	oM, o95, pM, p95 := median(ours), q(ours, 0.95), median(peer), q(peer, 0.95)
+	hM, h95, hpM := median(hungOurs), q(hungOurs, 0.95), median(hungPeer)
 	return []Row{
 		{
 			Name:  fmt.Sprintf("webhook push to new digest over MCP, %d-skill repo, one-file change (median of %d)", env.Skills, len(ours)),
@@ -165,7 +123,88 @@ func runWebhookE2E(env *Env) (rows []Row, err error) {
 			Goal:  "reported",
 			OK:    true,
 		},
+		{
+			Name:  fmt.Sprintf("the same with two hung remotes beside it (median of %d; p95 %s; without them %s)", len(hungOurs), storeMS(h95), storeMS(oM)),
+			Ours:  storeMS(hM),
+			Peer:  storeMS(hpM) + " (git fetch --depth 1)",
+			Ratio: fmt.Sprintf("%.2fx", float64(hM)/float64(hpM)),
+			Goal:  "< 1 s",
+			OK:    hM < time.Second,
+		},
 	}, nil
+}
+
+// webhookPushes starts a daemon on config (source "bench" on remote) and
+// times webhookE2EPushes pushes from delivery to the new digest over MCP,
+// each beside a git fetch of the same push into peerDir.
+func webhookPushes(env *Env, name, config string, remote *gittest.Repo, example []byte, before *string, peerDir string) (ours, peer []time.Duration, err error) {
+	start := time.Now()
+	d, err := startDaemon(env, name, config)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.stop()
+	env.Log("%s: daemon ready (initial sync) in %s", name, time.Since(start).Round(time.Millisecond))
+	base := "http://" + d.addr
+
+	c := &http.Client{}
+	var answers []time.Duration
+	var polls []int
+	for i := range webhookE2EPushes {
+		k := (i*7919 + 13) % env.Skills
+		skillDir := corpus.SkillDir(k, 0)
+		file := skillDir + "/references/file-1.md"
+		content := fmt.Sprintf("edited by %s push %d at %s\n%s\n", name, i, time.Now().Format(time.RFC3339Nano), strings.Repeat("more words ", 50+i))
+		sum := sha256.Sum256([]byte(content))
+		want := "sha256:" + hex.EncodeToString(sum[:])
+		remote.WriteFiles(map[string]string{file: content})
+		after := remote.Commit(fmt.Sprintf("edit %s", file))
+		remote.Push("main")
+
+		body, err := pushDelivery(example, remote.URL(), *before, after)
+		if err != nil {
+			return nil, nil, err
+		}
+		*before = after
+		skillURI := "skill://bench/" + skillDir + "/SKILL.md"
+		fileURI := "skill://bench/" + file
+
+		t0 := time.Now()
+		status, err := deliverSigned(c, base, fmt.Sprintf("%s-%d", name, i), body)
+		if err != nil {
+			return nil, nil, err
+		}
+		answered := time.Since(t0)
+		if status != http.StatusAccepted {
+			return nil, nil, fmt.Errorf("%s: push delivery answered %d, want 202 (is the webhook mounted and the source matched?)", name, status)
+		}
+		n := 0
+		for {
+			n++
+			got, err := fileDigest(c, base+"/mcp", skillURI, fileURI)
+			if err != nil {
+				return nil, nil, err
+			}
+			if got == want {
+				break
+			}
+			if time.Since(t0) > 2*time.Minute {
+				return nil, nil, fmt.Errorf("%s: %s still at %s two minutes after the delivery", name, fileURI, got)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ours, answers, polls = append(ours, time.Since(t0)), append(answers, answered), append(polls, n)
+
+		p, err := peerFetch(peerDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		peer = append(peer, p)
+	}
+	env.Log("%s: push to visible %v", name, ours)
+	env.Log("%s: webhook answered in %v; skills/get polls %v", name, answers, polls)
+	env.Log("%s: git fetch --depth 1 %v", name, peer)
+	return ours, peer, nil
 }
 
 // pushDelivery is the real GitHub push example with its repository

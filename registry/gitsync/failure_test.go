@@ -2,10 +2,12 @@ package gitsync
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +199,58 @@ func TestEmptyRemote(t *testing.T) {
 	f := newFixture(t) // created, never pushed to
 	if _, err := f.repo.ListRemote(context.Background(), Auth{}); !errors.Is(err, ErrRefNotFound) {
 		t.Fatalf("ListRemote of an empty repository: %v, want ErrRefNotFound", err)
+	}
+}
+
+// TestHostileRemoteErrors: a remote that echoes the Authorization header
+// (base64 and decoded) in its reason phrase and body, with control
+// characters, must leave no spelling of the token, no control character
+// and none of its body in the errors ListRemote and Fetch return; the
+// status stays, and the sentinel.
+func TestHostileRemoteErrors(t *testing.T) {
+	const token = "tok-S3cret/with+chars=="
+	for _, c := range []struct {
+		status int
+		want   error
+	}{
+		{http.StatusUnauthorized, ErrAuth},
+		{http.StatusForbidden, ErrAuth},
+		{http.StatusNotFound, ErrRepoNotFound},
+		{http.StatusInternalServerError, ErrNetwork},
+		{http.StatusTeapot, ErrNetwork},
+	} {
+		t.Run(http.StatusText(c.status), func(t *testing.T) {
+			srv := gittest.NewEchoServer(t, c.status)
+			repo, err := newPool(t, t.TempDir()).Repo(srv.URL() + "/skills.git")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			auth := Auth{Token: token}
+			_, lerr := repo.ListRemote(ctx, auth)
+			ferr := repo.Fetch(ctx, Resolved{Commit: strings.Repeat("a", 40)}, auth)
+			for _, err := range []error{lerr, ferr} {
+				if !errors.Is(err, c.want) {
+					t.Fatalf("error %v, want %v", err, c.want)
+				}
+				msg := err.Error()
+				pair := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+				for _, leak := range []string{token, pair, "x-access-token:", "Bad credentials", "script", "\x1b", "\x00", "\n"} {
+					if strings.Contains(msg, leak) {
+						t.Fatalf("error %q holds %q", msg, leak)
+					}
+				}
+				code := strconv.Itoa(c.status)
+				if !strings.Contains(msg, "HTTP "+code) && !strings.Contains(msg, "status code: "+code) && c.status != http.StatusNotFound {
+					t.Fatalf("error %q does not say the status", msg)
+				}
+				if len(msg) > 600 {
+					t.Fatalf("error of %d bytes", len(msg))
+				}
+			}
+			if srv.Requests() == 0 {
+				t.Fatal("the remote was never asked")
+			}
+		})
 	}
 }

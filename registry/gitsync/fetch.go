@@ -142,7 +142,7 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 		if ctx.Err() != nil {
 			return fail(err)
 		}
-		return 0, redact(fmt.Errorf("%s %s: %w", op, r.url, err), auth.Token)
+		return 0, sanitize(fmt.Errorf("%s %s: %w", op, r.url, err), len(op)+1+len(r.url), auth)
 	}
 
 	// The pack must hold the commit and its whole tree: check before the

@@ -107,6 +107,7 @@ func NewPool(dir string, opts PoolOptions) (*Pool, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	hc = withoutErrorBodies(hc)
 	return &Pool{
 		dir:   dir,
 		opts:  opts,

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -13,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/skillreg/skillreg/redact"
 )
 
 // Auth carries the credentials for one remote call. The token is sent as
@@ -40,8 +46,11 @@ func (a Auth) method(scheme string) transport.AuthMethod {
 	if a.Token == "" || scheme == "file" {
 		return nil
 	}
-	return &githttp.BasicAuth{Username: "x-access-token", Password: a.Token}
+	return &githttp.BasicAuth{Username: TokenUser, Password: a.Token}
 }
+
+// TokenUser is the user name sent with a token in HTTP basic auth.
+const TokenUser = "x-access-token"
 
 // Resolved is a pin resolved against a listing: the commit to fetch and
 // the full ref it came from ("refs/heads/main", "refs/tags/v1.2.0"; empty
@@ -79,6 +88,22 @@ func newRemoteRefs(ar *packp.AdvRefs) *RemoteRefs {
 			rr.head = dst
 		}
 	}
+	slices.Sort(rr.tagNames)
+	return rr
+}
+
+// NewRemoteRefs returns a listing of refs (full ref name -> commit id) whose
+// HEAD points at head ("" for none): what ListRemote returns, for in-memory
+// stand-ins of a remote.
+func NewRemoteRefs(head string, refs map[string]string) *RemoteRefs {
+	rr := &RemoteRefs{head: head, refs: map[string]string{}, peeled: map[string]string{}}
+	for name, id := range refs {
+		rr.refs[name] = id
+		if tag, ok := strings.CutPrefix(name, "refs/tags/"); ok {
+			rr.tagNames = append(rr.tagNames, tag)
+		}
+	}
+	rr.headID = rr.refs[head]
 	slices.Sort(rr.tagNames)
 	return rr
 }
@@ -224,8 +249,10 @@ type capsSnapshot struct {
 const capsFresh = time.Minute
 
 // remoteError maps a transport failure to this package's sentinels, with
-// the operation and the credential-free URL as context, and scrubs the
-// token from the message in case a server echoed it.
+// the operation and the credential-free URL as context. The cause's text
+// may come from the remote (an HTTP reason phrase, a git "ERR" line, a
+// sideband error message): it is cut to maxRemoteText printable characters
+// and scrubbed of the token in every spelling a server could echo.
 func (r *Repo) remoteError(ctx context.Context, op string, err error, auth Auth) error {
 	var out error
 	switch {
@@ -248,30 +275,103 @@ func (r *Repo) remoteError(ctx context.Context, op string, err error, auth Auth)
 	default:
 		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrNetwork, err)
 	}
-	return redact(out, auth.Token)
+	return sanitize(out, len(op)+1+len(r.url), auth)
 }
 
-// redactedError is an error whose message had a secret replaced. It
-// unwraps only to the sentinels (and context errors) the original matched,
-// never to the original, whose message still holds the secret.
-type redactedError struct {
+// maxRemoteText bounds the remote's part of an error message.
+const maxRemoteText = 300
+
+// sanitizedError is an error whose message was cleaned. It unwraps only to
+// the sentinels (and context errors) the original matched, never to the
+// original, whose message still holds what was cleaned away.
+type sanitizedError struct {
 	msg  string
 	errs []error
 }
 
-func (e *redactedError) Error() string   { return e.msg }
-func (e *redactedError) Unwrap() []error { return e.errs }
+func (e *sanitizedError) Error() string   { return e.msg }
+func (e *sanitizedError) Unwrap() []error { return e.errs }
 
-func redact(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+// sanitize cleans an error made of our own prefix (the first keep bytes:
+// operation and URL) and a cause that may hold remote text; see remoteError.
+func sanitize(err error, keep int, auth Auth) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	keep = min(keep, len(msg))
+	clean := msg[:keep] + redact.Remote(msg[keep:], maxRemoteText)
+	if auth.Token != "" {
+		s := redact.New()
+		s.AddBasic(TokenUser, auth.Token)
+		clean = s.String(clean)
+	}
+	if clean == msg {
 		return err
 	}
-	r := &redactedError{msg: strings.ReplaceAll(err.Error(), secret, "<redacted>")}
+	r := &sanitizedError{msg: clean}
 	for _, s := range []error{ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrNetwork, ErrCorrupt, ErrTooLarge,
 		context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			r.errs = append(r.errs, s)
 		}
 	}
+	// A local cause (a full disk while the pack is stored) stays testable.
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		r.errs = append(r.errs, errno)
+	}
 	return r
+}
+
+// maxErrorBody bounds what is read (and thrown away) of an error answer's
+// body, so that its connection can be reused without reading a hostile
+// stream forever.
+const maxErrorBody = 64 << 10
+
+// withoutErrorBodies returns a copy of hc whose transport replaces the body
+// of every answer that is not a success with a short description of the
+// status, written by us. go-git's HTTP transport (plumbing/transport/http
+// NewErr, v5.19.3) reads such a body whole, without a bound, and puts it
+// into its error ("authentication required: <body>"): a remote answering
+// 401 with the request's Authorization header in its body would put the
+// token, base64-encoded, into every error message, and from there into
+// /readyz and the logs. The status and a sanitised reason phrase are all an
+// operator needs.
+func withoutErrorBodies(hc *http.Client) *http.Client {
+	c := *hc
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = statusOnly{base: base}
+	return &c
+}
+
+type statusOnly struct{ base http.RoundTripper }
+
+func (t statusOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 300 {
+		return resp, err
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, maxErrorBody)
+	resp.Body.Close()
+	desc := StatusText(resp)
+	resp.Body = io.NopCloser(strings.NewReader(desc))
+	resp.ContentLength = int64(len(desc))
+	resp.Header.Del("Content-Encoding")
+	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	return resp, nil
+}
+
+// StatusText describes an HTTP answer by its status code and its reason
+// phrase, the latter sanitised (printable, at most 64 bytes): the remote
+// chose it.
+func StatusText(resp *http.Response) string {
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	if reason == "" {
+		reason = http.StatusText(resp.StatusCode)
+	}
+	return "HTTP " + strconv.Itoa(resp.StatusCode) + " " + redact.Remote(reason, 64)
 }
