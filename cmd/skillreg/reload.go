@@ -11,12 +11,30 @@ import (
 	"github.com/skillreg/skillreg/config"
 )
 
+// overrides are the serve flags that take precedence over the
+// configuration file. A reload applies them to the new file as the start
+// did, so that what it compares with the running configuration is what
+// would run: a --data or --listen flag is no change of the file.
+type overrides struct {
+	listen, dataDir string
+}
+
+func (o overrides) apply(cfg *config.Config) {
+	if o.listen != "" {
+		cfg.Listen = o.listen
+	}
+	if o.dataDir != "" {
+		cfg.DataDir = o.dataDir
+	}
+}
+
 // Reload applies a new configuration without dropping connections:
 // sources added, removed or changed, clients, webhook secrets, skill-meta
 // tools, the cache hint and the log level. What only a restart can change
 // (listen address, data directory, log format, GitHub API settings) is
 // kept as it is, with a warning. A configuration that fails to load or to
-// apply is refused and the running one stays.
+// apply is refused and the running one stays. cfg is the effective
+// configuration: the flags' overrides already applied (reloadFile does).
 func (d *Daemon) Reload(cfg *config.Config) error {
 	srcs, err := sources(cfg)
 	if err != nil {
@@ -31,7 +49,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		key      string
 		old, new any
 	}{
-		{"listen", old.Listen, cfg.Listen}, {"data_dir", old.DataDir, cfg.DataDir},
+		{"listen", old.Listen, cfg.Listen}, {"data_dir", dataDir(old), dataDir(cfg)},
 		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
 		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
 	} {
@@ -90,6 +108,7 @@ func (d *Daemon) reloadFile(path string) error {
 	if err != nil {
 		return err
 	}
+	d.overrides.apply(cfg)
 	if err := d.Reload(cfg); err != nil {
 		return fmt.Errorf("apply %s: %w", path, err)
 	}
