@@ -191,7 +191,10 @@ func responseSeeds() [][]byte {
 		seeds = append(seeds, message([]byte(r)))
 	}
 	for _, s := range deepjson.Shapes() {
-		seeds = append(seeds, s.JSON, message(s.JSON))
+		seeds = append(seeds, message(s.JSON))
+		if len(s.JSON) < 64<<10 {
+			seeds = append(seeds, s.JSON)
+		}
 		for _, r := range results {
 			if len(s.JSON) < 64<<10 {
 				seeds = append(seeds, message(deepjson.Embed([]byte(r), "x", s.JSON)))
