@@ -7,14 +7,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillreg/skillreg/jsonbound"
 )
 
 // Errors that end a whole run: the server cannot be reached, or does not
@@ -64,8 +69,15 @@ type ClientOptions struct {
 	HTTPClient *http.Client
 	// Timeout bounds each HTTP request (default 2m).
 	Timeout time.Duration
-	// MaxResponseBytes bounds each HTTP response body (default 128 MiB).
+	// MaxResponseBytes bounds each HTTP response body, and each server-sent
+	// event in it (default 128 MiB).
 	MaxResponseBytes int64
+	// Limits bound the JSON of each response (of each event, in a stream):
+	// nesting depth and number of values, checked as the bytes arrive,
+	// before the SDK or pull decodes them. Zero fields take jsonbound's
+	// defaults: 1,000 levels (where the Go SDK refuses a message too) and
+	// 1,048,576 values.
+	Limits jsonbound.Limits
 	// Logger receives debug lines about requests; nil discards them.
 	Logger *slog.Logger
 }
@@ -78,6 +90,7 @@ type Client struct {
 	o             ClientOptions
 	log           *slog.Logger
 	cs            *sdk.ClientSession
+	tr            *transport
 	directoryRead bool
 	tools         bool
 	refused       map[string]error
@@ -113,10 +126,8 @@ func Connect(ctx context.Context, o ClientOptions) (*Client, error) {
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		base = o.HTTPClient.Transport
 	}
-	hc := &http.Client{
-		Transport: &transport{base: base, server: server, token: o.Token, max: o.MaxResponseBytes},
-		Timeout:   o.Timeout,
-	}
+	tr := &transport{base: base, server: server, token: o.Token, max: o.MaxResponseBytes, limits: o.Limits}
+	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
 	if o.HTTPClient != nil {
 		hc.Jar = o.HTTPClient.Jar
 		hc.CheckRedirect = o.HTTPClient.CheckRedirect
@@ -137,12 +148,18 @@ func Connect(ctx context.Context, o ClientOptions) (*Client, error) {
 			return nil, fmt.Errorf("register skills methods: %w", err)
 		}
 	}
-	t := &sdk.StreamableClientTransport{Endpoint: o.Server, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	t := &sdk.StreamableClientTransport{
+		Endpoint: o.Server, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true,
+		MaxEventSize: int(min(o.MaxResponseBytes, math.MaxInt32)),
+	}
 	cs, err := sc.Connect(ctx, t, &sdk.ClientSessionOptions{ProtocolVersion: o.ProtocolVersion})
 	if err != nil {
+		if berr := tr.broken(); berr != nil {
+			return nil, fmt.Errorf("connect to %s: %w", o.Server, &boundError{berr})
+		}
 		return nil, fmt.Errorf("connect to %s: %w: %v", o.Server, ErrUnreachable, err)
 	}
-	c := &Client{o: o, log: log, cs: cs, refused: map[string]error{}}
+	c := &Client{o: o, log: log, cs: cs, tr: tr, refused: map[string]error{}}
 	res := cs.InitializeResult()
 	var sc2 *sdk.ServerCapabilities
 	if res != nil {
@@ -220,6 +237,9 @@ func (c *Client) Get(ctx context.Context, uri string) (*Entry, error) {
 // connection failed, or the server answered with something other than the
 // result the method defines.
 func (c *Client) callError(method string, err error) error {
+	if berr := c.tr.broken(); berr != nil {
+		return fmt.Errorf("%s: %w", method, &boundError{berr})
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", method, err)
 	}
@@ -308,6 +328,8 @@ func (c *Client) read(ctx context.Context, m *manifest, f fileRef) ([]byte, erro
 	if err != nil {
 		var we *jsonrpc.Error
 		switch {
+		case c.tr.broken() != nil:
+			return nil, c.callError("resources/read", err)
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return nil, fmt.Errorf("resources/read: %w", err)
 		case errors.As(err, &we):
@@ -368,7 +390,7 @@ func (c *Client) walk(ctx context.Context, m *manifest) error {
 			res, err := sdk.CallCustomMethod[*readDirectoryParams, *readDirectoryResult](ctx, c.cs, "resources/directory/read", &readDirectoryParams{URI: dir, Cursor: cursor})
 			if err != nil {
 				var we *jsonrpc.Error
-				if errors.As(err, &we) {
+				if errors.As(err, &we) && c.tr.broken() == nil {
 					return refuse(m.entry.URI, dir, CheckMissing, "the server declares directoryRead but did not list the directory: %s (%d)", clip(we.Message), we.Code)
 				}
 				return c.callError("resources/directory/read", err)
@@ -489,6 +511,11 @@ func (c *Client) SkillMeta(ctx context.Context, tool string) (*SkillMeta, error)
 			}
 		}
 	}
+	// A text answer is JSON inside a JSON string: the transport's scan saw
+	// only the string, so the bounds apply again here.
+	if err := jsonbound.Check(raw, c.o.Limits); err != nil {
+		return nil, fmt.Errorf("tools/call %s: %w", tool, &boundError{fmt.Errorf("the answer: %w", err)})
+	}
 	var m SkillMeta
 	if raw == nil || json.Unmarshal(raw, &m) != nil {
 		return nil, fmt.Errorf("tools/call %s: %w: the answer is not a skill-meta object", tool, ErrProtocol)
@@ -502,12 +529,19 @@ func (c *Client) SkillMeta(ctx context.Context, tool string) (*SkillMeta, error)
 
 // transport adds the bearer token to requests for the configured server
 // (same scheme and host only, so a redirect elsewhere never carries it)
-// and bounds every response body.
+// and bounds every response body: its size, and the depth and number of
+// values of the JSON in it, as the SDK reads it. The SDK reports a body
+// that fails to read only as a failed connection, so the first bound
+// broken is kept for the Client to name.
 type transport struct {
 	base   http.RoundTripper
 	server *url.URL
 	token  string
 	max    int64
+	limits jsonbound.Limits
+
+	mu  sync.Mutex
+	err error
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -519,16 +553,54 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: t.max}
+	var shape io.Writer
+	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
+		shape = &eventScanner{limits: t.limits, s: jsonbound.Scanner{Limits: t.limits}, lineStart: true}
+	} else {
+		shape = &jsonbound.Scanner{Limits: t.limits}
+	}
+	resp.Body = &boundedBody{rc: resp.Body, left: t.max, max: t.max, shape: shape, broke: t.broke}
 	return resp, nil
 }
 
-// errTooLarge is what reading a response body past the bound returns.
-var errTooLarge = errors.New("response body larger than allowed")
+// broke records the first bound a response broke.
+func (t *transport) broke(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.err = err
+	}
+}
 
+// broken is the first bound a response broke, or nil.
+func (t *transport) broken() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// boundError is a response that broke a bound: an ErrProtocol that says
+// which bound (one chain, so that it prints as one line).
+type boundError struct{ err error }
+
+func (e *boundError) Error() string        { return ErrProtocol.Error() + ": " + e.err.Error() }
+func (e *boundError) Unwrap() error        { return e.err }
+func (e *boundError) Is(target error) bool { return target == ErrProtocol }
+
+// ErrResponseTooLarge is matched by the error of a run that a response body
+// over ClientOptions.MaxResponseBytes ended.
+var ErrResponseTooLarge = errors.New("response body larger than allowed")
+
+// boundedBody reads a response body at most max bytes long, and hands what
+// it reads to shape, which fails once the JSON breaks a bound.
 type boundedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc        io.ReadCloser
+	left, max int64
+	shape     io.Writer   // nil: size only
+	broke     func(error) // told of the bound broken; may be nil
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -537,7 +609,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			return 0, errTooLarge
+			return 0, b.fail(fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, b.max))
 		}
 		return 0, err
 	}
@@ -546,10 +618,98 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
+	if n > 0 && b.shape != nil {
+		if k, serr := b.shape.Write(p[:n]); serr != nil {
+			return k, b.fail(fmt.Errorf("response JSON: %w", serr))
+		}
+	}
 	return n, err
 }
 
+func (b *boundedBody) fail(err error) error {
+	if b.broke != nil {
+		b.broke(err)
+	}
+	return err
+}
+
 func (b *boundedBody) Close() error { return b.rc.Close() }
+
+// eventScanner checks the JSON of a server-sent event stream: the value of
+// every data line goes to a jsonbound.Scanner, which starts afresh with
+// each event (a blank line), so each message is held to the bounds and
+// nothing in the other fields (an id with a quote in it, say) can hide a
+// message's brackets from the scan.
+type eventScanner struct {
+	limits jsonbound.Limits
+	s      jsonbound.Scanner
+
+	lineStart bool    // at the start of a line
+	name      [5]byte // the line's field name so far, up to "data:"
+	nameLen   int
+	inName    bool // reading the field name
+	inData    bool // in the value of a data line
+	skipSpace bool // just after "data:": one space is not part of the value
+	afterCR   bool // the previous byte was a CR (a CRLF ends one line)
+}
+
+func (e *eventScanner) Write(p []byte) (int, error) {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if e.afterCR {
+			e.afterCR = false
+			if c == '\n' {
+				continue
+			}
+		}
+		if c == '\r' || c == '\n' {
+			e.afterCR = c == '\r'
+			if e.lineStart {
+				e.s = jsonbound.Scanner{Limits: e.limits} // a blank line ends the event
+			} else if e.inData {
+				// Data lines of one event are joined by a newline.
+				if _, err := e.s.Write([]byte{'\n'}); err != nil {
+					return i, err
+				}
+			}
+			e.lineStart, e.inName, e.inData, e.skipSpace, e.nameLen = true, false, false, false, 0
+			continue
+		}
+		if e.lineStart {
+			e.lineStart, e.inName = false, true
+		}
+		switch {
+		case e.inName:
+			if c == ':' {
+				e.inName = false
+				e.inData = e.nameLen == 4 && string(e.name[:4]) == "data"
+				e.skipSpace = e.inData
+				continue
+			}
+			if e.nameLen < len(e.name) {
+				e.name[e.nameLen] = c
+			}
+			e.nameLen++
+		case e.inData:
+			if e.skipSpace {
+				e.skipSpace = false
+				if c == ' ' {
+					continue
+				}
+			}
+			// The rest of the line, in one write.
+			j := i
+			for j < len(p) && p[j] != '\r' && p[j] != '\n' {
+				j++
+			}
+			if k, err := e.s.Write(p[i:j]); err != nil {
+				return i + k, err
+			}
+			i = j - 1
+		}
+	}
+	return len(p), nil
+}
 
 func isLoopbackHost(h string) bool {
 	if h == "localhost" {

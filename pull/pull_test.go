@@ -319,11 +319,11 @@ func TestTokenGoesOnlyToTheServer(t *testing.T) {
 }
 
 func TestBoundedBody(t *testing.T) {
-	b := &boundedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", 11))), left: 10}
-	if _, err := io.ReadAll(b); !errors.Is(err, errTooLarge) {
+	b := &boundedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", 11))), left: 10, max: 10}
+	if _, err := io.ReadAll(b); !errors.Is(err, ErrResponseTooLarge) {
 		t.Errorf("11 bytes under a bound of 10: %v", err)
 	}
-	b = &boundedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", 10))), left: 10}
+	b = &boundedBody{rc: io.NopCloser(strings.NewReader(strings.Repeat("x", 10))), left: 10, max: 10}
 	if got, err := io.ReadAll(b); err != nil || len(got) != 10 {
 		t.Errorf("10 bytes under a bound of 10: %d, %v", len(got), err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
+	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/redact"
 )
 
@@ -59,6 +60,13 @@ const (
 	// maxBodyBytes bounds what we read from the API (a release with many
 	// assets is large; GitHub caps release bodies at 125,000 characters).
 	maxBodyBytes = 8 << 20
+	// maxBodyDepth and maxBodyValues bound the JSON of an API answer,
+	// checked as it is read, before go-github's decoder walks it: a release
+	// nests four levels and holds at most a thousand assets of some fifty
+	// values each, while go-github's decoder allocates a struct per asset
+	// (2^17 empty assets take 20 MiB; an 8 MiB answer of them, 430).
+	maxBodyDepth  = 64
+	maxBodyValues = 1 << 18
 )
 
 // Sentinel errors; compare with errors.Is.
@@ -265,7 +273,7 @@ func New(opts Options) (*Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = limitedTransport{base: base, limit: maxBodyBytes}
+	hc.Transport = limitedTransport{base: base, limit: maxBodyBytes, limits: jsonbound.Limits{MaxDepth: maxBodyDepth, MaxTokens: maxBodyValues}}
 	c.http = hc
 	c.idle = sync.NewCond(&c.mu)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -1004,10 +1012,12 @@ type noMetrics struct{}
 func (noMetrics) CacheLookup(string)     {}
 func (noMetrics) UpstreamRequest(string) {}
 
-// limitedTransport bounds every response body read through it.
+// limitedTransport bounds every response body read through it: its size,
+// and the depth and number of values of its JSON.
 type limitedTransport struct {
-	base  http.RoundTripper
-	limit int64
+	base   http.RoundTripper
+	limit  int64
+	limits jsonbound.Limits
 }
 
 var errBodyTooLarge = errors.New("GitHub API answer too large")
@@ -1017,20 +1027,21 @@ func (t limitedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = &limitedBody{rc: resp.Body, left: t.limit}
+	resp.Body = &limitedBody{rc: resp.Body, left: t.limit, limit: t.limit, shape: jsonbound.Scanner{Limits: t.limits}}
 	return resp, nil
 }
 
 type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
+	rc          io.ReadCloser
+	left, limit int64
+	shape       jsonbound.Scanner
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		var one [1]byte
 		if n, _ := b.rc.Read(one[:]); n > 0 {
-			return 0, errBodyTooLarge
+			return 0, fmt.Errorf("%w: more than %d bytes", errBodyTooLarge, b.limit)
 		}
 		return 0, io.EOF
 	}
@@ -1039,6 +1050,11 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
+	if n > 0 {
+		if k, serr := b.shape.Write(p[:n]); serr != nil {
+			return k, fmt.Errorf("GitHub API answer: %w", serr)
+		}
+	}
 	return n, err
 }
 

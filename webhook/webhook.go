@@ -11,6 +11,7 @@ package webhook
 
 import (
 	"context"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/google/go-github/v60/github"
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/netlimit"
 )
 
@@ -32,6 +34,17 @@ const Path = "/webhooks/github"
 
 // MaxBodyBytes is the largest body accepted: GitHub caps payloads at 25 MiB.
 const MaxBodyBytes int64 = 25 << 20
+
+// Bounds on the shape of a signed payload, checked before any decoder sees
+// it: GitHub's payloads nest a dozen levels at most and hold far fewer
+// values than their 25 MiB allow, while a decoder that recurses per level or
+// allocates per value would let one body take the stack or the heap. A form
+// body holds one field (payload) when GitHub sends it.
+const (
+	MaxPayloadDepth  = 64
+	MaxPayloadTokens = jsonbound.DefaultMaxTokens
+	MaxFormFields    = 64
+)
 
 // DefaultRefreshTimeout bounds one background Releases.Refresh when
 // Options.RefreshTimeout is zero.
@@ -45,6 +58,7 @@ const (
 	OutcomeUntracked    = "untracked"    // 204: no source tracks what the event moved
 	OutcomeIgnored      = "ignored"      // 204: an event or action skillreg does not act on, or a draft release
 	OutcomeMalformed    = "malformed"    // 400: signed, but not a payload of its event
+	OutcomeTooComplex   = "too_complex"  // 400: signed, but over MaxPayloadDepth, MaxPayloadTokens or MaxFormFields
 	OutcomeUnsupported  = "unsupported"  // 415: signed, but neither JSON nor a form
 	OutcomeUnauthorized = "unauthorized" // 401: missing or wrong signature (metrics only, never recorded)
 	OutcomeTooLarge     = "too_large"    // 413: body over MaxBodyBytes (metrics only, never recorded)
@@ -71,6 +85,7 @@ var (
 	errUnauthorized = errors.New("signature missing or invalid")
 	errUnreadable   = errors.New("body unreadable")
 	errMalformed    = errors.New("malformed payload")
+	errTooComplex   = errors.New("payload over bounds")
 	errUnsupported  = errors.New("unsupported content type")
 )
 
@@ -322,6 +337,8 @@ func httpStatus(err error) (int, string) {
 		return http.StatusUnauthorized, OutcomeUnauthorized
 	case errors.Is(err, errUnsupported):
 		return http.StatusUnsupportedMediaType, OutcomeUnsupported
+	case errors.Is(err, errTooComplex):
+		return http.StatusBadRequest, OutcomeTooComplex
 	case errors.Is(err, errMalformed):
 		return http.StatusBadRequest, OutcomeMalformed
 	default:
@@ -538,7 +555,10 @@ type release struct {
 // parse extracts the JSON payload from a signed body of the given content
 // type and reads the fields of the events skillreg acts on. Other events
 // are only checked to be JSON, and their action and repository read for the
-// delivery log.
+// delivery log. A form with more than MaxFormFields fields, or a payload
+// deeper than MaxPayloadDepth or with more than MaxPayloadTokens values, is
+// refused (errTooComplex, wrapping the jsonbound error) before it is
+// decoded.
 func parse(event, contentType string, body []byte) (*payload, error) {
 	media, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -548,6 +568,10 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 	switch media {
 	case contentTypeJSON:
 	case contentTypeForm:
+		// url.ParseQuery allocates per field: count them first.
+		if n := bytes.Count(body, []byte("&")) + 1; n > MaxFormFields {
+			return nil, fmt.Errorf("form body: %w: %d fields, more than %d", errTooComplex, n, MaxFormFields)
+		}
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
 			return nil, fmt.Errorf("form body: %w", errMalformed)
@@ -558,6 +582,9 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 		raw = []byte(form.Get(formPayloadField))
 	default:
 		return nil, fmt.Errorf("content type %q: %w", media, errUnsupported)
+	}
+	if err := jsonbound.Check(raw, payloadLimits); err != nil {
+		return nil, fmt.Errorf("%s payload: %w: %w", event, errTooComplex, err)
 	}
 	p := &payload{event: event}
 	switch event {
@@ -571,20 +598,23 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 		if !json.Valid(raw) {
 			return nil, fmt.Errorf("%s payload is not JSON: %w", event, errMalformed)
 		}
+		// Raw values, so that an unexpected shape allocates nothing.
 		var head struct {
-			Action     any `json:"action"`
+			Action     json.RawMessage `json:"action"`
 			Repository struct {
-				FullName any `json:"full_name"`
+				FullName json.RawMessage `json:"full_name"`
 			} `json:"repository"`
 		}
 		// Best effort, for the log only: an unexpected shape is not an
 		// error for an event skillreg ignores.
 		_ = json.Unmarshal(raw, &head)
-		p.action, _ = head.Action.(string)
-		p.repo.fullName, _ = head.Repository.FullName.(string)
+		_ = json.Unmarshal(head.Action, &p.action)
+		_ = json.Unmarshal(head.Repository.FullName, &p.repo.fullName)
 	}
 	return p, nil
 }
+
+var payloadLimits = jsonbound.Limits{MaxDepth: MaxPayloadDepth, MaxTokens: MaxPayloadTokens}
 
 // readEvent copies what the handler needs out of a go-github event value.
 func readEvent(p *payload, ev any) {

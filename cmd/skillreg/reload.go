@@ -11,6 +11,23 @@ import (
 	"github.com/skillreg/skillreg/config"
 )
 
+// overrides are the serve flags that take precedence over the
+// configuration file. A reload applies them to the new file as the start
+// did, so that what it compares with the running configuration is what
+// would run: a --data or --listen flag is no change of the file.
+type overrides struct {
+	listen, dataDir string
+}
+
+func (o overrides) apply(cfg *config.Config) {
+	if o.listen != "" {
+		cfg.Listen = o.listen
+	}
+	if o.dataDir != "" {
+		cfg.DataDir = o.dataDir
+	}
+}
+
 // Reload applies a new configuration without dropping connections:
 // sources added, removed or changed, clients, webhook secrets, skill-meta
 // tools, the cache hint, the log level, and http.allowed_hosts,
@@ -18,7 +35,8 @@ import (
 // change (listen address, data directory, log format, GitHub API settings,
 // the connection caps, trusted proxies and timeouts of the http section)
 // is kept as it is, with a warning. A configuration that fails to load or to
-// apply is refused and the running one stays.
+// apply is refused and the running one stays. cfg is the effective
+// configuration: the flags' overrides already applied (reloadFile does).
 func (d *Daemon) Reload(cfg *config.Config) error {
 	srcs, err := sources(cfg)
 	if err != nil {
@@ -34,7 +52,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		key      string
 		old, new any
 	}{
-		{"listen", old.Listen, cfg.Listen}, {"data_dir", old.DataDir, cfg.DataDir},
+		{"listen", old.Listen, cfg.Listen}, {"data_dir", dataDir(old), dataDir(cfg)},
 		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
 		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
 		{"http.max_connections", old.HTTP.MaxConnections, cfg.HTTP.MaxConnections},
@@ -107,6 +125,7 @@ func (d *Daemon) reloadFile(path string) error {
 	if err != nil {
 		return err
 	}
+	d.overrides.apply(cfg)
 	if err := d.Reload(cfg); err != nil {
 		return fmt.Errorf("apply %s: %w", path, err)
 	}

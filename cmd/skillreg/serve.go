@@ -62,12 +62,8 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "skillreg serve: %v\n", err)
 		return exitUsage
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *data != "" {
-		cfg.DataDir = *data
-	}
+	flags := overrides{listen: *listen, dataDir: *data}
+	flags.apply(cfg)
 	log, level := newLogger(e.stderr, cfg.Log)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
@@ -75,6 +71,7 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 		return exitProblems
 	}
 	d.level = level
+	d.overrides = flags
 	go d.reloadOnHUP(ctx, *cfgPath)
 	if err := d.Listen(); err != nil {
 		log.Error("cannot start", "err", err)
@@ -134,6 +131,7 @@ type Daemon struct {
 	clients     atomic.Pointer[access.Clients]
 	metrics     *metrics.Metrics
 	level       *slog.LevelVar // the log level, changed on reload
+	overrides   overrides      // the flags that override the file, on every reload too
 	authLimiter *access.Limiter
 	tempDir     string // the git stores of a memory-only daemon
 	// secrets scrubs every configured secret from log lines and sync
