@@ -912,6 +912,10 @@ func (c *Client) request(ctx context.Context, key, etag string, now time.Time) o
 		o.retryAt = retryAt(h, now)
 	case status >= 500:
 		o.result, o.err = ResultServerError, fmt.Errorf("GitHub answered %d", status)
+	case status == http.StatusOK && isBound(err):
+		// Our own bound on the answer's size or shape, broken while
+		// go-github read it: say which (the text is ours, not the remote's).
+		o.result, o.err = ResultError, fmt.Errorf("GitHub answered %s: %w", statusText(resp.Response), boundOf(err))
 	default:
 		// Never go-github's error here: its ErrorResponse carries the
 		// body's message (and errors), which a hostile or misconfigured
@@ -919,6 +923,19 @@ func (c *Client) request(ctx context.Context, key, etag string, now time.Time) o
 		o.result, o.err = ResultError, c.clean(fmt.Errorf("GitHub answered %s", statusText(resp.Response)))
 	}
 	return o
+}
+
+// isBound reports whether err is limitedTransport's refusal of an answer.
+func isBound(err error) bool { return boundOf(err) != nil }
+
+// boundOf is the bound an answer broke, or nil.
+func boundOf(err error) error {
+	for _, b := range []error{errBodyTooLarge, jsonbound.ErrTooDeep, jsonbound.ErrTooManyTokens} {
+		if errors.Is(err, b) {
+			return b
+		}
+	}
+	return nil
 }
 
 // maxErrorText bounds remote text in an error.
