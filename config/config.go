@@ -31,6 +31,11 @@ type Config struct {
 	Sources []Source    `yaml:"sources"`
 	Meta    []SkillMeta `yaml:"skill_meta"`
 	Clients []Client    `yaml:"clients"`
+	// Publishing to installers: see the Publish block at the end.
+	PublicURL   string      `yaml:"public_url"`
+	Marketplace Marketplace `yaml:"marketplace"`
+	Cache       Cache       `yaml:"cache"`
+	TLS         TLS         `yaml:"tls"`
 
 	// Path is the file the configuration was read from ("" for the
 	// embedded default).
@@ -71,6 +76,9 @@ type Source struct {
 	Poll    *Duration `yaml:"poll"`
 	Timeout Duration  `yaml:"timeout"`
 	Auth    *Auth     `yaml:"auth"`
+	// Public makes the source's skills visible without a token when
+	// access control is on (for installers that cannot send one).
+	Public bool `yaml:"public"`
 
 	Line int `yaml:"-"`
 }
@@ -240,6 +248,7 @@ func (c *Config) applyDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "auto"
 	}
+	c.publishDefaults()
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		if s.Poll == nil {
@@ -364,6 +373,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
+	c.validatePublish(bad)
+
 	names := map[string]bool{}
 	for i, cl := range c.Clients {
 		at := fmt.Sprintf("clients[%d]", i)
@@ -452,4 +463,95 @@ func DefaultDataDir() string {
 		return filepath.Join(home, ".local", "state", "skillreg")
 	}
 	return "skillreg-data"
+}
+
+// Publish: the installers' endpoints (discovery index, marketplace,
+// archives) and HTTPS.
+
+// Marketplace names the Claude Code plugin marketplace.
+type Marketplace struct {
+	// Name is the marketplace's name (default "skillreg"); a source's own
+	// marketplace is named Name-<source>.
+	Name string `yaml:"name"`
+	// Owner is shown as the marketplace's owner (default public_url's host).
+	Owner string `yaml:"owner"`
+}
+
+// Cache bounds in-memory caches.
+type Cache struct {
+	// ArtifactBytes bounds the built archives kept in memory (default
+	// 256 MiB; 0 means the default).
+	ArtifactBytes int64 `yaml:"artifact_bytes"`
+}
+
+// TLS serves HTTPS on the listen address when both files are set.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether HTTPS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// Publish defaults.
+const (
+	DefaultMarketplaceName = "skillreg"
+	DefaultArtifactBytes   = 256 << 20
+)
+
+func (c *Config) publishDefaults() {
+	if c.Marketplace.Name == "" {
+		c.Marketplace.Name = DefaultMarketplaceName
+	}
+	if c.Cache.ArtifactBytes == 0 {
+		c.Cache.ArtifactBytes = DefaultArtifactBytes
+	}
+}
+
+var marketplaceNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// CheckMarketplaceName says why Claude Code would refuse a marketplace
+// name, or returns nil: kebab-case, at most 64 characters, nothing that
+// looks official (Claude Code refuses names that mention Anthropic or
+// Claude, or say official).
+func CheckMarketplaceName(name string) error {
+	lower := strings.ToLower(name)
+	switch {
+	case len(name) == 0 || len(name) > 64 || !marketplaceNameRE.MatchString(name):
+		return fmt.Errorf("%q must be kebab-case (a-z, 0-9, single hyphens), at most 64 characters", name)
+	case strings.Contains(lower, "anthropic"), strings.Contains(lower, "claude"), strings.Contains(lower, "official"):
+		return fmt.Errorf("%q looks like an official marketplace name, which Claude Code refuses", name)
+	}
+	return nil
+}
+
+func (c *Config) validatePublish(bad func(format string, args ...any)) {
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", c.PublicURL)
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
+			bad("public_url: %q must be an origin only: no credentials, path, query or fragment", redact(c.PublicURL))
+		}
+	}
+	if err := CheckMarketplaceName(c.Marketplace.Name); err != nil {
+		bad("marketplace.name: %v", err)
+	}
+	if len(c.Marketplace.Owner) > 200 {
+		bad("marketplace.owner: longer than 200 characters")
+	}
+	if c.Cache.ArtifactBytes < 0 {
+		bad("cache.artifact_bytes: %d must be a positive number of bytes", c.Cache.ArtifactBytes)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls: set both cert_file and key_file, or neither")
+	}
+	for key, p := range map[string]string{"tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				bad("%s: %v", key, err)
+			}
+		}
+	}
 }

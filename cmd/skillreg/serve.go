@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
+	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/registry/search"
@@ -127,7 +128,10 @@ type Daemon struct {
 	pool     *gitsync.Pool
 	webhook  atomic.Pointer[webhook.Handler]
 	web      *web.Handler
-	store    *store.Store
+	publish  *publish.Handler
+	// public are the sources visible without a token (public: true).
+	public atomic.Pointer[map[string]bool]
+	store  *store.Store
 	// clients are the configured callers (swapped on reload).
 	clients     atomic.Pointer[access.Clients]
 	metrics     *metrics.Metrics
@@ -243,6 +247,9 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		if mcpSrv != nil {
 			mcpSrv.CatalogChanged(old, new)
 		}
+		if d.publish != nil {
+			go d.publish.Warm() // digest the new generation's archives before the first install asks
+		}
 	}
 	d.Registry = registry.New(ropts)
 	if err := d.setClients(cfg.Clients); err != nil {
@@ -298,6 +305,9 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		},
 	}); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
+	}
+	if err := d.setupPublish(cfg); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
 	}
 	d.echo = d.routes()
 	return d, nil
@@ -520,6 +530,7 @@ func (d *Daemon) routes() *echo.Echo {
 	e.GET("/metrics", echo.WrapHandler(d.metrics.Handler()))
 	e.POST(webhook.Path, d.serveWebhook)
 	d.web.Register(e)
+	d.publish.Register(e)
 	return e
 }
 
