@@ -6,16 +6,16 @@ import (
 	"net/http"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/web"
 )
 
 // setupPublish builds the installers' endpoints (discovery index,
 // marketplace, archives) over the registry, with the access rules of /mcp.
 func (d *Daemon) setupPublish(cfg *config.Config) error {
-	d.setPublic(cfg)
-	listenHost, _, _ := net.SplitHostPort(cfg.Listen)
-	publicURL := cfg.PublicURL
+	listenHost, publicURL := listenHostOf(cfg.Listen), cfg.PublicURL
 	p, err := publish.New(publish.Options{
 		Catalog:    d.Registry,
 		Clients:    d.clients.Load,
@@ -52,11 +52,35 @@ func (d *Daemon) setPublic(cfg *config.Config) {
 	d.public.Store(&pub)
 }
 
-// publishNotes is what the installers' indexes leave out, for diagnose and
-// the sources page.
-func (d *Daemon) publishNotes(ctx context.Context, f registry.Filter, source string) []publish.Note {
+// unpublishedMCP is what the installers' indexes leave out, for diagnose.
+func (d *Daemon) unpublishedMCP(ctx context.Context, f registry.Filter, source string) []mcp.Unpublished {
 	if d.publish == nil {
 		return nil
 	}
-	return d.publish.Notes(ctx, f, source)
+	var out []mcp.Unpublished
+	for _, n := range d.publish.Notes(ctx, f, source) {
+		out = append(out, mcp.Unpublished(n))
+	}
+	return out
+}
+
+// unpublishedWeb is the same for the sources page.
+func (d *Daemon) unpublishedWeb(ctx context.Context, f registry.Filter, source string) []web.Unpublished {
+	if d.publish == nil {
+		return nil
+	}
+	var out []web.Unpublished
+	for _, n := range d.publish.Notes(ctx, f, source) {
+		out = append(out, web.Unpublished(n))
+	}
+	return out
+}
+
+// listenHostOf is the host of the listen address ("" for all interfaces).
+func listenHostOf(listen string) string {
+	h, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	return h
 }

@@ -35,7 +35,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
 		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
 		{"public_url", old.PublicURL, cfg.PublicURL}, {"marketplace", old.Marketplace, cfg.Marketplace},
-		{"cache.artifact_bytes", old.Cache.ArtifactBytes, cfg.Cache.ArtifactBytes}, {"tls", old.TLS.Enabled(), cfg.TLS.Enabled()},
+		{"cache.artifact_bytes", old.Cache.ArtifactBytes, cfg.Cache.ArtifactBytes}, {"tls", old.TLS, cfg.TLS},
 	} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
@@ -44,7 +44,10 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	// Keep what needs a restart, so the config on record is what runs.
 	cfg.Listen, cfg.DataDir, cfg.Log.Format, cfg.GitHub.APIURL, cfg.GitHub.TokenEnv =
 		old.Listen, old.DataDir, old.Log.Format, old.GitHub.APIURL, old.GitHub.TokenEnv
-	cfg.PublicURL, cfg.Marketplace, cfg.Cache = old.PublicURL, old.Marketplace, old.Cache
+	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
+	if d.certs != nil {
+		d.certs.reload() // SIGHUP also reloads the certificate
+	}
 	if err := d.setClients(cfg.Clients); err != nil {
 		return err
 	}

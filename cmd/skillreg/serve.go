@@ -141,6 +141,7 @@ type Daemon struct {
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
+	certs      *certReloader // the HTTPS certificate (nil: plain HTTP)
 	ln         net.Listener
 	started    time.Time
 }
@@ -255,16 +256,18 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 	if err := d.setClients(cfg.Clients); err != nil {
 		return nil, err
 	}
+	d.setPublic(cfg)
 	mcpSrv = mcp.New(mcp.Options{
-		CallerOf:  d.callerOf,
-		Catalogs:  d.Registry,
-		Logger:    log,
-		Version:   buildVersion(),
-		CacheTTL:  cfg.MCP.CacheTTL.D(),
-		SkillMeta: metaTools,
-		States:    d.Registry.States,
-		Observe:   d.metrics.MCPRequest,
-		Search:    d.searchMCP,
+		CallerOf:    d.callerOf,
+		Catalogs:    d.Registry,
+		Logger:      log,
+		Version:     buildVersion(),
+		CacheTTL:    cfg.MCP.CacheTTL.D(),
+		SkillMeta:   metaTools,
+		States:      d.Registry.States,
+		Observe:     d.metrics.MCPRequest,
+		Unpublished: d.unpublishedMCP,
+		Search:      d.searchMCP,
 	})
 	d.MCP = mcpSrv
 	d.Registry.SetSources(srcs)
@@ -299,12 +302,22 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 		Logger:           log,
 		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
 		Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
+		Public:           func() map[string]bool { return *d.public.Load() },
+		Unpublished:      d.unpublishedWeb,
+		InstallBase: func(r *http.Request) string {
+			return publish.RequestBaseURL(r, cfg.PublicURL, listenHostOf(cfg.Listen))
+		},
 		Authenticate: func(tok string) (web.Viewer, bool) {
 			c, ok := d.clients.Load().Check(tok)
 			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
 		},
 	}); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
+	}
+	if cfg.TLS.Enabled() && !memory {
+		if d.certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.setupPublish(cfg); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -601,9 +614,21 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopReg()
 	g.Go(func() error { return d.Registry.Run(regCtx) })
 	g.Go(func() error { return d.serveAdmin(gctx) })
+	scheme := "http"
+	if d.certs != nil {
+		scheme = "https"
+		srv.TLSConfig = d.certs.config()
+		g.Go(func() error { d.certs.watch(gctx); return nil })
+	}
 	g.Go(func() error {
-		d.log.Info("serving", "addr", d.Addr(), "mcp", "http://"+d.Addr()+"/mcp", "version", buildVersion())
-		if err := srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		d.log.Info("serving", "addr", d.Addr(), "mcp", scheme+"://"+d.Addr()+"/mcp", "version", buildVersion())
+		var err error
+		if d.certs != nil {
+			err = srv.ServeTLS(d.ln, "", "") // HTTP/2 on, certificates from TLSConfig
+		} else {
+			err = srv.Serve(d.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
