@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -87,7 +88,7 @@ func (r *certReloader) watch(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if ev.Has(fsnotify.Chmod) && !ev.Has(fsnotify.Write) {
+			if !r.relevant(ev) {
 				continue
 			}
 			timer = time.After(200 * time.Millisecond)
@@ -101,6 +102,17 @@ func (r *certReloader) watch(ctx context.Context) {
 			r.reload()
 		}
 	}
+}
+
+// relevant reports whether an event may have changed the pair: one of the
+// two files, or a Kubernetes secret's "..data" link swapped in their
+// directory. Anything else there (a log file, say) is not.
+func (r *certReloader) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	name := filepath.Clean(ev.Name)
+	return name == filepath.Clean(r.certFile) || name == filepath.Clean(r.keyFile) || strings.HasPrefix(filepath.Base(name), "..")
 }
 
 func uniqueDirs(paths ...string) []string {

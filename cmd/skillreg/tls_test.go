@@ -99,7 +99,7 @@ func TestTLS(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca.issue(t, certFile, keyFile, 100, "127.0.0.1")
 	yaml := "tls:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n"
-	d := startDaemonTLS(t, yaml, ca)
+	d := startDaemonTLS(t, yaml, ca, "")
 	serial := func() int64 {
 		// A new connection each time: a kept one shows the old certificate.
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}}
@@ -129,6 +129,12 @@ func TestTLS(t *testing.T) {
 			t.Error("plain HTTP served the index on the TLS port")
 		}
 	}
+	// Other files in the directory do not reload it.
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, "other.log"), []byte(strings.Repeat("x", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A renewal replaces the files: the new certificate is served.
 	ca.issue(t, certFile, keyFile, 101, "127.0.0.1")
 	waitUntil(t, func() bool { return serial() == 101 })
@@ -152,8 +158,9 @@ func TestTLS(t *testing.T) {
 }
 
 // startDaemonTLS is startDaemon for an HTTPS daemon: the URL is https and
-// readiness is polled through a client that trusts ca.
-func startDaemonTLS(t *testing.T, yaml string, ca *testCA) *testDaemon {
+// readiness is polled through a client that trusts ca (and expects
+// serverName's certificate, when set).
+func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *testDaemon {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "")
 	if err != nil {
@@ -181,7 +188,7 @@ func startDaemonTLS(t *testing.T, yaml string, ca *testCA) *testDaemon {
 		}
 	})
 	td := &testDaemon{d, "https://" + d.Addr()}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: serverName}}}
 	waitUntil(t, func() bool {
 		resp, err := client.Get(td.URL + "/readyz")
 		if err != nil {
