@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -345,4 +347,52 @@ func TestPublicSourceDaemon(t *testing.T) {
 	}) {
 		t.Errorf("diagnose unpublished = %+v", diag.Unpublished)
 	}
+}
+
+// TestArchivesSameAcrossDaemons: two daemons over the same commit (two
+// replicas) serve the same indexes, marketplace and archive bytes.
+func TestArchivesSameAcrossDaemons(t *testing.T) {
+	remote := gitRemote(t)
+	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
+	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
+	remote.Commit("a script")
+	remote.Push("main")
+	yaml := "public_url: https://skills.example.com\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    ref: {branch: main}\n    path: skills\n    poll: 0\n"
+	a, b := startDaemon(t, yaml, ""), startDaemon(t, yaml, "")
+	body := func(d *testDaemon, path string) string {
+		res, err := http.Get(d.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, res.StatusCode, data)
+		}
+		return string(data)
+	}
+	for _, p := range []string{"/.well-known/agent-skills/index.json", "/.well-known/skills/index.json", "/marketplace.json"} {
+		if x, y := body(a, p), body(b, p); x != y {
+			t.Fatalf("%s differs between replicas:\n%s\n%s", p, x, y)
+		}
+	}
+	var mp struct {
+		Plugins []struct {
+			Source struct{ URL, SHA256 string } `json:"source"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(body(a, "/marketplace.json")), &mp); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range mp.Plugins {
+		path := strings.TrimPrefix(p.Source.URL, "https://skills.example.com")
+		if x, y := body(a, path), body(b, path); x != y || digestHex(x) != p.Source.SHA256 {
+			t.Fatalf("%s: bytes differ between replicas or from the sha256", path)
+		}
+	}
+}
+
+func digestHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
