@@ -88,6 +88,9 @@ func (h *Handler) identify(r *http.Request) (caller, error) {
 		if h.o.Limiter != nil {
 			h.o.Limiter.Failed(addr)
 		}
+		if h.o.OnAuthFailure != nil {
+			h.o.OnAuthFailure()
+		}
 		return caller{}, &httpError{http.StatusUnauthorized, "invalid token"}
 	}
 	return caller{filter: cl.Filter()}, nil

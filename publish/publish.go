@@ -66,6 +66,8 @@ type Options struct {
 	Public func() map[string]bool
 	// Limiter refuses an address that failed too many token checks.
 	Limiter Limiter
+	// OnAuthFailure, when set, is told of every wrong token (a metric).
+	OnAuthFailure func()
 	// RemoteAddr is the address failed attempts are counted against
 	// (default: the peer's IP).
 	RemoteAddr func(r *http.Request) string

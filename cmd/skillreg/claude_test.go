@@ -222,7 +222,13 @@ func flippingProxy(t *testing.T, d *testDaemon, ca *testCA, certFile, keyFile, o
 	target, _ := url.Parse(d.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: testHost}}
-	var self string
+	// The listener first, so the proxy's own origin is known before any
+	// request is served.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := "https://" + testHost + ":" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	rp.ModifyResponse = func(res *http.Response) error {
 		b, err := io.ReadAll(res.Body)
 		res.Body.Close()
@@ -251,9 +257,10 @@ func flippingProxy(t *testing.T, d *testDaemon, ca *testCA, certFile, keyFile, o
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(rp)
+	srv.Listener.Close()
+	srv.Listener = ln
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	self = "https://" + testHost + ":" + strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
 	return self
 }

@@ -17,11 +17,12 @@ import (
 func (d *Daemon) setupPublish(cfg *config.Config) error {
 	listenHost, publicURL := listenHostOf(cfg.Listen), cfg.PublicURL
 	p, err := publish.New(publish.Options{
-		Catalog:    d.Registry,
-		Clients:    d.clients.Load,
-		Public:     func() map[string]bool { return *d.public.Load() },
-		Limiter:    d.authLimiter,
-		RemoteAddr: remoteHost,
+		Catalog:       d.Registry,
+		Clients:       d.clients.Load,
+		Public:        func() map[string]bool { return *d.public.Load() },
+		Limiter:       d.authLimiter,
+		OnAuthFailure: d.metrics.AuthFailure,
+		RemoteAddr:    remoteHost,
 		BaseURL: func(r *http.Request) string {
 			return publish.RequestBaseURL(r, publicURL, listenHost)
 		},

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/skillreg/skillreg/config"
 )
 
@@ -198,4 +200,22 @@ func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *t
 		return resp.StatusCode == http.StatusOK
 	})
 	return td
+}
+
+// TestCertWatchRelevant: only the pair and a Kubernetes secret's swap
+// reload the certificate, not other files in the directory.
+func TestCertWatchRelevant(t *testing.T) {
+	r := &certReloader{certFile: "/etc/tls/tls.crt", keyFile: "/etc/tls/tls.key"}
+	for name, want := range map[fsnotify.Event]bool{
+		{Name: "/etc/tls/tls.crt", Op: fsnotify.Write}:      true,
+		{Name: "/etc/tls/tls.key", Op: fsnotify.Create}:     true,
+		{Name: "/etc/tls/..data", Op: fsnotify.Create}:      true,
+		{Name: "/etc/tls/tls.crt", Op: fsnotify.Chmod}:      false,
+		{Name: "/etc/tls/skillreg.log", Op: fsnotify.Write}: false,
+		{Name: "/etc/tls/tls.crt.tmp", Op: fsnotify.Create}: false,
+	} {
+		if got := r.relevant(name); got != want {
+			t.Errorf("relevant(%v) = %v, want %v", name, got, want)
+		}
+	}
 }
