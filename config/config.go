@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,11 @@ type Config struct {
 	Meta    []SkillMeta `yaml:"skill_meta"`
 	Clients []Client    `yaml:"clients"`
 	HTTP    HTTP        `yaml:"http"`
+	// Publishing to installers: see the Publish block at the end.
+	PublicURL   string      `yaml:"public_url"`
+	Marketplace Marketplace `yaml:"marketplace"`
+	Cache       Cache       `yaml:"cache"`
+	TLS         TLS         `yaml:"tls"`
 
 	// Path is the file the configuration was read from ("" for the
 	// embedded default).
@@ -113,6 +119,9 @@ type Source struct {
 	Poll    *Duration `yaml:"poll"`
 	Timeout Duration  `yaml:"timeout"`
 	Auth    *Auth     `yaml:"auth"`
+	// Public makes the source's skills visible without a token when
+	// access control is on (for installers that cannot send one).
+	Public bool `yaml:"public"`
 
 	Line int `yaml:"-"`
 }
@@ -203,9 +212,9 @@ var DefaultMetricsNetworks = []string{"127.0.0.0/8", "::1/128"}
 var LoopbackHosts = []string{"localhost", "*.localhost"}
 
 // DefaultAllowedHosts is the one place the default of http.allowed_hosts
-// is computed: the loopback names and the listen address's host when it is
-// a name (public_url's host joins here once it exists). IP literals pass
-// the check whatever the list says, so they are not listed.
+// is computed: the loopback names, the listen address's host when it is
+// a name, and public_url's host. IP literals pass the check whatever the
+// list says, so they are not listed.
 func (c *Config) DefaultAllowedHosts() []string {
 	out := append([]string(nil), LoopbackHosts...)
 	if host, _, err := net.SplitHostPort(c.Listen); err == nil && host != "" {
@@ -213,15 +222,24 @@ func (c *Config) DefaultAllowedHosts() []string {
 			out = append(out, strings.ToLower(host))
 		}
 	}
-	return out
+	return append(out, c.publicHost()...)
 }
 
-// AllowedHosts is http.allowed_hosts, or its default when not set.
+// AllowedHosts is http.allowed_hosts, or its default when not set;
+// public_url's host is always allowed.
 func (c *Config) AllowedHosts() []string {
 	if len(c.HTTP.AllowedHosts) > 0 {
-		return c.HTTP.AllowedHosts
+		return append(slices.Clip(c.HTTP.AllowedHosts), c.publicHost()...)
 	}
 	return c.DefaultAllowedHosts()
+}
+
+// publicHost is public_url's host name, if any.
+func (c *Config) publicHost() []string {
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+		return []string{strings.ToLower(u.Hostname())}
+	}
+	return nil
 }
 
 // MaxFileBytes bounds a configuration file.
@@ -337,6 +355,7 @@ func (c *Config) applyDefaults() {
 	if h.IdleTimeout == 0 {
 		h.IdleTimeout = Duration(DefaultIdleTimeout)
 	}
+	c.publishDefaults()
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		if s.Poll == nil {
@@ -462,6 +481,8 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+
+	c.validatePublish(bad)
 
 	names := map[string]bool{}
 	for i, cl := range c.Clients {
@@ -626,4 +647,95 @@ func DefaultDataDir() string {
 		return filepath.Join(home, ".local", "state", "skillreg")
 	}
 	return "skillreg-data"
+}
+
+// Publish: the installers' endpoints (discovery index, marketplace,
+// archives) and HTTPS.
+
+// Marketplace names the Claude Code plugin marketplace.
+type Marketplace struct {
+	// Name is the marketplace's name (default "skillreg"); a source's own
+	// marketplace is named Name-<source>.
+	Name string `yaml:"name"`
+	// Owner is shown as the marketplace's owner (default public_url's host).
+	Owner string `yaml:"owner"`
+}
+
+// Cache bounds in-memory caches.
+type Cache struct {
+	// ArtifactBytes bounds the built archives kept in memory (default
+	// 256 MiB; 0 means the default).
+	ArtifactBytes int64 `yaml:"artifact_bytes"`
+}
+
+// TLS serves HTTPS on the listen address when both files are set.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether HTTPS is configured.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// Publish defaults.
+const (
+	DefaultMarketplaceName = "skillreg"
+	DefaultArtifactBytes   = 256 << 20
+)
+
+func (c *Config) publishDefaults() {
+	if c.Marketplace.Name == "" {
+		c.Marketplace.Name = DefaultMarketplaceName
+	}
+	if c.Cache.ArtifactBytes == 0 {
+		c.Cache.ArtifactBytes = DefaultArtifactBytes
+	}
+}
+
+var marketplaceNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// CheckMarketplaceName says why Claude Code would refuse a marketplace
+// name, or returns nil: kebab-case, at most 64 characters, nothing that
+// looks official (Claude Code refuses names that mention Anthropic or
+// Claude, or say official).
+func CheckMarketplaceName(name string) error {
+	lower := strings.ToLower(name)
+	switch {
+	case len(name) == 0 || len(name) > 64 || !marketplaceNameRE.MatchString(name):
+		return fmt.Errorf("%q must be kebab-case (a-z, 0-9, single hyphens), at most 64 characters", name)
+	case strings.Contains(lower, "anthropic"), strings.Contains(lower, "claude"), strings.Contains(lower, "official"):
+		return fmt.Errorf("%q looks like an official marketplace name, which Claude Code refuses", name)
+	}
+	return nil
+}
+
+func (c *Config) validatePublish(bad func(format string, args ...any)) {
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", c.PublicURL)
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
+			bad("public_url: %q must be an origin only: no credentials, path, query or fragment", redact(c.PublicURL))
+		}
+	}
+	if err := CheckMarketplaceName(c.Marketplace.Name); err != nil {
+		bad("marketplace.name: %v", err)
+	}
+	if len(c.Marketplace.Owner) > 200 {
+		bad("marketplace.owner: longer than 200 characters")
+	}
+	if c.Cache.ArtifactBytes < 0 {
+		bad("cache.artifact_bytes: %d must be a positive number of bytes", c.Cache.ArtifactBytes)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls: set both cert_file and key_file, or neither")
+	}
+	for key, p := range map[string]string{"tls.cert_file": c.TLS.CertFile, "tls.key_file": c.TLS.KeyFile} {
+		if p != "" {
+			if _, err := os.Stat(p); err != nil {
+				bad("%s: %v", key, err)
+			}
+		}
+	}
 }

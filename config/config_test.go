@@ -68,3 +68,35 @@ func TestRelativeDirAndLimits(t *testing.T) {
 		t.Fatal("oversized config loaded")
 	}
 }
+
+func TestPublishKeys(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Parse([]byte("sources:\n  - name: team\n    dir: "+dir+"\n    public: true\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Marketplace.Name != DefaultMarketplaceName || c.Cache.ArtifactBytes != DefaultArtifactBytes || !c.Sources[0].Public || c.TLS.Enabled() {
+		t.Fatalf("defaults: %+v %+v %+v", c.Marketplace, c.Cache, c.Sources[0])
+	}
+	for yaml, want := range map[string]string{
+		"public_url: ftp://x\n":                                           "public_url",
+		"public_url: https://skills.example.com/path\n":                   "origin only",
+		"public_url: https://u:p@skills.example.com\n":                    "origin only",
+		"marketplace:\n  name: Claude-Skills\n":                           "kebab-case",
+		"marketplace:\n  name: claude-skills\n":                           "official",
+		"marketplace:\n  name: our-official-skills\n":                     "official",
+		"cache:\n  artifact_bytes: -1\n":                                  "cache.artifact_bytes",
+		"tls:\n  cert_file: /nonexistent/cert.pem\n":                      "set both",
+		"tls:\n  cert_file: /nonexistent/c\n  key_file: /nonexistent/k\n": "tls.cert_file",
+	} {
+		_, err := Parse([]byte(yaml), "")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one naming %q", yaml, err, want)
+		}
+	}
+	for _, ok := range []string{"public_url: https://skills.example.com\n", "public_url: https://skills.example.com/\n", "public_url: http://127.0.0.1:8080\n", "marketplace:\n  name: acme-skills\n  owner: Platform team\n"} {
+		if _, err := Parse([]byte(ok), ""); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}

@@ -65,6 +65,10 @@ type Options struct {
 	Search Searcher
 	// States reports the sources' sync states (for diagnose).
 	States func() []registry.State
+	// Unpublished says what the installers' indexes (discovery index,
+	// marketplace) leave out, and why, for a caller who sees f (for
+	// diagnose; nil: nothing reported).
+	Unpublished func(ctx context.Context, f registry.Filter, source string) []Unpublished
 	// Observe, when set, is told the method, outcome ("ok" or "error")
 	// and duration of every request.
 	Observe func(method, outcome string, d time.Duration)

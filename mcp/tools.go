@@ -170,6 +170,15 @@ type Excluded struct {
 	Detail string `json:"detail"`
 }
 
+// Unpublished is a served skill an installer's index leaves out, and why.
+type Unpublished struct {
+	Source  string `json:"source"`
+	Path    string `json:"path"`
+	Name    string `json:"name"`
+	Channel string `json:"channel" jsonschema:"agent-skills (the discovery index), skills-v0.1 or marketplace"`
+	Reason  string `json:"reason"`
+}
+
 // SourceState is what diagnose says of a source.
 type SourceState struct {
 	registry.State
@@ -195,7 +204,9 @@ type DiagnoseOutput struct {
 	Generation uint64        `json:"generation"`
 	Sources    []SourceState `json:"sources"`
 	Excluded   []Excluded    `json:"excluded"`
-	Limits     Limits        `json:"limits"`
+	// Unpublished are served skills that an installer's index leaves out.
+	Unpublished []Unpublished `json:"unpublished,omitempty"`
+	Limits      Limits        `json:"limits"`
 }
 
 // toolError is a tool failure the model can act on.
@@ -538,6 +549,9 @@ func (s *Server) diagnoseTool(ctx context.Context, in DiagnoseInput) (DiagnoseOu
 		for _, ex := range snap.Excluded {
 			out.Excluded = append(out.Excluded, Excluded{Source: snap.Source, Path: ex.Path, File: ex.File, Rule: string(ex.Problem.Rule), Detail: ex.Problem.Detail})
 		}
+	}
+	if s.o.Unpublished != nil {
+		out.Unpublished = s.o.Unpublished(ctx, f, in.Source)
 	}
 	return out, nil
 }

@@ -139,6 +139,7 @@ type skillData struct {
 	MCPURL     string
 	ClaudeCode string
 	CursorJSON string
+	Install    string // the skills CLI command for this skill, when it needs no token
 }
 
 const maxChildren = 100
@@ -181,6 +182,7 @@ func (h *Handler) skillPage(c echo.Context, cat *registry.Catalog, v Viewer, ref
 		d.MCPURL = c.Scheme() + "://" + c.Request().Host + "/mcp"
 	}
 	d.ClaudeCode, d.CursorJSON = connectSnippets(d.MCPURL, h.authRequired())
+	d.Install = h.installCommand(c, snap.Source, skillHref(snap.Source, sk.Path))
 	return h.render(c, http.StatusOK, "skill", d)
 }
 

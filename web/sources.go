@@ -20,6 +20,9 @@ type sourceView struct {
 	Excluded  []exclusionRow
 	RepoURL   string
 	CommitURL string
+	Install   string        // the skills CLI command for the whole source, when it needs no token
+	SkillList []link        // on a source's own page: its skills
+	Left      []Unpublished // what the installers' indexes leave out
 }
 
 type exclusionRow struct {
@@ -93,6 +96,15 @@ func (h *Handler) sources(c echo.Context) error {
 			}
 			if st.Commit == "" {
 				sv.Commit = snap.Commit
+			}
+		}
+		sv.Install = h.installCommand(c, st.Source, "/sources/"+st.Source)
+		if h.o.Unpublished != nil {
+			sv.Left = h.o.Unpublished(c.Request().Context(), v.Filter, st.Source)
+		}
+		if snap, ok := cat.Snapshot(st.Source); ok && only != "" {
+			for _, sk := range snap.Skills {
+				sv.SkillList = append(sv.SkillList, link{Text: sk.Name(), Href: skillHref(st.Source, sk.Path)})
 			}
 		}
 		if base, ok := githubRepo(st.Repository); ok {

@@ -87,12 +87,31 @@ type Options struct {
 	// that arrive over TLS always get a Secure cookie.
 	SecureCookie bool
 
+	// Public lists the sources visible without signing in when access
+	// control is on (sources marked public: true). A visitor without a
+	// session then sees those instead of being sent to /login.
+	Public func() map[string]bool
+	// InstallBase is the origin the pages' `npx skills add` commands are
+	// built on, for this request ("" or nil: no command is shown). Only
+	// skills visible without a token get one: the skills CLI cannot send
+	// a token.
+	InstallBase func(r *http.Request) string
+	// Unpublished says what the installers' indexes leave out of a source,
+	// and why, for a viewer who sees f (nil: nothing shown).
+	Unpublished func(ctx context.Context, f registry.Filter, source string) []Unpublished
+
 	// MCPURL is the public MCP endpoint shown in the "connect" snippets
 	// (default: the request's scheme and Host + "/mcp").
 	MCPURL string
 
 	Logger *slog.Logger
 	Now    func() time.Time
+}
+
+// Unpublished is a skill an installer's index leaves out, as the sources
+// page shows it (the publish package's Note, field for field).
+type Unpublished struct {
+	Source, Path, Name, Channel, Reason string
 }
 
 // Limiter is what the sign-in form needs of a failed-attempt limiter
@@ -106,6 +125,9 @@ type Limiter interface {
 type Viewer struct {
 	Name   string
 	Filter registry.Filter
+	// Anonymous is a visitor without a session who sees the public
+	// sources only.
+	Anonymous bool
 }
 
 // Delivery is one webhook delivery as the sources page shows it. Its
@@ -292,6 +314,9 @@ func (h *Handler) page(next echo.HandlerFunc) echo.HandlerFunc {
 		hd.Set("Cache-Control", "no-store")
 		hd.Add("Vary", "Cookie")
 		v, ok := h.viewerFromCookie(c.Request())
+		if !ok && len(h.publicSources()) > 0 {
+			v, ok = Viewer{Filter: registry.Filter{Only: h.publicSources()}, Anonymous: true}, true
+		}
 		if !ok {
 			return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
 		}
@@ -313,12 +338,16 @@ type layout struct {
 	Viewer       string
 	AuthRequired bool
 	SignedIn     bool
+	Public       bool // an anonymous visitor seeing the public sources
 }
 
 func (h *Handler) layoutFor(c echo.Context, title, nav string) layout {
 	l := layout{Title: title, Nav: nav, AuthRequired: h.authRequired()}
-	if v, ok := c.Get(viewerKey).(Viewer); ok && h.authRequired() {
+	if v, ok := c.Get(viewerKey).(Viewer); ok && h.authRequired() && !v.Anonymous {
 		l.Viewer, l.SignedIn = v.Name, true
+	}
+	if v, ok := c.Get(viewerKey).(Viewer); ok && v.Anonymous {
+		l.Public = true
 	}
 	return l
 }
@@ -377,4 +406,39 @@ func (h *Handler) authRequired() bool {
 		return h.o.AuthRequiredFunc()
 	}
 	return h.o.AuthRequired
+}
+
+// publicSources are the sources visible without signing in.
+func (h *Handler) publicSources() map[string]bool {
+	if h.o.Public == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for s, ok := range h.o.Public() {
+		if ok {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+// openSource reports whether a source's skills are visible without a token
+// (so the skills CLI, which cannot send one, can install them).
+func (h *Handler) openSource(source string) bool {
+	return !h.authRequired() || h.publicSources()[source]
+}
+
+// installCommand is the skills CLI command that installs what path (a
+// /skills/ or /sources/ URL path) holds into Claude Code's folder, or ""
+// when none can be given. Always with -a: without it the CLI installs into
+// every agent it knows.
+func (h *Handler) installCommand(c echo.Context, source, path string) string {
+	if h.o.InstallBase == nil || !h.openSource(source) {
+		return ""
+	}
+	base := h.o.InstallBase(c.Request())
+	if base == "" {
+		return ""
+	}
+	return "npx skills add " + base + path + " -a claude-code"
 }

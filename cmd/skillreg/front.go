@@ -47,6 +47,12 @@ func (d *Daemon) setFrontPolicy(cfg *config.Config) {
 	})
 }
 
+// hostAllowed is the running http.allowed_hosts check: the Hosts that
+// absolute URLs (marketplace archives, install commands) may be built on.
+func (d *Daemon) hostAllowed(hostport string) bool {
+	return d.front.Load().hosts.Allowed(hostport)
+}
+
 // listen wraps the bound socket in the connection caps.
 func (d *Daemon) limitListener(ln net.Listener) *netlimit.Listener {
 	h := d.cfg.HTTP

@@ -62,6 +62,8 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		{"http.body_grace", old.HTTP.BodyGrace, cfg.HTTP.BodyGrace},
 		{"http.body_min_rate", old.HTTP.BodyMinRate, cfg.HTTP.BodyMinRate},
 		{"http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout},
+		{"public_url", old.PublicURL, cfg.PublicURL}, {"marketplace", old.Marketplace, cfg.Marketplace},
+		{"cache.artifact_bytes", old.Cache.ArtifactBytes, cfg.Cache.ArtifactBytes}, {"tls", old.TLS, cfg.TLS},
 	} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
@@ -76,10 +78,15 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP = old.HTTP
 	cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins = keep.AllowedHosts, keep.AllowedOrigins
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
+	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
+	if d.certs != nil {
+		d.certs.reload() // SIGHUP also reloads the certificate
+	}
 	if err := d.setClients(cfg.Clients); err != nil {
 		return err
 	}
 	d.cfg = cfg
+	d.setPublic(cfg)
 	if err := d.setupWebhook(); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
+	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
@@ -126,7 +127,10 @@ type Daemon struct {
 	pool     *gitsync.Pool
 	webhook  atomic.Pointer[webhook.Handler]
 	web      *web.Handler
-	store    *store.Store
+	publish  *publish.Handler
+	// public are the sources visible without a token (public: true).
+	public atomic.Pointer[map[string]bool]
+	store  *store.Store
 	// clients are the configured callers (swapped on reload).
 	clients     atomic.Pointer[access.Clients]
 	metrics     *metrics.Metrics
@@ -140,6 +144,7 @@ type Daemon struct {
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
 	echo       *echo.Echo
+	certs      *certReloader // the HTTPS certificate (nil: plain HTTP)
 	ln         *netlimit.Listener
 	started    time.Time
 	// budget bounds the body bytes in flight across all requests.
@@ -263,11 +268,15 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		if mcpSrv != nil {
 			mcpSrv.CatalogChanged(old, new)
 		}
+		if d.publish != nil {
+			go d.publish.Warm() // digest the new generation's archives before the first install asks
+		}
 	}
 	d.Registry = registry.New(ropts)
 	if err := d.setClients(cfg.Clients); err != nil {
 		return nil, err
 	}
+	d.setPublic(cfg)
 	mcpSrv = mcp.New(mcp.Options{
 		CallerOf: d.callerOf,
 		Catalogs: d.Registry,
@@ -279,6 +288,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		SkillMeta:    metaTools,
 		States:       d.Registry.States,
 		Observe:      d.metrics.MCPRequest,
+		Unpublished:  d.unpublishedMCP,
 		Search:       d.searchMCP,
 	})
 	d.MCP = mcpSrv
@@ -314,12 +324,25 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		Logger:           log,
 		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
 		Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
+		Public:           func() map[string]bool { return *d.public.Load() },
+		Unpublished:      d.unpublishedWeb,
+		InstallBase: func(r *http.Request) string {
+			return publish.RequestBaseURL(r, cfg.PublicURL, d.hostAllowed)
+		},
 		Authenticate: func(tok string) (web.Viewer, bool) {
 			c, ok := d.clients.Load().Check(tok)
 			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
 		},
 	}); err != nil {
 		return nil, fmt.Errorf("web: %w", err)
+	}
+	if cfg.TLS.Enabled() && !memory {
+		if d.certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.setupPublish(cfg); err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
 	}
 	d.echo = d.routes()
 	return d, nil
@@ -562,6 +585,7 @@ func (d *Daemon) routes() *echo.Echo {
 	e.GET("/metrics", d.metricsHandler())
 	e.POST(webhook.Path, d.serveWebhook)
 	d.web.Register(e)
+	d.publish.Register(e)
 	return e
 }
 
@@ -601,9 +625,21 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	defer stopReg()
 	g.Go(func() error { return d.Registry.Run(regCtx) })
 	g.Go(func() error { return d.serveAdmin(gctx) })
+	scheme := "http"
+	if d.certs != nil {
+		scheme = "https"
+		srv.TLSConfig = d.certs.config()
+		g.Go(func() error { d.certs.watch(gctx); return nil })
+	}
 	g.Go(func() error {
-		d.log.Info("serving", "addr", d.Addr(), "mcp", "http://"+d.Addr()+"/mcp", "version", buildVersion())
-		if err := srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		d.log.Info("serving", "addr", d.Addr(), "mcp", scheme+"://"+d.Addr()+"/mcp", "version", buildVersion())
+		var err error
+		if d.certs != nil {
+			err = srv.ServeTLS(d.ln, "", "") // HTTP/2 on, certificates from TLSConfig
+		} else {
+			err = srv.Serve(d.ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

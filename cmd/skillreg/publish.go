@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/publish"
+	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/web"
+)
+
+// setupPublish builds the installers' endpoints (discovery index,
+// marketplace, archives) over the registry, with the access rules of /mcp.
+func (d *Daemon) setupPublish(cfg *config.Config) error {
+	publicURL := cfg.PublicURL
+	p, err := publish.New(publish.Options{
+		Catalog:       d.Registry,
+		Clients:       d.clients.Load,
+		Public:        func() map[string]bool { return *d.public.Load() },
+		Limiter:       d.authLimiter,
+		OnAuthFailure: d.metrics.AuthFailure,
+		RemoteAddr:    remoteHost,
+		BaseURL: func(r *http.Request) string {
+			return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
+		},
+		MarketplaceName:  cfg.Marketplace.Name,
+		MarketplaceOwner: cfg.Marketplace.Owner,
+		CacheBytes:       cfg.Cache.ArtifactBytes,
+		Logger:           d.log,
+	})
+	if err != nil {
+		return err
+	}
+	d.publish = p
+	return nil
+}
+
+// setPublic records the sources marked public: true (at start and on
+// reload). Without access control it changes nothing, and says so.
+func (d *Daemon) setPublic(cfg *config.Config) {
+	pub := map[string]bool{}
+	for _, s := range cfg.Sources {
+		if s.Public {
+			pub[s.Name] = true
+		}
+	}
+	if len(pub) > 0 && len(cfg.Clients) == 0 {
+		d.log.Warn("public: true has no effect without clients: every skill is already visible to everyone")
+	}
+	d.public.Store(&pub)
+}
+
+// unpublishedMCP is what the installers' indexes leave out, for diagnose.
+func (d *Daemon) unpublishedMCP(ctx context.Context, f registry.Filter, source string) []mcp.Unpublished {
+	if d.publish == nil {
+		return nil
+	}
+	var out []mcp.Unpublished
+	for _, n := range d.publish.Notes(ctx, f, source) {
+		out = append(out, mcp.Unpublished(n))
+	}
+	return out
+}
+
+// unpublishedWeb is the same for the sources page.
+func (d *Daemon) unpublishedWeb(ctx context.Context, f registry.Filter, source string) []web.Unpublished {
+	if d.publish == nil {
+		return nil
+	}
+	var out []web.Unpublished
+	for _, n := range d.publish.Notes(ctx, f, source) {
+		out = append(out, web.Unpublished(n))
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/skillreg/skillreg/config"
+)
+
+// testCA is a throwaway certificate authority for HTTPS tests.
+type testCA struct {
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+	pemFile string // the CA certificate, for NODE_EXTRA_CA_CERTS
+	pool    *x509.CertPool
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "skillreg test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	ca := &testCA{cert: cert, key: key, pemFile: filepath.Join(t.TempDir(), "ca.pem"), pool: x509.NewCertPool()}
+	ca.pool.AddCert(cert)
+	if err := os.WriteFile(ca.pemFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// issue writes a server certificate for hosts (names or IPs) to
+// certFile and keyFile, with the given serial number.
+func (ca *testCA) issue(t *testing.T, certFile, keyFile string, serial int64, hosts ...string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: hosts[0]},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	// Written aside and renamed in, as a renewal does.
+	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kb}} {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTLS: HTTPS on the listen address with HTTP/2, TLS 1.2 at least, and
+// the certificate reloaded when its files change and on SIGHUP's reload.
+func TestTLS(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca.issue(t, certFile, keyFile, 100, "127.0.0.1")
+	yaml := "tls:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n"
+	d := startDaemonTLS(t, yaml, ca, "")
+	serial := func() int64 {
+		// A new connection each time: a kept one shows the old certificate.
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}}
+		defer client.CloseIdleConnections()
+		res, err := client.Get(d.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.ProtoMajor != 2 {
+			t.Errorf("protocol %s, want HTTP/2", res.Proto)
+		}
+		return res.TLS.PeerCertificates[0].SerialNumber.Int64()
+	}
+	if s := serial(); s != 100 {
+		t.Fatalf("serial %d", s)
+	}
+	// TLS 1.1 is refused.
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, MaxVersion: tls.VersionTLS11}}}
+	if _, err := old.Get(d.URL + "/healthz"); err == nil {
+		t.Error("a TLS 1.1 client was served")
+	}
+	// Plain HTTP on the TLS port gets no catalog.
+	if res, err := http.Get(strings.Replace(d.URL, "https://", "http://", 1) + "/.well-known/agent-skills/index.json"); err == nil {
+		res.Body.Close()
+		if res.StatusCode == 200 {
+			t.Error("plain HTTP served the index on the TLS port")
+		}
+	}
+	// Other files in the directory do not reload it.
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(dir, "other.log"), []byte(strings.Repeat("x", i)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A renewal replaces the files: the new certificate is served.
+	ca.issue(t, certFile, keyFile, 101, "127.0.0.1")
+	waitUntil(t, func() bool { return serial() == 101 })
+	// A broken pair is refused and the running certificate stays.
+	if err := os.WriteFile(certFile, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.certs.reload()
+	if s := serial(); s != 101 {
+		t.Fatalf("after a broken renewal: serial %d", s)
+	}
+	// SIGHUP's reload loads the pair too.
+	ca.issue(t, certFile, keyFile, 102, "127.0.0.1")
+	cfg := *d.cfg
+	if err := d.Reload(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if s := serial(); s != 102 {
+		t.Fatalf("after reload: serial %d", s)
+	}
+}
+
+// startDaemonTLS is startDaemon for an HTTPS daemon: the URL is https and
+// readiness is polled through a client that trusts ca (and expects
+// serverName's certificate, when set).
+func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *testDaemon {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen == config.DefaultListen {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	cfg.DataDir = t.TempDir()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := NewDaemon(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	td := &testDaemon{d, "https://" + d.Addr()}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: serverName}}}
+	waitUntil(t, func() bool {
+		resp, err := client.Get(td.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return td
+}
+
+// TestCertWatchRelevant: only the pair and a Kubernetes secret's swap
+// reload the certificate, not other files in the directory.
+func TestCertWatchRelevant(t *testing.T) {
+	r := &certReloader{certFile: "/etc/tls/tls.crt", keyFile: "/etc/tls/tls.key"}
+	for name, want := range map[fsnotify.Event]bool{
+		{Name: "/etc/tls/tls.crt", Op: fsnotify.Write}:      true,
+		{Name: "/etc/tls/tls.key", Op: fsnotify.Create}:     true,
+		{Name: "/etc/tls/..data", Op: fsnotify.Create}:      true,
+		{Name: "/etc/tls/tls.crt", Op: fsnotify.Chmod}:      false,
+		{Name: "/etc/tls/skillreg.log", Op: fsnotify.Write}: false,
+		{Name: "/etc/tls/tls.crt.tmp", Op: fsnotify.Create}: false,
+	} {
+		if got := r.relevant(name); got != want {
+			t.Errorf("relevant(%v) = %v, want %v", name, got, want)
+		}
+	}
+}

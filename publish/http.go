@@ -1,0 +1,546 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/registry"
+)
+
+// caller is who sent a request and what they may see.
+type caller struct {
+	filter    registry.Filter
+	open      bool // access control is off: everything is visible to all
+	anonymous bool // access control is on and no token came
+}
+
+// publicView reports whether what this caller gets is visible without a
+// token, so a shared cache may keep it.
+func (cl caller) publicView() bool { return cl.open || cl.anonymous }
+
+// filterKey names the caller's filter for the body cache.
+func (cl caller) filterKey() string {
+	if cl.filter.Only == nil {
+		return "*"
+	}
+	keys := make([]string, 0, len(cl.filter.Only))
+	for s, ok := range cl.filter.Only {
+		if ok {
+			keys = append(keys, s)
+		}
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+// httpError is an answer other than success, mapped in wrap.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+var errNotFound = &httpError{http.StatusNotFound, "not found"}
+
+// identify tells who sent the request: with access control on, a bearer
+// token names a client (a wrong one is 401, counted against the address);
+// no token at all sees the public sources only.
+func (h *Handler) identify(r *http.Request) (caller, error) {
+	var cs *access.Clients
+	if h.o.Clients != nil {
+		cs = h.o.Clients()
+	}
+	if !cs.Required() {
+		return caller{open: true}, nil
+	}
+	if r.Header.Get("Authorization") == "" {
+		only := map[string]bool{}
+		if h.o.Public != nil {
+			for s, ok := range h.o.Public() {
+				if ok {
+					only[s] = true
+				}
+			}
+		}
+		return caller{filter: registry.Filter{Only: only}, anonymous: true}, nil
+	}
+	addr := h.o.RemoteAddr(r)
+	if h.o.Limiter != nil && !h.o.Limiter.Allow(addr) {
+		return caller{}, &httpError{http.StatusTooManyRequests, "too many failed authentication attempts"}
+	}
+	cl, ok := cs.Check(access.Bearer(r.Header.Get("Authorization")))
+	if !ok {
+		if h.o.Limiter != nil {
+			h.o.Limiter.Failed(addr)
+		}
+		if h.o.OnAuthFailure != nil {
+			h.o.OnAuthFailure()
+		}
+		return caller{}, &httpError{http.StatusUnauthorized, "invalid token"}
+	}
+	return caller{filter: cl.Filter()}, nil
+}
+
+// hidden is the answer for something this caller may not see (or that
+// does not exist: the two are one answer): 401 for a caller without a
+// token on an index, where a token could help, 404 otherwise.
+func hidden(cl caller) error {
+	if cl.anonymous {
+		return &httpError{http.StatusUnauthorized, "a valid bearer token is required"}
+	}
+	return errNotFound
+}
+
+type handlerFunc func(c echo.Context, cl caller) error
+
+// wrap identifies the caller, then maps errors to answers in one place.
+func (h *Handler) wrap(fn handlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		hd := c.Response().Header()
+		hd.Set("X-Content-Type-Options", "nosniff")
+		var cs *access.Clients
+		if h.o.Clients != nil {
+			cs = h.o.Clients()
+		}
+		if cs.Required() {
+			hd.Add("Vary", "Authorization")
+		}
+		cl, err := h.identify(c.Request())
+		if err == nil {
+			err = fn(c, cl)
+		}
+		if err == nil {
+			return nil
+		}
+		he, ok := err.(*httpError)
+		if !ok {
+			return err
+		}
+		hd.Set("Cache-Control", "no-store")
+		switch he.code {
+		case http.StatusUnauthorized:
+			challenge := `Bearer realm="skillreg"`
+			if c.Request().Header.Get("Authorization") != "" {
+				challenge += `, error="invalid_token"`
+			}
+			hd.Set("WWW-Authenticate", challenge)
+		case http.StatusTooManyRequests:
+			hd.Set("Retry-After", "6")
+		}
+		return c.JSON(he.code, map[string]string{"error": he.msg})
+	}
+}
+
+// scope is what one index or marketplace covers.
+type scope struct {
+	source string // "" for the whole catalog
+	skill  *entry // set for a skill-scoped index
+}
+
+// entriesFor returns the entries a scope covers for a caller, in catalog
+// order, or the error to answer.
+func (v *view) entriesFor(cl caller, sc scope) ([]*entry, error) {
+	switch {
+	case sc.skill != nil:
+		return []*entry{sc.skill}, nil
+	case sc.source != "":
+		if !registry.ValidSourceName(sc.source) || !cl.filter.Allows(sc.source) {
+			return nil, hidden(cl)
+		}
+		es, ok := v.sources[sc.source]
+		if !ok {
+			return nil, hidden(cl)
+		}
+		return es, nil
+	}
+	if cl.anonymous && len(cl.filter.Only) == 0 {
+		// Access control is on and nothing is public: say a token is needed
+		// rather than serve an empty catalog.
+		return nil, hidden(cl)
+	}
+	var out []*entry
+	for _, e := range v.entries {
+		if cl.filter.Allows(e.source) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// unique keeps the first entry of each name among those ok accepts: the
+// installers install into a folder of that name. shadowed gets the others,
+// with the entry that took the name.
+func unique(es []*entry, ok func(*entry) bool, shadowed func(e, by *entry)) []*entry {
+	first := map[string]*entry{}
+	var out []*entry
+	for _, e := range es {
+		if !ok(e) {
+			continue
+		}
+		if by, dup := first[e.name]; dup {
+			if shadowed != nil {
+				shadowed(e, by)
+			}
+			continue
+		}
+		first[e.name] = e
+		out = append(out, e)
+	}
+	return out
+}
+
+// Discovery index documents.
+const schemaV2 = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
+
+type indexV2 struct {
+	Schema string    `json:"$schema"`
+	Skills []entryV2 `json:"skills"`
+}
+
+type entryV2 struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description"`
+	URL         string `json:"url"`
+	Digest      string `json:"digest"`
+}
+
+type indexV1 struct {
+	Skills []entryV1 `json:"skills"`
+}
+
+type entryV1 struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Files       []string `json:"files"`
+	Version     string   `json:"version"`
+}
+
+func okV2(e *entry) bool { return e.skip == "" }
+func okV1(e *entry) bool { return e.skip == "" && e.skipV1 == "" }
+
+// scopeOf reads the scope of an index request: a source from the route, or
+// a skill from a skill-scoped path.
+func scopeOf(c echo.Context) scope {
+	if sk, ok := c.Get(skillKey).(*entry); ok {
+		return scope{skill: sk}
+	}
+	return scope{source: c.Param("name")}
+}
+
+func (h *Handler) indexV2(c echo.Context, cl caller) error {
+	v := h.view(c.Request().Context())
+	sc := scopeOf(c)
+	key := "v2\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
+	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+		es, err := v.entriesFor(cl, sc)
+		if err != nil {
+			return nil, err
+		}
+		doc := indexV2{Schema: schemaV2, Skills: []entryV2{}}
+		for _, e := range unique(es, okV2, nil) {
+			doc.Skills = append(doc.Skills, entryV2{Name: e.name, Type: e.kind(), Description: e.desc, URL: e.artifactURL(), Digest: e.discoveryDigest()})
+		}
+		return marshal(doc)
+	})
+}
+
+func (h *Handler) indexV1(c echo.Context, cl caller) error {
+	v := h.view(c.Request().Context())
+	sc := scopeOf(c)
+	key := "v1\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
+	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+		es, err := v.entriesFor(cl, sc)
+		if err != nil {
+			return nil, err
+		}
+		doc := indexV1{Skills: []entryV1{}}
+		for _, e := range unique(es, okV1, nil) {
+			files := make([]string, len(e.files))
+			for i, f := range e.files {
+				files[i] = f.Path
+			}
+			doc.Skills = append(doc.Skills, entryV1{Name: e.name, Description: e.desc, Files: files, Version: e.zipDigest})
+		}
+		return marshal(doc)
+	})
+}
+
+func scopeKey(sc scope) string {
+	if sc.skill != nil {
+		return "skill:" + sc.skill.source + "/" + sc.skill.ref.Skill.Path
+	}
+	return "source:" + sc.source
+}
+
+// fileV1 serves one file of a v0.1 index entry:
+// <base>/.well-known/skills/<name>/<path>.
+func (h *Handler) fileV1(c echo.Context, cl caller) error {
+	v := h.view(c.Request().Context())
+	sc := scopeOf(c)
+	name, rel := c.Param("skill"), c.Param("*")
+	if sk, ok := c.Get(skillKey).(*entry); ok {
+		name, rel = c.Get(skillFileKey).(string), c.Get(skillRelKey).(string)
+		sc = scope{skill: sk}
+	} else if r, err := url.PathUnescape(rel); err == nil {
+		rel = r
+	} else {
+		return errNotFound
+	}
+	es, err := v.entriesFor(cl, sc)
+	if err != nil {
+		return err
+	}
+	var e *entry
+	for _, x := range unique(es, okV1, nil) {
+		if x.name == name {
+			e = x
+			break
+		}
+	}
+	if e == nil {
+		return errNotFound
+	}
+	f, ok := e.ref.Skill.File(rel)
+	if !ok {
+		return errNotFound
+	}
+	data, err := h.o.Catalog.ReadFile(c.Request().Context(), fileRef(e.ref, f))
+	if err != nil {
+		h.log.Warn("cannot read a published file", "source", e.source, "skill", e.ref.Skill.Path, "file", f.Path, "err", err)
+		return &httpError{http.StatusServiceUnavailable, "file changed; the source is resyncing"}
+	}
+	hd := c.Response().Header()
+	hd.Set("Content-Type", fileType(f.Path))
+	hd.Set("ETag", `"`+strings.TrimPrefix(f.Digest, "sha256:")+`"`)
+	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
+	return nil
+}
+
+func fileType(p string) string {
+	switch {
+	case strings.HasSuffix(p, ".md"):
+		return "text/markdown; charset=utf-8"
+	case strings.HasSuffix(p, ".json"):
+		return "application/json"
+	case strings.HasSuffix(p, ".txt"):
+		return "text/plain; charset=utf-8"
+	}
+	return "application/octet-stream"
+}
+
+// cacheControl is the Cache-Control of an answer: shared caches may keep
+// only what is visible without a token.
+func cacheControl(public bool, maxAge int) string {
+	scope := "private"
+	if public {
+		scope = "public"
+	}
+	s := fmt.Sprintf("%s, max-age=%d", scope, maxAge)
+	if maxAge >= 31536000 {
+		s += ", immutable"
+	}
+	return s
+}
+
+// serveBody answers a JSON document built once per view, caller filter and
+// scope, with an ETag, so If-None-Match gets 304 and HEAD works.
+func (h *Handler) serveBody(c echo.Context, cl caller, v *view, key string, build func() ([]byte, error)) error {
+	b, err := v.bodies.get(key, build)
+	if err != nil {
+		return err
+	}
+	hd := c.Response().Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("ETag", b.etag)
+	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(b.data))
+	return nil
+}
+
+func marshal(doc any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// body is a rendered document and its ETag.
+type body struct {
+	data []byte
+	etag string
+}
+
+// bodyCache keeps a view's rendered documents, a bounded number of them.
+type bodyCache struct {
+	mu sync.Mutex
+	m  map[string]body
+}
+
+const maxBodies = 1024
+
+func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error) {
+	bc.mu.Lock()
+	b, ok := bc.m[key]
+	bc.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	data, err := build()
+	if err != nil {
+		return body{}, err
+	}
+	sum := sha256.Sum256(data)
+	b = body{data: data, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	bc.mu.Lock()
+	if bc.m == nil {
+		bc.m = map[string]body{}
+	}
+	if len(bc.m) < maxBodies {
+		bc.m[key] = b
+	}
+	bc.mu.Unlock()
+	return b, nil
+}
+
+// Context keys of a skill-scoped request.
+const (
+	skillKey     = "publish.skill"
+	skillFileKey = "publish.skill.name"
+	skillRelKey  = "publish.skill.rel"
+)
+
+// skillScoped serves /skills/<source>/<skill-path>/.well-known/…: the
+// indexes that hold one skill, and their v0.1 files.
+func (h *Handler) skillScoped(c echo.Context, cl caller) error {
+	raw := strings.TrimPrefix(c.Request().URL.EscapedPath(), skillScopePrefix)
+	id, wk, ok := strings.Cut(raw, "/.well-known/")
+	if !ok {
+		return errNotFound
+	}
+	segs := strings.Split(id, "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil || d == "" || d == "." || d == ".." || strings.ContainsAny(d, "/\\\x00") {
+			return errNotFound
+		}
+		segs[i] = d
+	}
+	source, path := segs[0], strings.Join(segs[1:], "/")
+	if !registry.ValidSourceName(source) || !cl.filter.Allows(source) {
+		return hidden(cl)
+	}
+	v := h.view(c.Request().Context())
+	i := slices.IndexFunc(v.sources[source], func(e *entry) bool { return e.ref.Skill.Path == path })
+	if i < 0 {
+		return hidden(cl)
+	}
+	c.Set(skillKey, v.sources[source][i])
+	switch {
+	case wk == "agent-skills/index.json":
+		return h.indexV2(c, cl)
+	case wk == "skills/index.json":
+		return h.indexV1(c, cl)
+	case strings.HasPrefix(wk, "skills/"):
+		name, rel, ok := strings.Cut(strings.TrimPrefix(wk, "skills/"), "/")
+		r, err := url.PathUnescape(rel)
+		if !ok || err != nil {
+			return errNotFound
+		}
+		c.Set(skillFileKey, name)
+		c.Set(skillRelKey, r)
+		return h.fileV1(c, cl)
+	}
+	return errNotFound
+}
+
+// serveArtifact serves /artifacts/sha256/<hex>.md and .zip: built from the
+// verified bytes, checked against the digest in the URL, cached by digest.
+// An artifact the caller may not see is 404, exactly like a missing one.
+func (h *Handler) serveArtifact(c echo.Context, cl caller) error {
+	file := c.Param("file")
+	hexd, ext, ok := strings.Cut(file, ".")
+	if !ok || (ext != "md" && ext != "zip") || len(hexd) != 64 || strings.Trim(hexd, "0123456789abcdef") != "" {
+		return errNotFound
+	}
+	a, _, ok := h.findArtifact(c.Request().Context(), file)
+	if !ok || !a.visibleTo(cl.filter) {
+		return errNotFound
+	}
+	data, err := h.artifactBytes(c.Request().Context(), hexd, a)
+	if err != nil {
+		h.log.Warn("cannot build an artifact", "digest", hexd, "err", err)
+		return &httpError{http.StatusServiceUnavailable, "artifact unavailable; the source is resyncing"}
+	}
+	hd := c.Response().Header()
+	if ext == "md" {
+		hd.Set("Content-Type", "text/markdown; charset=utf-8")
+	} else {
+		hd.Set("Content-Type", "application/zip")
+	}
+	hd.Set("ETag", `"sha256:`+hexd+`"`)
+	hd.Set("Cache-Control", cacheControl(h.artifactPublic(cl, a), 31536000))
+	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
+	return nil
+}
+
+// artifactPublic reports whether an artifact is visible without a token.
+func (h *Handler) artifactPublic(cl caller, a *artifact) bool {
+	if cl.open {
+		return true
+	}
+	if h.o.Public == nil {
+		return false
+	}
+	pub := h.o.Public()
+	return slices.ContainsFunc(a.sources, func(s string) bool { return pub[s] })
+}
+
+// artifactBytes returns an artifact's bytes from the cache, or builds them
+// and checks them against the digest before caching.
+func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) ([]byte, error) {
+	key := hexd + "." + a.ext
+	if b, ok := h.cache.get(key); ok {
+		return b, nil
+	}
+	var data []byte
+	if a.ext == "md" {
+		b, err := h.o.Catalog.ReadFile(ctx, fileRef(a.mdRef, a.md))
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	} else {
+		var buf bytes.Buffer
+		buf.Grow(int(a.size))
+		if err := writeZip(&buf, a.entries); err != nil {
+			return nil, err
+		}
+		data = buf.Bytes()
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != hexd {
+		return nil, fmt.Errorf("built %s, digest %x: the bytes moved", key, sum)
+	}
+	h.cache.put(key, data)
+	return data, nil
+}

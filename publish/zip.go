@@ -1,0 +1,182 @@
+package publish
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// The archives are written by this small writer rather than archive/zip so
+// that their bytes depend on nothing but the files: every field is fixed
+// here (method Store, 1980-01-01 00:00, Unix "made by", UTF-8 names, no
+// extra fields, no data descriptors), and a Go upgrade cannot move a
+// digest. The golden test in zip_test.go pins one fixture's bytes.
+
+// zipEntry is one file of an archive.
+type zipEntry struct {
+	Name string // slash path inside the archive
+	Exec bool   // git mode 100755
+	Size int64
+	CRC  uint32
+	// Data returns the file's bytes (exactly Size of them, whose CRC-32
+	// is CRC).
+	Data func() ([]byte, error)
+}
+
+const (
+	zipLocalSig   = 0x04034b50
+	zipCentralSig = 0x02014b50
+	zipEndSig     = 0x06054b50
+	zipVersion    = 20         // 2.0: Store, directories
+	zipMadeBy     = 3<<8 | 20  // Unix, so external attributes carry the mode
+	zipFlagUTF8   = 0x0800     // names are UTF-8
+	zipDate       = 1<<5 | 1   // 1980-01-01 (MS-DOS date)
+	zipTime       = 0          // 00:00:00
+	zipModeFile   = 0o100644   // regular file
+	zipModeExec   = 0o100755   // regular file, executable
+	zipMaxEntries = 0xffff     // without zip64
+	zipMaxOffset  = 0xffffffff // without zip64
+	zipLocalLen   = 30         // local header without the name
+	zipCentralLen = 46         // central header without the name
+	zipEndLen     = 22         // end of central directory, no comment
+	zipMaxName    = 0xffff     // bytes of one name
+)
+
+// errArchiveTooLarge is an archive that would need zip64.
+var errArchiveTooLarge = errors.New("archive needs zip64 (over 65,535 entries or 4 GiB)")
+
+// zipSize is the exact size of the archive of entries.
+func zipSize(entries []zipEntry) int64 {
+	n := int64(zipEndLen)
+	for _, e := range entries {
+		n += zipLocalLen + zipCentralLen + 2*int64(len(e.Name)) + e.Size
+	}
+	return n
+}
+
+// writeZip writes the archive of entries (in the order given; callers sort
+// them) to w.
+func writeZip(w io.Writer, entries []zipEntry) error {
+	if len(entries) > zipMaxEntries || zipSize(entries) > zipMaxOffset {
+		return errArchiveTooLarge
+	}
+	var hdr [zipCentralLen]byte
+	var off int64
+	offsets := make([]int64, len(entries))
+	for i, e := range entries {
+		if len(e.Name) > zipMaxName {
+			return fmt.Errorf("archive entry name of %d bytes", len(e.Name))
+		}
+		offsets[i] = off
+		h := hdr[:zipLocalLen]
+		le := binary.LittleEndian
+		le.PutUint32(h[0:], zipLocalSig)
+		le.PutUint16(h[4:], zipVersion)
+		le.PutUint16(h[6:], zipFlagUTF8)
+		le.PutUint16(h[8:], 0) // Store
+		le.PutUint16(h[10:], zipTime)
+		le.PutUint16(h[12:], zipDate)
+		le.PutUint32(h[14:], e.CRC)
+		le.PutUint32(h[18:], uint32(e.Size))
+		le.PutUint32(h[22:], uint32(e.Size))
+		le.PutUint16(h[26:], uint16(len(e.Name)))
+		le.PutUint16(h[28:], 0)
+		if _, err := w.Write(h); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, e.Name); err != nil {
+			return err
+		}
+		data, err := e.Data()
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) != e.Size || crc32.ChecksumIEEE(data) != e.CRC {
+			return fmt.Errorf("%s: bytes differ from the manifest", e.Name)
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		off += zipLocalLen + int64(len(e.Name)) + e.Size
+	}
+	cdStart := off
+	for i, e := range entries {
+		h := hdr[:zipCentralLen]
+		le := binary.LittleEndian
+		mode := uint32(zipModeFile)
+		if e.Exec {
+			mode = zipModeExec
+		}
+		le.PutUint32(h[0:], zipCentralSig)
+		le.PutUint16(h[4:], zipMadeBy)
+		le.PutUint16(h[6:], zipVersion)
+		le.PutUint16(h[8:], zipFlagUTF8)
+		le.PutUint16(h[10:], 0)
+		le.PutUint16(h[12:], zipTime)
+		le.PutUint16(h[14:], zipDate)
+		le.PutUint32(h[16:], e.CRC)
+		le.PutUint32(h[20:], uint32(e.Size))
+		le.PutUint32(h[24:], uint32(e.Size))
+		le.PutUint16(h[28:], uint16(len(e.Name)))
+		le.PutUint16(h[30:], 0) // extra
+		le.PutUint16(h[32:], 0) // comment
+		le.PutUint16(h[34:], 0) // disk
+		le.PutUint16(h[36:], 0) // internal attributes
+		le.PutUint32(h[38:], mode<<16)
+		le.PutUint32(h[42:], uint32(offsets[i]))
+		if _, err := w.Write(h); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, e.Name); err != nil {
+			return err
+		}
+		off += zipCentralLen + int64(len(e.Name))
+	}
+	var end [zipEndLen]byte
+	le := binary.LittleEndian
+	le.PutUint32(end[0:], zipEndSig)
+	le.PutUint16(end[8:], uint16(len(entries)))
+	le.PutUint16(end[10:], uint16(len(entries)))
+	le.PutUint32(end[12:], uint32(off-cdStart))
+	le.PutUint32(end[16:], uint32(cdStart))
+	_, err := w.Write(end[:])
+	return err
+}
+
+// archivePathProblem says why a file path cannot go into an archive that
+// every client unpacks safely, or "" when it can: no empty, "." or ".."
+// segment, no leading slash, no backslash (Windows reads it as a
+// separator), no drive letter, no NUL or other control character, valid
+// UTF-8.
+func archivePathProblem(p string) string {
+	switch {
+	case p == "":
+		return "empty path"
+	case !utf8.ValidString(p):
+		return "path is not UTF-8"
+	case strings.HasPrefix(p, "/"):
+		return "path starts with /"
+	case strings.ContainsRune(p, '\\'):
+		return "path contains a backslash"
+	case len(p) >= 2 && p[1] == ':':
+		return "path starts with a drive letter"
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return "path contains a control character"
+		}
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "":
+			return "path has an empty segment"
+		case ".", "..":
+			return "path has a " + seg + " segment"
+		}
+	}
+	return ""
+}
