@@ -17,9 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-const claudeCodeVersion = "2.1.332"
+	"github.com/skillreg/skillreg/internal/tools"
+)
 
 // testHost is the name the Claude Code test serves under: not loopback by
 // name (Claude Code refuses such archive URLs), mapped to 127.0.0.1 only
@@ -46,11 +46,8 @@ func newClaudeCLI(t *testing.T, ca *testCA) *claudeCLI {
 		}
 		t.Skip(msg)
 	}
-	dir := npmTool(t, "@anthropic-ai/claude-code", claudeCodeVersion)
-	bin := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("Claude Code binary: %v", err)
-	}
+	// Pinned in scripts/npm-tools.txt; make npm-tools installs it.
+	bin := tools.Find(t, "node_modules/@anthropic-ai/claude-code/bin/claude.exe")
 	orig, err := os.ReadFile("/etc/hosts")
 	if err != nil {
 		t.Fatal(err)

