@@ -758,6 +758,10 @@ func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 type Persisted struct {
 	Snapshot *Snapshot
 	State    State
+	// Damaged says why the store could not return this source's records
+	// (one failed its checksum or did not decode); Snapshot is nil then,
+	// State is whatever checked out, and Restore resyncs the source.
+	Damaged error
 }
 
 // Sources returns the configured sources, sorted by name.

@@ -94,6 +94,13 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 			continue
 		}
 		r.restoreState(name, p.State)
+		if p.Damaged != nil {
+			// Like a snapshot that does not check out: not served, and
+			// the start's sync of every source replaces the records.
+			rep.Dropped[name] = "stored catalog is damaged: " + p.Damaged.Error()
+			r.log.Warn("stored catalog is damaged; resyncing", "source", name, "err", p.Damaged)
+			continue
+		}
 		if p.Snapshot == nil || src.Kind == KindEmbedded {
 			continue
 		}

@@ -5,7 +5,9 @@
 // interfaces declared by registry and releases, and a delivery log shaped
 // like webhook's (which cmd adapts, so that store never imports webhook).
 //
-// Layout (schema version 1):
+// Layout (schema version 2; every value but the schema version ends in a
+// CRC-32C of its key and bytes, checked wherever it is decoded; see
+// checksum.go):
 //
 //	meta/        "schema" -> decimal version
 //	sources/     <name>/ "state" -> JSON registry.State
