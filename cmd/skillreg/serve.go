@@ -204,6 +204,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool) (_ *Daemon, er
 			}
 			return d.store.SizeBytes()
 		},
+		States: func() []registry.State { return d.Registry.States() },
 	})
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {
