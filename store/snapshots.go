@@ -474,7 +474,6 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 			// resyncs, and its next save replaces the records.
 			p.Snapshot = nil
 			p.Damaged = fmt.Errorf("%s: %w: source %s: %w", s.path, ErrCorrupt, raws[i].name, err)
-			s.log.Warn("stored catalog of a source is damaged; it will not be served and the source resyncs", "source", raws[i].name, "err", err)
 		}
 		out = append(out, p)
 	}
