@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/skillreg/skillreg/registry/skill"
 	"github.com/skillreg/skillreg/releases"
 )
 
@@ -234,4 +236,45 @@ func TestDamagedRecordHealsOnSave(t *testing.T) {
 	if d, err := s.Digests(); err != nil || len(d) != 0 {
 		t.Fatalf("digests after deleting the only source: %v (%v)", d, err)
 	}
+}
+
+// FuzzDamagedSkillRecord changes bytes of a sealed skill record (its key
+// or value, anywhere, in runs of any length): the restart path's check
+// must refuse it, or the record must decode to exactly the original.
+func FuzzDamagedSkillRecord(f *testing.F) {
+	snap := edgeSnapshot(f, "src", "c1", nil)
+	recs, err := encodeSkills(snap.Skills)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range recs {
+		f.Add(uint8(i), uint16(0), []byte{1})
+		f.Add(uint8(i), uint16(len(recs[i].val)/2), []byte{0x20, 0x20, 0x20, 0x20, 0x20, 0x20})
+		f.Add(uint8(i), uint16(len(recs[i].key)+len(recs[i].val)-1), []byte{0x80})
+	}
+	f.Fuzz(func(t *testing.T, which uint8, at uint16, xor []byte) {
+		r := recs[int(which)%len(recs)]
+		kv := append(bytes.Clone(r.key), r.val...)
+		changed := false
+		for i, x := range xor {
+			if p := int(at) + i; p < len(kv) && x != 0 {
+				kv[p] ^= x
+				changed = true
+			}
+		}
+		if !changed || kv[0] != skillKeyPrefix {
+			return
+		}
+		if !contiguousSumOK(kv) {
+			return // refused, as it must be
+		}
+		// Only a change that happens to keep the checksum gets here (CRC-32C
+		// detects every burst of up to 32 bits): it must be no change.
+		var sk skill.Skill
+		var fm skill.Frontmatter
+		key := string(kv[:len(r.key)])
+		if err := decodeSkill(key[1:], string(kv[len(r.key):len(kv)-sumLen]), &sk, &fm); err == nil && !reflect.DeepEqual(&sk, r.sk) {
+			t.Fatalf("a damaged record passed its checksum and decoded as %+v", sk)
+		}
+	})
 }
