@@ -13,8 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,26 +20,6 @@ import (
 
 // envChild names the test a child process runs in its own mount namespace.
 const envChild = "SKILLREG_FULLDISK_TEST"
-
-// Mount returns the directory of a fresh tmpfs of size bytes, ok=true,
-// when the caller runs in the child process; there the test body goes on
-// and writes to dir. In the parent it runs the test again in a child
-// process with a private mount namespace, reports the child's output and
-// outcome as the test's own, and returns ok=false: the caller then
-// returns at once.
-//
-//	dir, ok := fulldisk.Mount(t, 8<<20)
-//	if !ok {
-//		return
-//	}
-func Mount(t *testing.T, size int64) (dir string, ok bool) {
-	t.Helper()
-	if os.Getenv(envChild) == t.Name() {
-		return mountHere(t, size), true
-	}
-	runChild(t)
-	return "", false
-}
 
 func unavailable(t *testing.T, format string, args ...any) {
 	t.Helper()
@@ -52,35 +30,6 @@ func unavailable(t *testing.T, format string, args ...any) {
 	t.Skipf("full-disk test skipped: %s (run as root to include it; under CI=true this fails)", msg)
 }
 
-func runChild(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		unavailable(t, "mounting a tmpfs needs root, and this runs as uid %d", os.Geteuid())
-	}
-	parts := strings.Split(t.Name(), "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), envChild+"="+t.Name())
-	// A private mount namespace for the child: Go makes its mounts
-	// private (MS_REC|MS_PRIVATE on /) before exec, so the tmpfs never
-	// shows outside it and goes away with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil && strings.Contains(string(out), "--- SKIP"):
-		unavailable(t, "%s", skipReason(out))
-	case err == nil:
-		t.Logf("child process in a private mount namespace:\n%s", out)
-	case errors.As(err, &exit):
-		t.Fatalf("child process in a private mount namespace failed (%v):\n%s", err, out)
-	default:
-		unavailable(t, "cannot start a process in a private mount namespace: %v", err)
-	}
-}
-
 func skipReason(out []byte) string {
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.Contains(l, "full-disk test skipped:") {
@@ -88,20 +37,6 @@ func skipReason(out []byte) string {
 		}
 	}
 	return "the child process skipped"
-}
-
-func mountHere(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		unavailable(t, "mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
 }
 
 // Fill writes a file in dir until the file system refuses with ENOSPC,

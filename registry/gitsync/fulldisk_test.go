@@ -30,7 +30,7 @@ func TestUnwritableDiskKeepsStore(t *testing.T) {
 	}{
 		{"full after clean close", true, fulldisk.Fill, syscall.ENOSPC},
 		{"full after crash", false, fulldisk.Fill, syscall.ENOSPC},
-		{"read-only", true, remountReadOnly, syscall.EROFS},
+		{"read-only", true, fulldisk.ReadOnly, syscall.EROFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mnt, ok := fulldisk.Mount(t, 4<<20)
@@ -106,18 +106,6 @@ func TestUnwritableDiskKeepsStore(t *testing.T) {
 				t.Fatalf("reading %s after the repair: %v", c1, got)
 			}
 		})
-	}
-}
-
-func remountReadOnly(t *testing.T, dir string) func() {
-	t.Helper()
-	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
-		t.Fatalf("remount %s read-only: %v", dir, err)
-	}
-	return func() {
-		if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT, ""); err != nil {
-			t.Fatalf("remount %s read-write: %v", dir, err)
-		}
 	}
 }
 
