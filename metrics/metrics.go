@@ -22,6 +22,8 @@ type Options struct {
 	Catalog   func() *registry.Catalog
 	Sessions  func() int
 	StoreSize func() (int64, error)
+	// States gives the sources' sync states, for the persist gauges.
+	States func() []registry.State
 }
 
 // Metrics holds skillreg's collectors.
@@ -37,6 +39,7 @@ type Metrics struct {
 	upstream      *prometheus.CounterVec
 	authFailures  prometheus.Counter
 	configReloads *prometheus.CounterVec
+	persistFails  *prometheus.CounterVec
 }
 
 // New registers every collector.
@@ -71,7 +74,10 @@ func New(o Options) *Metrics {
 	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "skillreg_config_reloads_total", Help: "Configuration reloads (SIGHUP) by result (applied, refused).",
 	}, []string{"result"})
-	m.reg.MustRegister(m.syncs, m.syncDuration, m.deliveries, m.mcpRequests, m.mcpDuration,
+	m.persistFails = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_persist_failures_total", Help: "Failed attempts to store a source's served catalog (a full disk, say), by source; each is retried.",
+	}, []string{"source"})
+	m.reg.MustRegister(m.persistFails, m.syncs, m.syncDuration, m.deliveries, m.mcpRequests, m.mcpDuration,
 		m.cacheLookups, m.upstream, m.authFailures, m.configReloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&catalogCollector{o: o})
@@ -93,6 +99,9 @@ func (m *Metrics) SyncFinished(source, result string, d time.Duration, _ *regist
 	m.syncs.WithLabelValues(source, result).Inc()
 	m.syncDuration.WithLabelValues(source).Observe(d.Seconds())
 }
+
+// PersistFailed counts a failed persist (registry.PersistMetrics).
+func (m *Metrics) PersistFailed(source string) { m.persistFails.WithLabelValues(source).Inc() }
 
 // CacheLookup counts a release cache lookup (releases.Metrics).
 func (m *Metrics) CacheLookup(result string) { m.cacheLookups.WithLabelValues(result).Inc() }
@@ -134,10 +143,12 @@ var (
 	genDesc      = prometheus.NewDesc("skillreg_catalog_generation", "Generation number of the current catalog.", nil, nil)
 	storeDesc    = prometheus.NewDesc("skillreg_store_size_bytes", "Size of the store file on disk.", nil, nil)
 	snapshotDesc = prometheus.NewDesc("skillreg_snapshot_age_seconds", "Age of each source's served snapshot.", []string{"source"}, nil)
+	unsavedDesc  = prometheus.NewDesc("skillreg_catalog_unsaved", "1 while a source's served catalog is not in the store (its persist failed and is being retried).", []string{"source"}, nil)
+	staleDesc    = prometheus.NewDesc("skillreg_catalog_stale", "1 while a source serves a stored catalog older than the one served before the restart, until its resync.", []string{"source"}, nil)
 )
 
 func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc} {
+	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc} {
 		ch <- d
 	}
 }
@@ -154,9 +165,22 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(snapshotDesc, prometheus.GaugeValue, time.Since(s.IndexedAt).Seconds(), s.Source)
 		}
 	}
+	if c.o.States != nil {
+		for _, st := range c.o.States() {
+			ch <- prometheus.MustNewConstMetric(unsavedDesc, prometheus.GaugeValue, b2f(st.PersistError != "" && !st.Stale), st.Source)
+			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, b2f(st.Stale), st.Source)
+		}
+	}
 	if c.o.StoreSize != nil {
 		if n, err := c.o.StoreSize(); err == nil {
 			ch <- prometheus.MustNewConstMetric(storeDesc, prometheus.GaugeValue, float64(n))
 		}
 	}
+}
+
+func b2f(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -79,6 +79,18 @@ type State struct {
 	NextPoll    time.Time `json:"next_poll,omitzero"`
 	Syncing     bool      `json:"syncing"`
 	Attempted   bool      `json:"attempted"` // at least one sync finished since start
+
+	// PersistError is why the catalog served could not be stored (a full
+	// disk, say); empty once it is. Until then the store is retried with
+	// backoff (NextPersist), and a restart would find an older catalog.
+	PersistError    string    `json:"persist_error,omitempty"`
+	PersistErrorAt  time.Time `json:"persist_error_at,omitzero"`
+	PersistFailures int       `json:"persist_failures,omitempty"`
+	NextPersist     time.Time `json:"next_persist_retry,omitzero"`
+	// Stale means the catalog served was restored from the store and is
+	// older than the one served before the restart (its persist had
+	// failed); the resync the restart starts replaces it.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Store persists snapshots and source states. Implementations must write a
@@ -148,6 +160,10 @@ type Registry struct {
 	inflight sync.WaitGroup
 	pruned   map[string]int64 // store size after the last prune, by repository URL
 	held     map[string]int   // commits fetched by syncs in progress, not yet served
+
+	// persistRetry holds the pending retry of each source whose last
+	// persist failed (persist.go).
+	persistRetry map[string]*time.Timer
 }
 
 type retired struct {
@@ -665,15 +681,11 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		r.metric(src.Name, "unchanged", dur, prev)
 		return nil
 	}
-	if r.o.Store != nil {
-		// Persist before serving: a crash after the swap must not restart
-		// on an older commit than agents have already seen.
-		if err := r.o.Store.SaveSnapshot(snap, state); err != nil {
-			// Serving the new snapshot anyway is still correct (its bytes
-			// match its manifest); only the restart shortcut is lost.
-			r.log.Error("persist snapshot", "source", src.Name, "commit", snap.Commit, "err", err)
-		}
-	}
+	// Persist before serving: a crash after the swap must not restart on
+	// an older commit than agents have already seen. A failed persist is
+	// recorded and retried; the snapshot is served anyway (its bytes match
+	// its manifest).
+	r.persist(run, snap, state)
 	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog { return c.with(gen, now, snap) })
 	prepareSearch(r.Current())
 	for _, ex := range snap.Excluded {
@@ -843,6 +855,10 @@ func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 type Persisted struct {
 	Snapshot *Snapshot
 	State    State
+	// Damaged says why the store could not return this source's records
+	// (one failed its checksum or did not decode); Snapshot is nil then,
+	// State is whatever checked out, and Restore resyncs the source.
+	Damaged error
 }
 
 // Sources returns the configured sources, sorted by name.

@@ -63,6 +63,7 @@ func (l *LazyDigests) Put(key string, d skill.Digest) { l.get().Put(key, d) }
 // RestoreReport says what a restore served and what it dropped.
 type RestoreReport struct {
 	Restored []string          // sources served from the store
+	Stale    []string          // of those, the ones older than what was served before the restart
 	Dropped  map[string]string // source -> why its snapshot was not served
 }
 
@@ -94,6 +95,13 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 			continue
 		}
 		r.restoreState(name, p.State)
+		if p.Damaged != nil {
+			// Like a snapshot that does not check out: not served, and
+			// the start's sync of every source replaces the records.
+			rep.Dropped[name] = "stored catalog is damaged: " + p.Damaged.Error()
+			r.log.Warn("stored catalog is damaged; resyncing", "source", name, "err", p.Damaged)
+			continue
+		}
 		if p.Snapshot == nil || src.Kind == KindEmbedded {
 			continue
 		}
@@ -115,6 +123,10 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 		}
 		snaps = append(snaps, NewSnapshot(p.Snapshot, tree))
 		rep.Restored = append(rep.Restored, name)
+		if staleStored(p) {
+			r.markStale(name, p)
+			rep.Stale = append(rep.Stale, name)
+		}
 	}
 	if len(snaps) > 0 {
 		r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog {
@@ -155,7 +167,28 @@ func (r *Registry) restoreState(name string, st State) {
 	st.Kind, st.Ref, st.Repository = keep.Kind, keep.Ref, keep.Repository
 	st.Syncing, st.NextPoll, st.NextRetry, st.Attempted = false, time.Time{}, time.Time{}, false
 	st.LastError = r.cleanError(st.LastError) // stored by an older version, perhaps
+	// A persist is retried by the process whose persist failed; here the
+	// failure only means the stored catalog is stale (markStale).
+	st.PersistError, st.PersistErrorAt, st.PersistFailures, st.NextPersist, st.Stale = "", time.Time{}, 0, time.Time{}, false
 	run.state = st
+}
+
+// markStale records that the catalog restored for a source is older than
+// the one served before the restart: the state then describes what is
+// served (its commit and counts) and says it is stale.
+func (r *Registry) markStale(name string, p Persisted) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run, ok := r.sources[name]
+	if !ok {
+		return
+	}
+	st := &run.state
+	r.log.Warn("the stored catalog is older than the one served before the restart (its persist had failed); serving it until the resync replaces it",
+		"source", name, "stored_commit", p.Snapshot.Commit, "stored_skills", len(p.Snapshot.Skills), "served_commit", p.State.Commit, "served_skills", p.State.Skills, "persist_error", p.State.PersistError)
+	st.Stale = true
+	st.PersistError, st.PersistErrorAt = p.State.PersistError, p.State.PersistErrorAt
+	st.Commit, st.Skills, st.Excluded = p.Snapshot.Commit, len(p.Snapshot.Skills), len(p.Snapshot.Excluded)
 }
 
 // verify checks a stored snapshot against the source's files and returns

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -133,7 +132,7 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 	_ = tx.Bucket(bucketDigests).ForEach(func(k, v []byte) error {
 		key := string(k)
 		seen[key] = true
-		refs, dg, err := decodeDigest(string(v))
+		refs, dg, err := openDigest(k, v)
 		switch {
 		case err != nil:
 			note("digest of %q: %v", key, err)
@@ -151,7 +150,11 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 	}
 	if b := tx.Bucket(bucketReleases); b != nil {
 		_ = b.ForEach(func(k, v []byte) error {
-			if _, err := releases.UnmarshalCached(v); err != nil {
+			payload, err := unseal(k, v)
+			if err == nil {
+				_, err = releases.UnmarshalCached(payload)
+			}
+			if err != nil {
 				note("release cache of %s: %v", k, err)
 			}
 			return nil
@@ -160,7 +163,7 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 	if log, ids := tx.Bucket(bucketDeliveries), tx.Bucket(bucketDeliveryIDs); log != nil && ids != nil {
 		counts := map[string]int64{}
 		_ = log.ForEach(func(k, v []byte) error {
-			d, err := decodeDelivery(v)
+			d, err := openDelivery(k, v)
 			if err != nil || len(k) != 8 {
 				note("delivery %x: undecodable (%v)", k, err)
 				return nil
@@ -171,8 +174,11 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			return nil
 		})
 		_ = ids.ForEach(func(k, v []byte) error {
-			n, w := binary.Varint(v)
-			if w <= 0 || w != len(v) || n != counts[string(k)] {
+			n, err := openIDCount(k, v)
+			switch {
+			case err != nil:
+				note("delivery id %q: %v", k, err)
+			case n != counts[string(k)]:
 				note("delivery id %q: count %d, %d logged", k, n, counts[string(k)])
 			}
 			delete(counts, string(k))

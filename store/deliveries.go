@@ -42,6 +42,15 @@ func encodeDelivery(d Delivery) ([]byte, error) {
 	return json.Marshal(deliveryV1{1, d.ID, d.Event, d.Action, d.Repo, d.At, d.Outcome, d.Redelivery, d.Sources})
 }
 
+// openDelivery verifies and decodes a logged delivery stored under key.
+func openDelivery(key, v []byte) (Delivery, error) {
+	b, err := unseal(key, v)
+	if err != nil {
+		return Delivery{}, err
+	}
+	return decodeDelivery(b)
+}
+
 func decodeDelivery(b []byte) (Delivery, error) {
 	var v deliveryV1
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -92,7 +101,7 @@ func (s *Store) RecordDelivery(d Delivery) error {
 		if err != nil {
 			return err
 		}
-		if err := log.Put(seqKey(seq), val); err != nil {
+		if err := log.Put(seqKey(seq), seal(seqKey(seq), val)); err != nil {
 			return err
 		}
 		if err := addID(ids, d.ID, 1); err != nil {
@@ -108,7 +117,7 @@ func (s *Store) RecordDelivery(d Delivery) error {
 			if seq-binary.BigEndian.Uint64(k)+1 <= uint64(s.maxDeliveries) {
 				break
 			}
-			old, err := decodeDelivery(v)
+			old, err := openDelivery(k, v)
 			if err != nil {
 				return corrupt(s.path, fmt.Errorf("delivery %x: %w", k, err))
 			}
@@ -134,17 +143,29 @@ func addID(ids *bolt.Bucket, id string, by int64) error {
 	}
 	var n int64
 	if v := ids.Get([]byte(id)); v != nil {
-		var k int
-		n, k = binary.Varint(v)
-		if k <= 0 || k != len(v) {
-			return fmt.Errorf("delivery id %q: bad count", id)
+		var err error
+		if n, err = openIDCount([]byte(id), v); err != nil {
+			return fmt.Errorf("delivery id %q: %w", id, err)
 		}
 	}
 	n += by
 	if n <= 0 {
 		return ids.Delete([]byte(id))
 	}
-	return ids.Put([]byte(id), binary.AppendVarint(nil, n))
+	return ids.Put([]byte(id), seal([]byte(id), binary.AppendVarint(nil, n)))
+}
+
+// openIDCount verifies and decodes how many logged deliveries carry an ID.
+func openIDCount(key, v []byte) (int64, error) {
+	b, err := unseal(key, v)
+	if err != nil {
+		return 0, err
+	}
+	n, k := binary.Varint(b)
+	if k <= 0 || k != len(b) {
+		return 0, errors.New("bad count")
+	}
+	return n, nil
 }
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
@@ -160,7 +181,7 @@ func (s *Store) RecentDeliveries(n int) ([]Delivery, error) {
 		}
 		c := log.Cursor()
 		for k, v := c.Last(); k != nil && (n <= 0 || len(out) < n); k, v = c.Prev() {
-			d, err := decodeDelivery(v)
+			d, err := openDelivery(k, v)
 			if err != nil {
 				return corrupt(s.path, fmt.Errorf("delivery %x: %w", k, err))
 			}

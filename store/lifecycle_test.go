@@ -178,17 +178,20 @@ func TestOneMetaPageDamaged(t *testing.T) {
 	}
 }
 
-// A value that bbolt reads fine but that does not decode.
+// A value that bbolt reads fine and whose checksum is right but that
+// does not decode: the source is not served (Load names the damage), the
+// rest of the store loads.
 func TestDamagedValue(t *testing.T) {
 	for name, put := range map[string]func(tx *bolt.Tx) error{
 		"skill record": func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketSources).Bucket([]byte("src")).Bucket(keySkills).Put(skillKey("group-001/skill-00001"), []byte{recordFormat, 1, 200})
+			k := skillKey("group-001/skill-00001")
+			return tx.Bucket(bucketSources).Bucket([]byte("src")).Bucket(keySkills).Put(k, seal(k, []byte{recordFormat, 1, 200}))
 		},
 		"unknown record format": func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketSources).Bucket([]byte("src")).Put(keySnapshot, []byte{9})
+			return tx.Bucket(bucketSources).Bucket([]byte("src")).Put(keySnapshot, seal(keySnapshot, []byte{9}))
 		},
 		"state": func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketSources).Bucket([]byte("src")).Put(keyState, []byte("{"))
+			return tx.Bucket(bucketSources).Bucket([]byte("src")).Put(keyState, seal(keyState, []byte("{")))
 		},
 		"missing skill record": func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketSources).Bucket([]byte("src")).Bucket(keySkills).Delete(skillKey("group-001/skill-00001"))
@@ -205,8 +208,13 @@ func TestDamagedValue(t *testing.T) {
 			if err := s.db.Update(put); err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Load()
-			mustCorrupt(t, err, path)
+			p := load(t, s)["src"]
+			if !errors.Is(p.Damaged, ErrCorrupt) || !strings.Contains(p.Damaged.Error(), "source src") {
+				t.Fatalf("damage reported as %v, want ErrCorrupt naming the source", p.Damaged)
+			}
+			if p.Snapshot != nil {
+				t.Fatal("a damaged source's snapshot was returned")
+			}
 			mustCorrupt(t, s.Check(), path)
 		})
 	}
@@ -220,7 +228,7 @@ func TestDamagedValue(t *testing.T) {
 		defer s.Close()
 		f := snap.Skills[0].Files[0]
 		err = s.db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketDigests).Put([]byte(f.Key), encodeDigest(7, digestOf(f.Digest, f.Size)))
+			return tx.Bucket(bucketDigests).Put([]byte(f.Key), seal([]byte(f.Key), encodeDigest(7, digestOf(f.Digest, f.Size))))
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +246,7 @@ func TestSchemaTooNew(t *testing.T) {
 		if !errors.Is(err, ErrSchemaTooNew) {
 			t.Fatalf("read-only %v: %v, want ErrSchemaTooNew", ro, err)
 		}
-		for _, want := range []string{path, "version 99", "up to 1", "skillreg store rebuild"} {
+		for _, want := range []string{path, "version 99", fmt.Sprintf("up to %d", SchemaVersion), "skillreg store rebuild"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("message %q does not say %q", err, want)
 			}

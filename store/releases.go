@@ -31,7 +31,11 @@ func (s *Store) LoadRelease(repo string) (releases.Cached, bool, error) {
 	if raw == nil {
 		return releases.Cached{}, false, nil
 	}
-	c, err := releases.UnmarshalCached(raw)
+	payload, err := unseal([]byte(repo), raw)
+	if err != nil {
+		return releases.Cached{}, false, fmt.Errorf("load release cache of %s: %w: %w", repo, releases.ErrCorruptCache, err)
+	}
+	c, err := releases.UnmarshalCached(payload)
 	if err != nil {
 		return releases.Cached{}, false, fmt.Errorf("load release cache of %s: %w", repo, err)
 	}
@@ -52,7 +56,7 @@ func (s *Store) SaveRelease(repo string, c releases.Cached) error {
 		if rb == nil {
 			return corrupt(s.path, errors.New("releases bucket missing"))
 		}
-		return rb.Put([]byte(repo), b)
+		return rb.Put([]byte(repo), seal([]byte(repo), b))
 	})
 	if err != nil {
 		return fmt.Errorf("save release cache of %s: %w", repo, err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -8,8 +9,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout this skillreg reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the layout this skillreg reads and writes. Version 2
+// appends a checksum to every value (see checksum.go).
+const SchemaVersion = 2
 
 // Bucket and key names.
 var (
@@ -38,7 +40,69 @@ type migration func(tx *bolt.Tx) error
 // replaces under testdata/, and nothing else: Open runs the steps in
 // order, one transaction for the whole way, so a crash leaves the old
 // version intact.
-var migrations = map[int]migration{}
+var migrations = map[int]migration{1: sealRecords}
+
+// sealRecords (schema 1 to 2) appends its checksum to every value that
+// is decoded: each source's state, snapshot header and skill records, the
+// digest map, the release cache, the delivery log and its id counts. It
+// cannot tell whether a version 1 value was already damaged; `store
+// check` decodes every one, and Load still refuses what does not decode.
+func sealRecords(tx *bolt.Tx) error {
+	sources := tx.Bucket(bucketSources)
+	if sources != nil {
+		err := sources.ForEachBucket(func(name []byte) error {
+			src := sources.Bucket(name)
+			if err := sealBucket(src, func(k []byte) bool { return bytes.Equal(k, keyState) || bytes.Equal(k, keySnapshot) }); err != nil {
+				return fmt.Errorf("source %s: %w", name, err)
+			}
+			if skills := src.Bucket(keySkills); skills != nil {
+				if err := sealBucket(skills, nil); err != nil {
+					return fmt.Errorf("source %s skills: %w", name, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, name := range [][]byte{bucketDigests, bucketReleases, bucketDeliveries, bucketDeliveryIDs} {
+		if b := tx.Bucket(name); b != nil {
+			if err := sealBucket(b, nil); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sealBucket appends the checksum to the values of b (those whose key
+// pass accepts, when pass is not nil), leaving nested buckets alone. The
+// values are collected first: a bbolt cursor does not survive changes to
+// its bucket.
+func sealBucket(b *bolt.Bucket, pass func(k []byte) bool) error {
+	var keys, vals [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if v == nil || pass != nil && !pass(k) {
+			return nil // a nested bucket, or not a record
+		}
+		keys = append(keys, bytes.Clone(k))
+		vals = append(vals, seal(k, bytes.Clone(v)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if pass == nil {
+		b.FillPercent = 0.9 // rewritten in key order
+	}
+	for i, k := range keys {
+		if err := b.Put(k, vals[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // prepare checks the schema version and brings the file to the current
 // one: a new file gets the current layout, an older one is migrated, a

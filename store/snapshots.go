@@ -89,7 +89,8 @@ func (s *Store) saveSnapshot(snap *registry.Snapshot, st registry.State) (writte
 	if err != nil {
 		return 0, fmt.Errorf("encode state: %w", err)
 	}
-	header := encodeHeader(snap)
+	stateJSON = seal(keyState, stateJSON)
+	header := seal(keySnapshot, encodeHeader(snap))
 	paths := make(map[string]bool, len(snap.Skills))
 	for i, sk := range snap.Skills {
 		if sk == nil {
@@ -175,9 +176,7 @@ func (s *Store) saveSnapshot(snap *registry.Snapshot, st registry.State) (writte
 		for k != nil || i < len(recs) {
 			switch cmp := compareNext(k, recs, i); {
 			case cmp < 0: // stored, gone from the snapshot
-				if err := refs.drop(tx, name, k, v); err != nil {
-					return err
-				}
+				refs.drop(k, v)
 				dels = append(dels, bytes.Clone(k))
 				k, v = c.Next()
 			case cmp > 0: // new
@@ -186,9 +185,7 @@ func (s *Store) saveSnapshot(snap *registry.Snapshot, st registry.State) (writte
 				i++
 			default:
 				if !bytes.Equal(v, recs[i].val) {
-					if err := refs.drop(tx, name, k, v); err != nil {
-						return err
-					}
+					refs.drop(k, v)
 					refs.add(recs[i].sk)
 					puts = append(puts, i)
 				}
@@ -237,6 +234,7 @@ func encodeSkills(skills []*skill.Skill) ([]encodedSkill, error) {
 		e.b = append(e.b, sk.Path...)
 		offs[i][1] = len(e.b)
 		encodeSkill(&e, sk)
+		e.b = appendContiguousSum(e.b, offs[i][0]) // key and value are contiguous
 		offs[i][2] = len(e.b)
 	}
 	recs := make([]encodedSkill, len(skills))
@@ -285,6 +283,10 @@ func sourceBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
 type refDelta struct {
 	delta map[string]int64
 	dg    map[string]skill.Digest // digests of keys gaining references
+	// broken is set when a stored record that loses its references does
+	// not check out: which keys it held is unknown, so apply recounts the
+	// whole map from the records instead.
+	broken bool
 }
 
 func newRefDelta() *refDelta {
@@ -309,13 +311,23 @@ func (r *refDelta) dropSkill(sk *skill.Skill) {
 	}
 }
 
-// drop removes the references of a stored record.
-func (r *refDelta) drop(tx *bolt.Tx, source string, k, v []byte) error {
-	err := skillFileKeys(string(v), func(key string, _ skill.Digest) { r.delta[key]-- })
-	if err != nil {
-		return corrupt(tx.DB().Path(), fmt.Errorf("source %s skill %q: %w", source, k[1:], err))
+// drop removes the references of a stored record. A record that does not
+// check out (it is being replaced or deleted, which is how a damaged
+// source heals) makes apply recount instead.
+func (r *refDelta) drop(k, v []byte) {
+	if err := recordFileKeys(k, v, func(key string, _ skill.Digest) { r.delta[key]-- }); err != nil {
+		r.broken = true
 	}
-	return nil
+}
+
+// recordFileKeys verifies a stored skill record and calls fn with the key,
+// size and digest of each of its files that has a key.
+func recordFileKeys(k, v []byte, fn func(key string, dg skill.Digest)) error {
+	payload, err := unseal(k, v)
+	if err != nil {
+		return err
+	}
+	return skillFileKeys(string(payload), fn)
 }
 
 // apply writes the counts, in key order (bbolt writes sorted keys
@@ -324,6 +336,9 @@ func (r *refDelta) apply(tx *bolt.Tx) error {
 	b := tx.Bucket(bucketDigests)
 	if b == nil {
 		return corrupt(tx.DB().Path(), errors.New("digests bucket missing"))
+	}
+	if r.broken {
+		return recountDigests(tx)
 	}
 	keys := make([]string, 0, len(r.delta))
 	for k, d := range r.delta {
@@ -339,9 +354,10 @@ func (r *refDelta) apply(tx *bolt.Tx) error {
 		var refs int64
 		dg, known := r.dg[k]
 		if v := b.Get([]byte(k)); v != nil {
-			n, old, err := decodeDigest(string(v))
+			n, old, err := openDigest([]byte(k), v)
 			if err != nil {
-				return corrupt(tx.DB().Path(), fmt.Errorf("digest of %q: %w", k, err))
+				// A damaged count: recount every entry from the records.
+				return recountDigests(tx)
 			}
 			refs = int64(n)
 			if !known {
@@ -355,7 +371,7 @@ func (r *refDelta) apply(tx *bolt.Tx) error {
 			}
 			continue
 		}
-		if err := b.Put([]byte(k), encodeDigest(uint64(refs), dg)); err != nil {
+		if err := b.Put([]byte(k), seal([]byte(k), encodeDigest(uint64(refs), dg))); err != nil {
 			return fmt.Errorf("digest of %q: %w", k, err)
 		}
 	}
@@ -371,6 +387,7 @@ func (s *Store) SaveState(st registry.State) error {
 	if err != nil {
 		return fmt.Errorf("save state of %s: encode: %w", st.Source, err)
 	}
+	b = seal(keyState, b)
 	err = s.update("save state", func(tx *bolt.Tx) error {
 		src, err := sourceBucket(tx, st.Source)
 		if err != nil {
@@ -404,7 +421,7 @@ func (s *Store) DeleteSource(name string) error {
 		}
 		refs := newRefDelta()
 		if skills := src.Bucket(keySkills); skills != nil {
-			if err := skills.ForEach(func(k, v []byte) error { return refs.drop(tx, name, k, v) }); err != nil {
+			if err := skills.ForEach(func(k, v []byte) error { refs.drop(k, v); return nil }); err != nil {
 				return err
 			}
 		}
@@ -421,11 +438,12 @@ func (s *Store) DeleteSource(name string) error {
 
 // rawSource is one source's values, copied out of a read transaction.
 type rawSource struct {
-	name   string
-	state  string
-	hasHdr bool               // the source has a snapshot
-	snap   *registry.Snapshot // decoded header and skills, when hasHdr
-	err    error              // what is wrong with the snapshot's records
+	name     string
+	state    string             // the state's JSON, checked
+	stateErr error              // the state record does not check out
+	hasHdr   bool               // the source has a snapshot
+	snap     *registry.Snapshot // decoded header and skills, when hasHdr
+	err      error              // what is wrong with the snapshot's records
 }
 
 // Load returns every stored source's last snapshot (nil when it has none)
@@ -451,7 +469,11 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 	for i := range raws {
 		p, err := decodeSource(&raws[i])
 		if err != nil {
-			return nil, corrupt(s.path, fmt.Errorf("source %s: %w", raws[i].name, err))
+			// One source's damaged records cost that source its stored
+			// catalog, not the daemon its start: it is not served and
+			// resyncs, and its next save replaces the records.
+			p.Snapshot = nil
+			p.Damaged = fmt.Errorf("%s: %w: source %s: %w", s.path, ErrCorrupt, raws[i].name, err)
 		}
 		out = append(out, p)
 	}
@@ -460,13 +482,24 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 
 // readSource copies and decodes one source's bucket in a read transaction.
 func readSource(path string, name []byte, src *bolt.Bucket) rawSource {
-	r := rawSource{name: string(name), state: string(src.Get(keyState))}
+	r := rawSource{name: string(name)}
+	if v := src.Get(keyState); v != nil {
+		if st, err := unseal(keyState, v); err != nil {
+			r.stateErr = fmt.Errorf("state record: %w", err)
+		} else {
+			r.state = string(st)
+		}
+	}
 	h := src.Get(keySnapshot)
 	skills := src.Bucket(keySkills)
 	switch {
 	case h != nil:
 		r.hasHdr = true
-		r.snap, r.err = loadSnapshot(path, string(h), skills)
+		if hdr, err := unseal(keySnapshot, h); err != nil {
+			r.err = fmt.Errorf("snapshot header record: %w", err)
+		} else {
+			r.snap, r.err = loadSnapshot(path, string(hdr), skills)
+		}
 	case skills != nil && notEmpty(skills):
 		r.err = errors.New("skills without a snapshot")
 	}
@@ -493,18 +526,25 @@ func notEmpty(b *bolt.Bucket) bool {
 	return k != nil
 }
 
-// decodeSource checks one source's state against its snapshot.
+// decodeSource checks one source's state against its snapshot. On error
+// the Persisted still names the source, with its state when that record
+// checks out.
 func decodeSource(r *rawSource) (registry.Persisted, error) {
-	var p registry.Persisted
-	if r.state == "" {
+	p := registry.Persisted{State: registry.State{Source: r.name}}
+	switch {
+	case r.stateErr != nil:
+		return p, r.stateErr
+	case r.state == "":
 		return p, errors.New("no state")
 	}
-	if err := json.Unmarshal([]byte(r.state), &p.State); err != nil {
+	var st registry.State
+	if err := json.Unmarshal([]byte(r.state), &st); err != nil {
 		return p, fmt.Errorf("state: %w", err)
 	}
-	if p.State.Source != r.name {
-		return p, fmt.Errorf("state names source %q", p.State.Source)
+	if st.Source != r.name {
+		return p, fmt.Errorf("state names source %q", st.Source)
 	}
+	p.State = st
 	if r.err != nil {
 		return p, r.err
 	}
@@ -576,12 +616,20 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*registry.Snapshot, erro
 			i := r.first + j
 			copy(arena[off:], rec.k)
 			copy(arena[off+len(rec.k):], rec.v)
-			key, val := str(off, len(rec.k)), str(off+len(rec.k), len(rec.v))
-			off += len(rec.k) + len(rec.v)
+			kv := arena[off : off+len(rec.k)+len(rec.v)]
+			key := str(off, len(rec.k))
+			off += len(kv)
 			if key == "" || key[0] != skillKeyPrefix {
 				fail(i, fmt.Errorf("skill key %q", key))
 				return nil
 			}
+			// Verified here, where the record is decoded, in this run's
+			// worker: no separate pass over the records.
+			if !contiguousSumOK(kv) {
+				fail(i, fmt.Errorf("skill record %q: %w", key[1:], errChecksum))
+				return nil
+			}
+			val := str(off-len(kv)+len(rec.k), len(rec.v)-sumLen)
 			if err := decodeSkill(key[1:], val, &skills[i], &fms[i]); err != nil {
 				fail(i, fmt.Errorf("skill %q: %w", key[1:], err))
 				return nil
@@ -657,13 +705,29 @@ func (s *Store) Digests() (map[string]skill.Digest, error) {
 		return nil, fmt.Errorf("load digests of %s: %w", s.path, err)
 	}
 	out := make(map[string]skill.Digest, len(offs))
+	raw := unsafe.Slice(unsafe.StringData(arena), len(arena)) // read only
+	bad := 0
 	for _, o := range offs {
-		key := arena[o[0]:o[1]]
-		_, dg, err := decodeDigest(arena[o[1]:o[2]])
-		if err != nil {
-			return nil, corrupt(s.path, fmt.Errorf("digest of %q: %w", key, err))
+		// Checked on the bytes, decoded from the arena: no copy per entry.
+		_, err := unseal(raw[o[0]:o[1]], raw[o[1]:o[2]])
+		var dg skill.Digest
+		if err == nil {
+			_, dg, err = decodeDigest(arena[o[1] : o[2]-sumLen])
 		}
-		out[key] = dg
+		if err != nil {
+			// Skipped: the file is hashed again, never given a wrong
+			// digest. The entry is rewritten by the next save that
+			// touches it.
+			if bad == 0 {
+				s.log.Warn("stored file digest damaged; the file will be hashed again", "key", arena[o[0]:o[1]], "err", err)
+			}
+			bad++
+			continue
+		}
+		out[arena[o[0]:o[1]]] = dg
+	}
+	if bad > 1 {
+		s.log.Warn("stored file digests damaged", "count", bad)
 	}
 	return out, nil
 }

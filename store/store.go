@@ -5,7 +5,9 @@
 // interfaces declared by registry and releases, and a delivery log shaped
 // like webhook's (which cmd adapts, so that store never imports webhook).
 //
-// Layout (schema version 1):
+// Layout (schema version 2; every value but the schema version ends in a
+// CRC-32C of its key and bytes, checked wherever it is decoded; see
+// checksum.go):
 //
 //	meta/        "schema" -> decimal version
 //	sources/     <name>/ "state" -> JSON registry.State
@@ -30,6 +32,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -97,6 +100,9 @@ type Store struct {
 	maxDeliveries int
 	readOnly      bool
 
+	file     *os.File     // the file bbolt writes (nil when read-only)
+	reserved atomic.Int64 // bytes preallocated by the last reserve
+
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex             // per source: orders saves and deletes
 	saved map[string]map[string]*skill.Skill // per source: the skills stored by the last save, by path
@@ -117,7 +123,7 @@ func Open(path string, o Options) (*Store, error) {
 	if o.MaxDeliveries <= 0 {
 		o.MaxDeliveries = DefaultMaxDeliveries
 	}
-	db, err := openBolt(path, o)
+	db, file, err := openBolt(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -125,17 +131,49 @@ func Open(path string, o Options) (*Store, error) {
 		db: db, path: path, log: o.Logger, maxDeliveries: o.MaxDeliveries, readOnly: o.ReadOnly,
 		locks: map[string]*sync.Mutex{}, saved: map[string]map[string]*skill.Skill{},
 	}
+	if !o.ReadOnly {
+		s.file = file
+	}
 	if err := s.prepare(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	s.reserve()
 	return s, nil
+}
+
+// ReserveBytes is how much space the store keeps allocated on disk past
+// the pages in use, so that on a full disk it can still record a source's
+// state (that its catalog could not be stored, say): a state write needs
+// a few pages, which bbolt takes from its free list or from the end of
+// the pages in use.
+const ReserveBytes = 512 << 10
+
+// reserve preallocates ReserveBytes past the pages in use, when they
+// have grown since the last time. Failing to (a disk already full, a file
+// system without fallocate) costs only the reserve.
+func (s *Store) reserve() {
+	if s.file == nil {
+		return
+	}
+	var used int64
+	if err := s.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
+		return
+	}
+	if s.reserved.Load() >= used+ReserveBytes {
+		return
+	}
+	if err := preallocate(s.file, used, ReserveBytes); err != nil {
+		s.log.Debug("cannot preallocate the store's reserve", "file", s.path, "err", err)
+		return
+	}
+	s.reserved.Store(used + ReserveBytes)
 }
 
 // openBolt opens the bbolt file, turning a held lock into ErrLocked and a
 // damaged file (including one that makes bbolt panic or fault while
 // reading its meta and freelist pages) into ErrCorrupt.
-func openBolt(path string, o Options) (db *bolt.DB, err error) {
+func openBolt(path string, o Options) (db *bolt.DB, file *os.File, err error) {
 	existed := false
 	if info, serr := os.Stat(path); serr == nil && info.Size() > 0 {
 		existed = true
@@ -181,19 +219,21 @@ func openBolt(path string, o Options) (db *bolt.DB, err error) {
 	}
 	switch {
 	case err == nil:
-		return db, nil
+		mu.Lock()
+		defer mu.Unlock()
+		return db, opened, nil
 	case errors.Is(err, ErrCorrupt):
-		return nil, err
+		return nil, nil, err
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("open %s: %w: another skillreg process holds it (lock not granted within %s); stop it or use another data directory", path, ErrLocked, o.Timeout)
+		return nil, nil, fmt.Errorf("open %s: %w: another skillreg process holds it (lock not granted within %s); stop it or use another data directory", path, ErrLocked, o.Timeout)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	case existed:
 		// bbolt's other open failures are about the file's contents: bad
 		// meta pages, a wrong size, a bad checksum.
-		return nil, corrupt(path, err)
+		return nil, nil, corrupt(path, err)
 	}
-	return nil, fmt.Errorf("open %s: %w", path, err)
+	return nil, nil, fmt.Errorf("open %s: %w", path, err)
 }
 
 // corrupt wraps a failure to read the file as ErrCorrupt, saying what to do.
@@ -223,7 +263,11 @@ func (s *Store) view(what string, fn func(tx *bolt.Tx) error) error {
 // disk, say) rolls back: the previous state stays and the error is
 // returned.
 func (s *Store) update(what string, fn func(tx *bolt.Tx) error) error {
-	return guard(s.path, what, func() error { return s.db.Update(fn) })
+	err := guard(s.path, what, func() error { return s.db.Update(fn) })
+	if err == nil {
+		s.reserve() // the file may have grown into its reserve
+	}
+	return err
 }
 
 // Path is the file the store keeps its state in.

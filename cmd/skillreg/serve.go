@@ -229,6 +229,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 			}
 			return d.store.SizeBytes()
 		},
+		States: func() []registry.State { return d.Registry.States() },
 	})
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {

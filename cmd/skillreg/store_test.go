@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -190,3 +191,74 @@ func TestChangedDirectoryNotServedFromStore(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestDamagedRecordNotServed flips six bytes inside a skill record of the
+// store file the daemon wrote (as a bad disk would, leaving bbolt's pages
+// consistent): `store check` fails naming the record, and the restarted
+// daemon does not serve that source from the store but resyncs it, and
+// then serves the description the repository holds.
+func TestDamagedRecordNotServed(t *testing.T) {
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("team")
+	remote.WriteFiles(map[string]string{
+		"skills/alpha/SKILL.md": "---\nname: alpha\ndescription: alphaword2 is what this skill knows.\n---\nBody.\n",
+		"skills/beta/SKILL.md":  "---\nname: beta\ndescription: Beta.\n---\n",
+	})
+	remote.Commit("one")
+	remote.Push("main")
+	data := t.TempDir()
+	yaml := "data_dir: " + data + "\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    path: skills\n    poll: 0\n"
+	first := startDaemonKeep(t, yaml)
+	first.stop()
+
+	db := filepath.Join(data, store.FileName)
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := []byte("alphaword2")
+	n := 0
+	for i := bytes.Index(b, word); i >= 0; i = bytes.Index(b, word) {
+		copy(b[i+3:], "I@VNSE") // what the issue saw served: alpI@VNSE2
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the description is not in the store file")
+	}
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "store", "check", "--data", data)
+	if code != exitProblems || !strings.Contains(stderr, `source team: skill record "alpha": checksum mismatch`) {
+		t.Fatalf("store check of a damaged record: exit %d %q", code, stderr)
+	}
+
+	srv.SetFailure(gittest.Failure{Hang: true})
+	cfg, _ := config.Parse([]byte(yaml), "")
+	d, err := NewDaemon(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("a damaged record must not stop the daemon: %v", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			d.Close()
+		}
+	}()
+	if n := d.Registry.Current().Len(registry.Filter{}); n != 0 {
+		t.Fatalf("served %d skills from a damaged stored catalog", n)
+	}
+	srv.SetFailure(gittest.Failure{})
+	if err := d.Registry.SyncNow(context.Background(), "team"); err != nil {
+		t.Fatal(err)
+	}
+	sk, err := d.Registry.Current().Skill(registry.Filter{}, "skill://team/alpha/SKILL.md")
+	if err != nil || sk.Skill.Frontmatter.Description != "alphaword2 is what this skill knows." {
+		t.Fatalf("after the resync: %+v %v", sk, err)
+	}
+	d.Close()
+	closed = true
+	if code, out, stderr := runCLI(t, "store", "check", "--data", data); code != exitOK {
+		t.Fatalf("store check after the resync replaced the record: %d %q %q", code, out, stderr)
+	}
+}

@@ -23,7 +23,7 @@ const adminSocket = "admin.sock"
 func cmdStore(ctx context.Context, e *env, args []string) int {
 	usage := func() {
 		fmt.Fprintln(e.stderr, "Usage: skillreg store check|rebuild|backup FILE [--config FILE] [--data DIR]")
-		fmt.Fprintln(e.stderr, "\n  check          verify the store file (bbolt's consistency check and every value decodes)")
+		fmt.Fprintln(e.stderr, "\n  check          verify the store file (bbolt's consistency check; every value decodes and matches its checksum; the digest map recounted)")
 		fmt.Fprintln(e.stderr, "  rebuild        move a damaged store aside and start afresh (the daemon resyncs from its sources); the daemon must be stopped")
 		fmt.Fprintln(e.stderr, "  backup FILE    write a consistent copy of the store to FILE, also while the daemon runs")
 	}

@@ -1,6 +1,10 @@
 package gitsync
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
 
 // Sentinel errors; compare with errors.Is. Every error this package returns
 // wraps one of them or a context error, plus the cause.
@@ -40,6 +44,36 @@ var (
 	ErrBadTree = errors.New("bad tree")
 	// ErrTooLarge means a pack or a tree exceeded a configured bound.
 	ErrTooLarge = errors.New("too large")
+	// ErrStorage means the file system refused to write (or read) the
+	// local store for now: a full disk, a quota, a read-only mount, an I/O
+	// error, permissions. Nothing is discarded for it; the store keeps
+	// what it holds and the next Fetch repairs it again.
+	ErrStorage = errors.New("object store cannot be written now")
 	// ErrClosed means the Pool was closed.
 	ErrClosed = errors.New("pool closed")
 )
+
+// cannotWriteNow reports whether err is the file system refusing an
+// operation for a reason that says nothing about the store's contents,
+// and that may pass: only proven damage (an object or pack that does not
+// check out, a directory that is not a store) may cost the store its
+// files.
+func cannotWriteNow(err error) bool {
+	for _, errno := range []syscall.Errno{
+		syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.EFBIG,
+		syscall.EACCES, syscall.EPERM, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE,
+	} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return errors.Is(err, ErrStorage)
+}
+
+// storageErr wraps err in ErrStorage when it is a refusal of that kind.
+func storageErr(err error) error {
+	if cannotWriteNow(err) && !errors.Is(err, ErrStorage) {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	return err
+}

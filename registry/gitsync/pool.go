@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
@@ -236,7 +239,12 @@ func (p *Pool) open(u string) (*Repo, error) {
 		objects:   newObjectCache(int(p.opts.CacheBytes)),
 		trees:     newTreeCache(p.opts.TreeCacheEntries),
 	}
-	if !looksLikeRepo(dir) {
+	complete, err := looksLikeRepo(dir)
+	if err != nil {
+		// Cannot tell (an I/O error, permissions): touch nothing.
+		return nil, fmt.Errorf("open %s: %w", u, storageErr(err))
+	}
+	if !complete {
 		if _, err := os.Lstat(dir); err == nil {
 			r.log.Warn("object store is not a usable repository; re-creating it", "dir", dir)
 			if err := discardDir(dir); err != nil {
@@ -248,8 +256,16 @@ func (p *Pool) open(u string) (*Repo, error) {
 		}
 	}
 	if err := r.repairLocked(); err != nil {
-		// What repair cannot fix (an unreadable directory), a fresh
-		// store can: the objects are all on the remote.
+		if errors.Is(err, ErrStorage) {
+			// A full disk (or a read-only or failing one) proves nothing
+			// about the store: keep it as it is, serve what it holds (the
+			// repair left it readable), and repair again on the next
+			// fetch, once writes work.
+			r.log.Warn("object store cannot be repaired now; keeping it as it is and serving what it holds until a fetch can repair it", "err", err)
+			return r, nil
+		}
+		// What repair cannot fix (a directory that is not a store), a
+		// fresh store can: the objects are all on the remote.
 		r.log.Warn("object store could not be repaired; re-creating it", "err", err)
 		if err := discardDir(dir); err != nil {
 			return nil, fmt.Errorf("open %s: %w", u, err)
@@ -265,14 +281,19 @@ func (p *Pool) open(u string) (*Repo, error) {
 }
 
 // looksLikeRepo reports whether dir has the files every store we create
-// has; anything less is a half-made or foreign directory.
-func looksLikeRepo(dir string) bool {
+// has; anything less is a half-made or foreign directory. An error means
+// it cannot tell (the file system refused to say), which is no reason to
+// re-create anything.
+func looksLikeRepo(dir string) (bool, error) {
 	for _, name := range []string{"HEAD", "config", "objects/pack", filepath.FromSlash(commitRefDir)} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
-			return false
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				return false, nil
+			}
+			return false, err
 		}
 	}
-	return true
+	return true, nil
 }
 
 // createRepo makes a bare repository in a temporary directory and renames

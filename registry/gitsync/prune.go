@@ -35,7 +35,17 @@ func (r *Repo) repairLocked() error {
 	packDir := filepath.Join(r.dir, "objects", "pack")
 	entries, err := os.ReadDir(packDir)
 	if err != nil {
-		return fmt.Errorf("repair: %w", err)
+		return fmt.Errorf("repair: %w", storageErr(err))
+	}
+	// A write the file system refuses for now (a full disk, say) must not
+	// cost the store anything: what could not be written is noted, the
+	// store is left as it is and serves what it holds, and the next fetch
+	// repairs again (suspect stays set).
+	var writeErr error
+	noteWrite := func(err error) {
+		if writeErr == nil {
+			writeErr = err
+		}
 	}
 	have := map[string]bool{}
 	for _, e := range entries {
@@ -53,6 +63,13 @@ func (r *Repo) repairLocked() error {
 			remove = append(remove, name)
 		case ext == "pack":
 			idx, err := verifyPack(packDir, base, !clean)
+			if err != nil && cannotWriteNow(err) {
+				// Unreadable for now (an I/O error, permissions) is not
+				// proven damage: remove nothing, load nothing, try again
+				// on the next fetch.
+				r.suspect.Store(true)
+				return fmt.Errorf("repair: pack %s: %w", base, storageErr(err))
+			}
 			if err != nil {
 				r.log.Warn("removing damaged pack", "pack", base, "err", err)
 				remove = append(remove, base+".pack", base+".idx")
@@ -65,7 +82,10 @@ func (r *Repo) repairLocked() error {
 	// does not disturb them.
 	for _, name := range remove {
 		if err := os.Remove(filepath.Join(packDir, name)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("repair: %w", err)
+			if !cannotWriteNow(err) {
+				return fmt.Errorf("repair: %w", err)
+			}
+			noteWrite(err) // not loaded either way; removed next time
 		}
 	}
 	// Anything cached may have come from a damaged pack.
@@ -83,11 +103,14 @@ func (r *Repo) repairLocked() error {
 	}
 	refDir := filepath.Join(r.dir, filepath.FromSlash(commitRefDir))
 	if err := os.MkdirAll(refDir, 0o755); err != nil {
-		return fmt.Errorf("repair: %w", err)
+		if !cannotWriteNow(err) {
+			return fmt.Errorf("repair: %w", err)
+		}
+		noteWrite(err)
 	}
 	refs, err := os.ReadDir(refDir)
-	if err != nil {
-		return fmt.Errorf("repair: %w", err)
+	if err != nil && !(writeErr != nil && os.IsNotExist(err)) {
+		return fmt.Errorf("repair: %w", storageErr(err))
 	}
 	held := map[string]bool{}
 	s, err := r.acquire()
@@ -110,7 +133,10 @@ func (r *Repo) repairLocked() error {
 			continue
 		}
 		if err := os.Remove(filepath.Join(refDir, c)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("repair: %w", err)
+			if !cannotWriteNow(err) {
+				return fmt.Errorf("repair: %w", err)
+			}
+			noteWrite(err) // not held either way
 		}
 	}
 
@@ -118,7 +144,14 @@ func (r *Repo) repairLocked() error {
 	r.held = held
 	r.mu.Unlock()
 	if err := r.writeShallow(); err != nil {
-		return fmt.Errorf("repair: %w", err)
+		if !cannotWriteNow(err) {
+			return fmt.Errorf("repair: %w", err)
+		}
+		noteWrite(err)
+	}
+	if writeErr != nil {
+		r.suspect.Store(true)
+		return fmt.Errorf("repair: %w", storageErr(writeErr))
 	}
 	r.suspect.Store(false)
 	r.log.Debug("store checked", "commits", len(held), "removed_files", len(remove), "after_clean_close", clean, "dur", time.Since(start))

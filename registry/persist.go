@@ -1,0 +1,126 @@
+package registry
+
+import (
+	"time"
+)
+
+// A persist that fails (a full disk, say) does not stop the new catalog
+// from being served: its bytes match its manifest. But until it is
+// stored, a restart would serve an older catalog. So the failure is
+// recorded in the source's state (shown by /readyz, diagnose and the
+// metrics), the persist is retried with backoff until it succeeds, and,
+// when the store still takes small writes, the state that says so is
+// stored, so that a restart marks the older stored catalog stale.
+
+// Backoff bounds for persist retries.
+const (
+	persistRetryBase = time.Second
+	persistRetryCap  = 2 * time.Minute
+)
+
+// PersistMetrics is what the registry reports about persisting, when its
+// Metrics implements it.
+type PersistMetrics interface {
+	PersistFailed(source string)
+}
+
+// persist stores a snapshot the source now serves (or is about to) and
+// its state, and records the outcome.
+func (r *Registry) persist(run *sourceRun, snap *Snapshot, st State) {
+	if r.o.Store == nil {
+		return
+	}
+	// The state as stored is the one that holds if this save works.
+	saved := st
+	saved.PersistError, saved.PersistErrorAt, saved.PersistFailures, saved.NextPersist = "", time.Time{}, 0, time.Time{}
+	saved.Stale = false
+	err := r.o.Store.SaveSnapshot(snap, saved)
+	name := run.src.Name
+	r.mu.Lock()
+	if run.removed {
+		r.mu.Unlock()
+		return
+	}
+	s := &run.state
+	if err == nil {
+		if s.PersistFailures > 0 {
+			r.log.Info("catalog stored after failed attempts", "source", name, "commit", snap.Commit, "failures", s.PersistFailures)
+		}
+		s.PersistError, s.PersistErrorAt, s.PersistFailures, s.NextPersist = "", time.Time{}, 0, time.Time{}
+		s.Stale = false
+		if t := r.persistRetry[name]; t != nil {
+			t.Stop()
+			delete(r.persistRetry, name)
+		}
+		r.mu.Unlock()
+		return
+	}
+	now := r.o.Now()
+	s.Stale = false // what is served now is newer than anything stored
+	s.PersistError = err.Error()
+	s.PersistErrorAt = now
+	s.PersistFailures++
+	d := persistRetryBase << min(s.PersistFailures-1, 20)
+	if d > persistRetryCap || d <= 0 {
+		d = persistRetryCap
+	}
+	s.NextPersist = now.Add(d)
+	failures := s.PersistFailures
+	marked := *s
+	if r.persistRetry == nil {
+		r.persistRetry = map[string]*time.Timer{}
+	}
+	if t := r.persistRetry[name]; t != nil {
+		t.Stop()
+	}
+	r.persistRetry[name] = time.AfterFunc(d, func() { r.retryPersist(name) })
+	r.mu.Unlock()
+
+	r.log.Error("persist snapshot; serving it anyway and retrying", "source", name, "commit", snap.Commit, "failures", failures, "retry_in", d.String(), "err", err)
+	if m, ok := r.o.Metrics.(PersistMetrics); ok {
+		m.PersistFailed(name)
+	}
+	// A state record is a small write that often fits where the snapshot
+	// did not; stored, it tells a restart that the stored catalog is
+	// older than the one served.
+	if serr := r.o.Store.SaveState(marked); serr != nil {
+		r.log.Warn("cannot store either that the stored catalog is stale", "source", name, "err", serr)
+	}
+}
+
+// retryPersist stores the snapshot a source serves, after a failed
+// persist. It holds the source's sync lock, so it never stores a
+// snapshot older than one a sync is storing.
+func (r *Registry) retryPersist(name string) {
+	r.mu.Lock()
+	run, ok := r.sources[name]
+	ctx := r.ctx
+	r.mu.Unlock()
+	if !ok || run.removed || ctx == nil || ctx.Err() != nil {
+		return
+	}
+	run.syncMu.Lock()
+	defer run.syncMu.Unlock()
+	r.mu.Lock()
+	pending := run.state.PersistError != ""
+	st := run.state
+	r.mu.Unlock()
+	snap, served := r.Current().Snapshot(name)
+	if !pending || !served || run.removed {
+		return // stored meanwhile by a sync, or no longer served
+	}
+	st.Syncing = false
+	r.persist(run, snap, st)
+}
+
+// staleStored reports, on a restart, whether the stored catalog of a
+// source is older than the one served before: its last persist failed
+// (the stored state says so, or names another commit). Restore serves it
+// anyway, better than nothing, with the state saying it is stale, and the
+// resync every source starts with replaces it.
+func staleStored(p Persisted) bool {
+	if p.Snapshot == nil {
+		return false
+	}
+	return p.State.PersistError != "" || p.State.Commit != "" && p.State.Commit != p.Snapshot.Commit
+}
