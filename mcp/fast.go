@@ -67,7 +67,7 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 		}
 		version = p.ProtocolVersion
 	}
-	if !fastEligible(r, version) {
+	if !fastEligible(r, version, !s.o.HostsChecked) {
 		return false
 	}
 	req, ok := parseFast(r.Header, body, sess != nil)
@@ -165,8 +165,9 @@ type readCloser struct {
 
 // fastEligible checks what the SDK checks of a request before reading its
 // body, and takes only what passes; version is the protocol version the
-// request must name.
-func fastEligible(r *http.Request, version string) bool {
+// request must name. localhostRule is the SDK's DNS-rebinding rule, on
+// unless the caller checks Hosts itself.
+func fastEligible(r *http.Request, version string, localhostRule bool) bool {
 	if r.Method != http.MethodPost || r.Body == nil || r.Header.Get("MCP-Protocol-Version") != version {
 		return false
 	}
@@ -180,8 +181,8 @@ func fastEligible(r *http.Request, version string) bool {
 		return false
 	}
 	// DNS rebinding: the SDK refuses a non-loopback Host on a loopback
-	// listener.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+	// listener, unless the caller checks Hosts itself.
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); localhostRule && ok && la != nil {
 		if isLoopback(la.String()) && !isLoopback(r.Host) {
 			return false
 		}

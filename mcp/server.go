@@ -72,6 +72,12 @@ type Options struct {
 	// Observe, when set, is told the method, outcome ("ok" or "error")
 	// and duration of every request.
 	Observe func(method, outcome string, d time.Duration)
+	// HostsChecked says the caller refuses, before /mcp, every Host it does
+	// not allow (skillreg's http.allowed_hosts), which is what stops DNS
+	// rebinding. The SDK's own fixed rule (a request to a loopback listener
+	// must name a loopback Host) is then off, so a reverse proxy on the
+	// same machine may pass an allowed name. Without it the rule stays on.
+	HostsChecked bool
 }
 
 // Server is the MCP server and its HTTP handlers.
@@ -141,6 +147,8 @@ func New(o Options) *Server {
 			JSONResponse:        true,
 			Logger:              sdkLog,
 			MaxRequestBodyBytes: o.MaxBodyBytes,
+			// The caller's Host allow-list replaces the SDK's rule.
+			DisableLocalhostProtection: o.HostsChecked,
 			// Idle sessions are closed by s.sessions, which also sees
 			// the requests the fast path answers.
 		}

@@ -290,6 +290,8 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		States:       d.Registry.States,
 		Observe:      d.metrics.MCPRequest,
 		Unpublished:  d.unpublishedMCP,
+		// The front door refuses Hosts outside http.allowed_hosts.
+		HostsChecked: true,
 		Search:       d.searchMCP,
 	})
 	d.MCP = mcpSrv
