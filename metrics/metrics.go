@@ -24,6 +24,19 @@ type Options struct {
 	StoreSize func() (int64, error)
 	// States gives the sources' sync states, for the persist gauges.
 	States func() []registry.State
+	// Connections reports the HTTP front door's connection counts.
+	Connections func() Connections
+	// BodyBytes reports the request body bytes held in memory and the
+	// budget they share.
+	BodyBytes func() (inUse, budget int64)
+}
+
+// Connections are the front door's counts: open connections (under the
+// caps), those served from the probe pool, those over the caps whose
+// first request line is awaited, and the totals accepted and refused.
+type Connections struct {
+	Open, Probes, Peeking int
+	Accepted, Refused     uint64
 }
 
 // Metrics holds skillreg's collectors.
@@ -85,6 +98,29 @@ func New(o Options) *Metrics {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "skillreg_mcp_sessions", Help: "Open MCP sessions (protocol 2025-11-25; 2026-07-28 requests are stateless).",
 		}, func() float64 { return float64(o.Sessions()) }))
+	}
+	if o.Connections != nil {
+		gauge := func(name, help string, v func(Connections) float64) {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+				func() float64 { return v(o.Connections()) }))
+		}
+		gauge("skillreg_http_connections", "Open HTTP connections counted by the caps.", func(c Connections) float64 { return float64(c.Open) })
+		gauge("skillreg_http_probe_connections", "Connections served from the reserved probe pool (/healthz, /readyz).", func(c Connections) float64 { return float64(c.Probes) })
+		gauge("skillreg_http_connections_awaiting", "Connections over the caps whose first request line is awaited.", func(c Connections) float64 { return float64(c.Peeking) })
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skillreg_http_connections_accepted_total", Help: "Connections handed to the HTTP server.",
+		}, func() float64 { return float64(o.Connections().Accepted) }))
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "skillreg_http_connections_refused_total", Help: "Connections closed at once, over http.max_connections or http.max_connections_per_ip.",
+		}, func() float64 { return float64(o.Connections().Refused) }))
+	}
+	if o.BodyBytes != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skillreg_http_body_bytes", Help: "Request body bytes held in memory across all requests.",
+		}, func() float64 { n, _ := o.BodyBytes(); return float64(n) }))
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "skillreg_http_body_budget_bytes", Help: "The budget request bodies in memory share.",
+		}, func() float64 { _, n := o.BodyBytes(); return float64(n) }))
 	}
 	return m
 }

@@ -278,6 +278,25 @@ func TestFloodOverMaxConnections(t *testing.T) {
 		code, _, err := fresh("127.0.0.1", addr, "POST", "/mcp", mcpHeaders, skillsList2026)
 		return err == nil && code == http.StatusOK
 	})
+	// The refusals are counted where an operator looks.
+	code, body, err := fresh("127.0.0.1", addr, "GET", "/metrics", nil, "")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("/metrics: %d %v", code, err)
+	}
+	var refused float64
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "skillreg_http_connections_refused_total "); ok {
+			refused, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if refused < float64(st.Refused) || refused == 0 {
+		t.Errorf("skillreg_http_connections_refused_total = %v, listener refused %d", refused, st.Refused)
+	}
+	for _, name := range []string{"skillreg_http_connections ", "skillreg_http_body_bytes ", "skillreg_http_body_budget_bytes "} {
+		if !strings.Contains(body, "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
 }
 
 func rss() uint64 {

@@ -147,6 +147,9 @@ type Daemon struct {
 	certs      *certReloader // the HTTPS certificate (nil: plain HTTP)
 	ln         *netlimit.Listener
 	started    time.Time
+	// listener is d.ln for the metrics, which may be scraped while Listen
+	// runs.
+	listener atomic.Pointer[netlimit.Listener]
 	// budget bounds the body bytes in flight across all requests.
 	budget *netlimit.Budget
 	// front is the reloadable Host, Origin and metrics-network policy.
@@ -230,6 +233,15 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 			return d.store.SizeBytes()
 		},
 		States: func() []registry.State { return d.Registry.States() },
+		Connections: func() metrics.Connections {
+			ln := d.listener.Load()
+			if ln == nil {
+				return metrics.Connections{}
+			}
+			st := ln.Stats()
+			return metrics.Connections{Open: st.Open, Probes: st.Probes, Peeking: st.Peeking, Accepted: st.Accepted, Refused: st.Refused}
+		},
+		BodyBytes: func() (int64, int64) { return d.budget.InUse(), d.budget.Size() },
 	})
 	metaTools, err := d.skillMeta(cfg)
 	if err != nil {
@@ -599,6 +611,7 @@ func (d *Daemon) Listen() error {
 		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
 	}
 	d.ln = d.limitListener(ln)
+	d.listener.Store(d.ln)
 	return nil
 }
 
