@@ -8,6 +8,7 @@ package netlimit
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -73,6 +74,13 @@ type Options struct {
 	// PeekTimeout bounds how long a connection over the caps may take to
 	// send its request line (default DefaultPeekTimeout).
 	PeekTimeout time.Duration
+	// TLS, when set, makes the listener serve TLS itself: it hands the
+	// server *tls.Conn values (serve them with http.Server.Serve, not
+	// ServeTLS), and a connection over the caps completes its handshake
+	// within PeekTimeout so that its request line can be read and a probe
+	// still served from the pool (a probe connection reaches the server
+	// decrypted, so its request has no TLS state).
+	TLS *tls.Config
 	// Logger receives accept errors; nil discards.
 	Logger *slog.Logger
 }
@@ -228,7 +236,12 @@ func (l *Listener) admit(c net.Conn) {
 		}
 		l.accepted++
 		l.mu.Unlock()
-		l.deliver(&countedConn{Conn: c, l: l, ip: ip, perIP: perIP})
+		cc := &countedConn{Conn: c, l: l, ip: ip, perIP: perIP}
+		if l.o.TLS != nil {
+			l.deliver(tls.Server(cc, l.o.TLS))
+			return
+		}
+		l.deliver(cc)
 		return
 	}
 	if l.o.Reserved == 0 {
@@ -269,11 +282,20 @@ func (l *Listener) admit(c net.Conn) {
 // peek reads c's first request line, with a short deadline, and serves it
 // from the probe pool if it asks for a probe path and the pool has room.
 func (l *Listener) peek(p *peekConn, ip netip.Addr) {
-	_ = p.SetReadDeadline(time.Now().Add(l.o.PeekTimeout))
+	deadline := time.Now().Add(l.o.PeekTimeout)
+	_ = p.SetReadDeadline(deadline)
+	var src net.Conn = p.Conn
+	if l.o.TLS != nil {
+		// The request line is inside TLS: the handshake shares the
+		// deadline. (Concurrent handshakes are bounded by Reserved.)
+		tc := tls.Server(p.Conn, l.o.TLS)
+		_ = tc.SetDeadline(deadline)
+		src = tc
+	}
 	buf := make([]byte, 0, maxLine)
 	probe := false
 	for len(buf) < maxLine {
-		n, err := p.Read(buf[len(buf):cap(buf)])
+		n, err := src.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if ok, decided := isProbe(buf, l.o.ProbePaths); decided {
 			probe = ok
@@ -299,11 +321,11 @@ func (l *Listener) peek(p *peekConn, ip netip.Addr) {
 	l.probes++
 	l.accepted++
 	l.mu.Unlock()
-	_ = p.SetReadDeadline(time.Time{})
-	l.deliver(&countedConn{Conn: p.Conn, l: l, ip: ip, probe: true, prefix: buf})
+	_ = src.SetDeadline(time.Time{})
+	l.deliver(&countedConn{Conn: src, l: l, ip: ip, probe: true, prefix: buf})
 }
 
-func (l *Listener) deliver(c *countedConn) {
+func (l *Listener) deliver(c net.Conn) {
 	select {
 	case l.conns <- c:
 	case <-l.done:
@@ -417,6 +439,9 @@ type connKey struct{}
 // ConnContext is the http.Server ConnContext hook that lets ProbeOnly see
 // which connections came from the probe pool.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if cc, ok := c.(*countedConn); ok && cc.probe {
 		return context.WithValue(ctx, connKey{}, true)
 	}

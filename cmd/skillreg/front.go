@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"time"
@@ -64,8 +65,18 @@ func (d *Daemon) limitListener(ln net.Listener) *netlimit.Listener {
 		ProbePaths:    probePaths,
 		Reserved:      d.tuning.reserved,
 		PeekTimeout:   d.tuning.peekTimeout,
+		TLS:           d.tlsConfig(),
 		Logger:        d.log,
 	})
+}
+
+// tlsConfig is the HTTPS configuration, nil for plain HTTP. The listener
+// terminates TLS itself, so that a probe over the caps can still be read.
+func (d *Daemon) tlsConfig() *tls.Config {
+	if d.certs == nil {
+		return nil
+	}
+	return d.certs.config()
 }
 
 // frontDoor is what every request passes before the routes: probe-pool

@@ -644,18 +644,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	scheme := "http"
 	if d.certs != nil {
 		scheme = "https"
-		srv.TLSConfig = d.certs.config()
+		// The listener terminates TLS (see tlsConfig); the server's copy
+		// only tells it to offer HTTP/2 on those connections.
+		srv.TLSConfig = d.tlsConfig()
 		g.Go(func() error { d.certs.watch(gctx); return nil })
 	}
 	g.Go(func() error {
 		d.log.Info("serving", "addr", d.Addr(), "mcp", scheme+"://"+d.Addr()+"/mcp", "version", buildVersion())
-		var err error
-		if d.certs != nil {
-			err = srv.ServeTLS(d.ln, "", "") // HTTP/2 on, certificates from TLSConfig
-		} else {
-			err = srv.Serve(d.ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil

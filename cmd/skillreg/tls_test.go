@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"log/slog"
 	"math/big"
 	"net"
@@ -217,5 +219,88 @@ func TestCertWatchRelevant(t *testing.T) {
 		if got := r.relevant(name); got != want {
 			t.Errorf("relevant(%v) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestTLSProbesUnderFlood: with HTTPS on and the connection cap full, a
+// probe over TLS is still served from the reserved pool (the listener
+// terminates TLS, so it can read the request line), while anything else
+// over the cap is closed.
+func TestTLSProbesUnderFlood(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca.issue(t, certFile, keyFile, 100, "127.0.0.1")
+	yaml := "tls:\n  cert_file: " + certFile + "\n  key_file: " + keyFile + "\n" +
+		"http:\n  max_connections: 5\n  max_connections_per_ip: 0\n"
+	cfg, err := config.Parse([]byte(yaml), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	d, err := newDaemon(cfg, log, false, func(d *Daemon) { d.tuning.peekTimeout = 2 * time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	addr := d.Addr()
+	dialTLS := func() (*tls.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
+	}
+	get := func(c *tls.Conn, path string) (*http.Response, error) {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+		return http.ReadResponse(bufio.NewReader(c), nil)
+	}
+	// Fill the cap with kept-alive HTTPS connections.
+	var held []*tls.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(held) < 5 {
+		c, err := dialTLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		res, err := get(c, "/healthz")
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("filling the cap: %v %v", res, err)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		c, err := dialTLS()
+		if err != nil {
+			t.Fatalf("probe %s over the cap: TLS handshake: %v", path, err)
+		}
+		res, err := get(c, path)
+		c.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("probe %s over the cap: %v %v", path, res, err)
+		}
+	}
+	c, err := dialTLS()
+	if err == nil {
+		res, err := get(c, "/")
+		c.Close()
+		if err == nil {
+			t.Fatalf("/ over the cap was served: %d", res.StatusCode)
+		}
+	}
+	if st := d.ln.Stats(); st.Refused == 0 || st.Open > 5 {
+		t.Errorf("listener %+v: want refusals and at most 5 open", st)
 	}
 }
