@@ -46,6 +46,22 @@ func startDaemon(t testing.TB, yaml, dir string) *testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	td := serveDaemon(t, d)
+	waitUntil(t, func() bool {
+		resp, err := http.Get(td.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return td
+}
+
+// serveDaemon binds d and serves it until the test ends (Serve's error
+// fails the test), on https:// when d has a certificate.
+func serveDaemon(t testing.TB, d *Daemon) *testDaemon {
+	t.Helper()
 	if err := d.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,16 +74,11 @@ func startDaemon(t testing.TB, yaml, dir string) *testDaemon {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	td := &testDaemon{d, "http://" + d.Addr()}
-	waitUntil(t, func() bool {
-		resp, err := http.Get(td.URL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return td
+	scheme := "http://"
+	if d.certs != nil {
+		scheme = "https://"
+	}
+	return &testDaemon{d, scheme + d.Addr()}
 }
 
 type testWriter struct{ t testing.TB }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -49,19 +48,7 @@ func startTuned(t testing.TB, yaml string, tune func(*Daemon)) *testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	td := &testDaemon{d, "http://" + d.Addr()}
+	td := serveDaemon(t, d)
 	waitUntil(t, func() bool {
 		code, _, err := fresh("127.0.0.1", td.Addr(), "GET", "/readyz", nil, "")
 		return err == nil && code == http.StatusOK

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,31 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/mcp"
 )
-
-// lockedBuffer is a log destination tests can read while the daemon writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestHostileRemoteLeaksNoToken: a git remote that answers 401 echoing the
 // Authorization header (base64 and decoded, in its reason phrase and its
@@ -51,7 +31,7 @@ func TestHostileRemoteLeaksNoToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
-	var logs lockedBuffer
+	var logs syncBuffer
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -179,19 +178,7 @@ func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	td := &testDaemon{d, "https://" + d.Addr()}
+	td := serveDaemon(t, d)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: serverName}}}
 	waitUntil(t, func() bool {
 		resp, err := client.Get(td.URL + "/readyz")
@@ -243,19 +230,7 @@ func TestTLSProbesUnderFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	addr := d.Addr()
+	addr := serveDaemon(t, d).Addr()
 	dialTLS := func() (*tls.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
 	}
