@@ -86,6 +86,15 @@ func (c *claudeCLI) must(t *testing.T, args ...string) string {
 func pluginTree(t *testing.T, home, marketplace, plugin, version, skillName string) map[string]string {
 	t.Helper()
 	root := filepath.Join(home, ".claude", "plugins", "cache", marketplace, plugin, version, "skills", skillName)
+	files, err := readFolder(root)
+	if err != nil {
+		t.Fatalf("installed plugin %s@%s %s: %v", plugin, marketplace, version, err)
+	}
+	return files
+}
+
+// readFolder reads every regular file under root, by slash path.
+func readFolder(root string) (map[string]string, error) {
 	files := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
 		if err != nil || de.IsDir() {
@@ -99,10 +108,7 @@ func pluginTree(t *testing.T, home, marketplace, plugin, version, skillName stri
 		files[filepath.ToSlash(rel)] = string(b)
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("installed plugin %s@%s %s: %v", plugin, marketplace, version, err)
-	}
-	return files
+	return files, err
 }
 
 func freePort(t *testing.T) int {

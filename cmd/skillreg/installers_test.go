@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -97,19 +96,7 @@ func installed(t *testing.T, project string) map[string]map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files := map[string]string{}
-		err = filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || de.IsDir() {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(dir, p)
-			files[filepath.ToSlash(rel)] = string(b)
-			return nil
-		})
+		files, err := readFolder(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
