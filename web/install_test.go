@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -62,5 +63,34 @@ func TestPublicSourcesAndInstallCommands(t *testing.T) {
 	_, body = f.get(t, "/skills/team/deploy-checklist", cookie)
 	if !strings.Contains(body, "npx skills add https://skills.example.com/skills/team/deploy-checklist -a claude-code") {
 		t.Errorf("public skill page for a signed-in viewer lacks the command")
+	}
+}
+
+// TestShellWord: whatever a repository names its folders, the install
+// command a person pastes passes the URL to the shell as one word, byte
+// for byte, and runs nothing (checked with the real /bin/sh).
+func TestShellWord(t *testing.T) {
+	for _, s := range []string{
+		"https://skills.example.com/skills/team/review",
+		"http://127.0.0.1:8080/sources/team",
+		"https://h/skills/src/x;id/review",
+		"https://h/skills/src/$(id)/`id`/review",
+		"https://h/skills/src/a&b|c>d<e/f",
+		"https://h/skills/src/it's/x",
+		"https://h/skills/src/'';'/x",
+		"https://h/skills/src/!x*?[a]{b}/~",
+		"https://h/skills/src/a b/\\c",
+		"",
+	} {
+		out, err := exec.Command("/bin/sh", "-c", "printf '%s' "+shellWord(s)).Output()
+		if err != nil {
+			t.Fatalf("%q: sh: %v", s, err)
+		}
+		if string(out) != s {
+			t.Errorf("shellWord(%q) = %s: the shell read %q", s, shellWord(s), out)
+		}
+	}
+	if got := shellWord("https://skills.example.com/skills/team/review"); strings.Contains(got, "'") {
+		t.Errorf("a plain URL is quoted: %s", got)
 	}
 }

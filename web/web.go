@@ -440,5 +440,19 @@ func (h *Handler) installCommand(c echo.Context, source, path string) string {
 	if base == "" {
 		return ""
 	}
-	return "npx skills add " + base + path + " -a claude-code"
+	return "npx skills add " + shellWord(base+path) + " -a claude-code"
+}
+
+// shellWord makes s one word for a POSIX shell, quoted when it holds
+// anything but plain URL characters: a repository chooses its folder
+// names, and sub-delims such as ";$()&" pass URL escaping, so a command
+// a person pastes must never run what a path spells.
+func shellWord(s string) string {
+	plain := s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~:/%@+=,", r))
+	})
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
