@@ -95,8 +95,9 @@ func (r *Registry) retryPersist(name string) {
 	r.mu.Lock()
 	run, ok := r.sources[name]
 	ctx := r.ctx
+	gone := ok && run.removed // removed is written under r.mu
 	r.mu.Unlock()
-	if !ok || run.removed || ctx == nil || ctx.Err() != nil {
+	if !ok || gone || ctx == nil || ctx.Err() != nil {
 		return
 	}
 	run.syncMu.Lock()
@@ -104,9 +105,10 @@ func (r *Registry) retryPersist(name string) {
 	r.mu.Lock()
 	pending := run.state.PersistError != ""
 	st := run.state
+	gone = run.removed
 	r.mu.Unlock()
 	snap, served := r.Current().Snapshot(name)
-	if !pending || !served || run.removed {
+	if !pending || !served || gone {
 		return // stored meanwhile by a sync, or no longer served
 	}
 	st.Syncing = false

@@ -292,6 +292,12 @@ type sanitizedError struct {
 func (e *sanitizedError) Error() string   { return e.msg }
 func (e *sanitizedError) Unwrap() []error { return e.errs }
 
+// sentinels are the errors a sanitised error still matches: every one
+// this package defines, and the context's.
+var sentinels = []error{ErrInvalidPin, ErrInvalidURL, ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrNetwork,
+	ErrPathNotFound, ErrObjectNotFound, ErrCorrupt, ErrBadTree, ErrTooLarge, ErrStorage, ErrClosed,
+	context.Canceled, context.DeadlineExceeded}
+
 // sanitize cleans an error made of our own prefix (the first keep bytes:
 // operation and URL) and a cause that may hold remote text; see remoteError.
 func sanitize(err error, keep int, auth Auth) error {
@@ -310,8 +316,7 @@ func sanitize(err error, keep int, auth Auth) error {
 		return err
 	}
 	r := &sanitizedError{msg: clean}
-	for _, s := range []error{ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrNetwork, ErrCorrupt, ErrTooLarge,
-		context.Canceled, context.DeadlineExceeded} {
+	for _, s := range sentinels {
 		if errors.Is(err, s) {
 			r.errs = append(r.errs, s)
 		}
