@@ -714,7 +714,7 @@ func (c *Config) validatePublish(bad func(format string, args ...any)) {
 		u, err := url.Parse(c.PublicURL)
 		switch {
 		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", c.PublicURL)
+			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", redact(c.PublicURL))
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
 			bad("public_url: %q must be an origin only: no credentials, path, query or fragment", redact(c.PublicURL))
 		}

@@ -94,6 +94,14 @@ func TestPublishKeys(t *testing.T) {
 			t.Errorf("%q: error %v, want one naming %q", yaml, err, want)
 		}
 	}
+	// No credential in public_url reaches an error, whichever rule it breaks.
+	for _, yaml := range []string{"public_url: https://u:s3cret@skills.example.com/x
+", "public_url: ftp://u:s3cret@skills.example.com
+"} {
+		if _, err := Parse([]byte(yaml), ""); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: error %v", yaml, err)
+		}
+	}
 	for _, ok := range []string{"public_url: https://skills.example.com\n", "public_url: https://skills.example.com/\n", "public_url: http://127.0.0.1:8080\n", "marketplace:\n  name: acme-skills\n  owner: Platform team\n"} {
 		if _, err := Parse([]byte(ok), ""); err != nil {
 			t.Errorf("%q: %v", ok, err)

@@ -4,13 +4,14 @@
 // ~/.cache/skillreg-tools/npm.
 //
 // A test that needs a missing tool skips with a message naming the make
-// target, except under CI=true, where it fails: CI must run every test.
+// target, except in CI (InCI), where it fails: CI must run every test.
 package tools
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,7 +37,7 @@ func Find(tb testing.TB, rel string) string {
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	missing(tb, fmt.Sprintf("%s not found: run 'make npm-tools' (scripts/install-npm-tools.sh) to install the pinned test tools into %s", p, Dir()))
+	Missing(tb, fmt.Sprintf("%s not found: run 'make npm-tools' (scripts/install-npm-tools.sh) to install the pinned test tools into %s", p, Dir()))
 	return ""
 }
 
@@ -55,10 +56,21 @@ func NodeModules(tb testing.TB, pkg string) string {
 	return filepath.Join(Dir(), "node_modules")
 }
 
-func missing(tb testing.TB, msg string) {
+// Missing skips tb with msg, or fails it in CI, where every test must run.
+func Missing(tb testing.TB, msg string) {
 	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(msg + " (CI=true: a missing tool fails the test)")
+	if InCI() {
+		tb.Fatal(msg + " (in CI a test that cannot run fails)")
 	}
 	tb.Skip(msg)
+}
+
+// InCI reports whether the tests run in CI: CI set to anything but "",
+// "0" or "false" (.ci/run sets CI=true; other runners set CI=1).
+func InCI() bool {
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false":
+		return false
+	}
+	return true
 }
