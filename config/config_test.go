@@ -95,9 +95,7 @@ func TestPublishKeys(t *testing.T) {
 		}
 	}
 	// No credential in public_url reaches an error, whichever rule it breaks.
-	for _, yaml := range []string{"public_url: https://u:s3cret@skills.example.com/x
-", "public_url: ftp://u:s3cret@skills.example.com
-"} {
+	for _, yaml := range []string{"public_url: https://u:s3cret@skills.example.com/x\n", "public_url: ftp://u:s3cret@skills.example.com\n"} {
 		if _, err := Parse([]byte(yaml), ""); err == nil || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%q: error %v", yaml, err)
 		}
