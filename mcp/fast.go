@@ -112,6 +112,10 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 	return true
 }
 
+// inMemory is a request body that is already in memory, whole (as the
+// daemon's front door buffers /mcp bodies): its bytes are used in place.
+type inMemory interface{ Bytes() []byte }
+
 // serveBody reads the body of a JSON POST once (up to the size limit),
 // bounds its shape (refusing more values than any request has), refuses an id the SDK would not echo exactly, and
 // lets the fast path (when fast) answer it. It reports whether it
@@ -119,18 +123,27 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 // SDK. stateless is the request's protocol generation, sess the
 // initialized 2025-11-25 session it names, if any.
 func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, stateless bool, sess *sdk.ServerSession) (answered, tookFast bool) {
-	buf := bodyPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			bodyPool.Put(buf)
-		}
-	}()
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
-	body := buf.Bytes()
-	// The SDK reads what was read, then the rest (and answers 413 for an
-	// oversized body, or the read error).
-	r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
+	var body []byte
+	var err error
+	if m, ok := r.Body.(inMemory); ok {
+		// A front door holds the whole body already (within its memory
+		// budget): read it in place, and give the SDK the same bytes.
+		body = m.Bytes()
+		r.Body = readCloser{bytes.NewReader(body), r.Body}
+	} else {
+		buf := bodyPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		defer func() {
+			if buf.Cap() <= 64<<10 {
+				bodyPool.Put(buf)
+			}
+		}()
+		_, err = buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
+		body = buf.Bytes()
+		// The SDK reads what was read, then the rest (and answers 413 for
+		// an oversized body, or the read error).
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
+	}
 	if err != nil || int64(len(body)) > s.o.MaxBodyBytes {
 		return false, false
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -588,5 +589,48 @@ func TestPageCacheBounds(t *testing.T) {
 	c.clear()
 	if _, ok := c.get(cur, pageKey{off: 0}); ok {
 		t.Fatal("kept a page after clear")
+	}
+}
+
+// inMemoryBody is a body already read whole, as the daemon's front door
+// hands it over; reading it through Read is a second copy.
+type inMemoryBody struct {
+	data  []byte
+	reads int
+}
+
+func (b *inMemoryBody) Bytes() []byte { return b.data }
+func (b *inMemoryBody) Read(p []byte) (int, error) {
+	b.reads++
+	return 0, errors.New("read called on a body already in memory")
+}
+func (b *inMemoryBody) Close() error { return nil }
+
+// TestBodyInMemoryReadInPlace: a body the front door holds whole is used
+// in place, by the fast path and by the SDK, never read again through Read
+// (a copy outside the front door's memory budget), with the same answers.
+func TestBodyInMemoryReadInPlace(t *testing.T) {
+	s := fastServer(t)
+	for _, c := range []call{
+		{name: "fast skills/list", fast: true, body: `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{` + meta + `}}`},
+		{name: "SDK tools/list", body: `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + meta + `}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := c.request()
+			body := &inMemoryBody{data: []byte(c.body)}
+			req.Body = body
+			rec := httptest.NewRecorder()
+			if took := s.serve(rec, req); took != c.fast {
+				t.Errorf("fast path took it: %v, want %v", took, c.fast)
+			}
+			want := httptest.NewRecorder()
+			s.sdkOnly(want, c.request())
+			if got, exp := answerOf(rec), answerOf(want); !reflect.DeepEqual(got, exp) {
+				t.Errorf("answers differ\nin place: %d %.300v\nSDK:      %d %.300v", got.status, got.body, exp.status, exp.body)
+			}
+			if body.reads != 0 {
+				t.Errorf("the body was read %d times through Read", body.reads)
+			}
+		})
 	}
 }

@@ -209,10 +209,25 @@ func Bodies(budget *Budget, policy func(*http.Request) BodyPolicy, next http.Han
 			WriteError(w, budget, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.Body = &Buffered{Reader: bytes.NewReader(data), data: data}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// Buffered is a request body Bodies has read into memory, paid from the
+// budget. A handler that needs the bytes whole takes them with Bytes
+// instead of copying them again outside the budget.
+type Buffered struct {
+	*bytes.Reader
+	data []byte
+}
+
+// Bytes is the whole body, whatever has been read of it. The caller must
+// not modify it.
+func (b *Buffered) Bytes() []byte { return b.data }
+
+// Close does nothing: the bytes are released when the handler returns.
+func (b *Buffered) Close() error { return nil }
 
 // WriteError answers a body that could not be read, in the one place that
 // maps ReadAll's and Bodies' errors to HTTP.
