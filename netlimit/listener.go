@@ -224,10 +224,23 @@ func peerAddr(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
+// capKey is what the per-address cap counts: the address, or for IPv6
+// its /64, since one host is routinely given a whole /64 and could rotate
+// through it to dodge a per-address cap.
+func capKey(a netip.Addr) netip.Addr {
+	if a.Is6() && !a.Is4In6() && !a.IsLoopback() {
+		if p, err := a.Prefix(64); err == nil {
+			return p.Addr()
+		}
+	}
+	return a
+}
+
 // admit counts c in, hands it to peek, or closes it.
 func (l *Listener) admit(c net.Conn) {
-	ip := peerAddr(c)
-	perIP := l.o.MaxConnsPerIP > 0 && (l.o.Exempt == nil || !l.o.Exempt(ip))
+	peer := peerAddr(c)
+	ip := capKey(peer)
+	perIP := l.o.MaxConnsPerIP > 0 && (l.o.Exempt == nil || !l.o.Exempt(peer))
 	l.mu.Lock()
 	if l.open < l.o.MaxConns && (!perIP || l.byIP[ip] < l.o.MaxConnsPerIP) {
 		l.open++

@@ -286,3 +286,24 @@ func FuzzIsProbe(f *testing.F) {
 		}
 	})
 }
+
+// TestCapKey: an IPv6 client is counted by its /64, so rotating through
+// the addresses of its network does not dodge max_connections_per_ip;
+// IPv4 and loopback addresses count alone.
+func TestCapKey(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{a: "2001:db8:1:2::1", b: "2001:db8:1:2:ffff::9", same: true},
+		{a: "2001:db8:1:2::1", b: "2001:db8:1:3::1", same: false},
+		{a: "192.0.2.1", b: "192.0.2.2", same: false},
+		{a: "::1", b: "::1", same: true},
+		{a: "::ffff:192.0.2.1", b: "::ffff:192.0.2.2", same: false},
+	} {
+		ka, kb := capKey(netip.MustParseAddr(c.a)), capKey(netip.MustParseAddr(c.b))
+		if (ka == kb) != c.same {
+			t.Errorf("capKey(%s) = %s, capKey(%s) = %s; same = %v", c.a, ka, c.b, kb, ka == kb)
+		}
+	}
+}
