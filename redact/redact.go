@@ -20,9 +20,11 @@ import (
 	"context"
 	"encoding/base64"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -315,4 +317,15 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// Status describes an HTTP answer by its status code and its reason
+// phrase ("401 Unauthorized"), the phrase sanitised (printable, at most 64
+// bytes): the remote chose it.
+func Status(resp *http.Response) string {
+	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
+	if reason == "" {
+		reason = http.StatusText(resp.StatusCode)
+	}
+	return strconv.Itoa(resp.StatusCode) + " " + Remote(reason, 64)
 }

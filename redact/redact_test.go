@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -149,5 +150,25 @@ func TestClean(t *testing.T) {
 	got := New(tok).Clean(fmt.Errorf("%w: %s\x1b[2J\n%s", base, tok, strings.Repeat("x", 100)), 40)
 	if !errors.Is(got, base) || len(got.Error()) > 40 || strings.ContainsAny(got.Error(), "\x1b\n") || strings.Contains(got.Error(), tok) {
 		t.Fatalf("Clean: %q", got)
+	}
+}
+
+// TestStatus: the reason phrase a remote chose is cleaned and bounded; a
+// missing one is the standard text.
+func TestStatus(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		code   int
+		want   string
+	}{
+		{status: "401 Unauthorized", code: 401, want: "401 Unauthorized"},
+		{status: "404", code: 404, want: "404 Not Found"},
+		{status: "500 \x1b[31mboom\x00", code: 500, want: "500 " + Remote("\x1b[31mboom\x00", 64)},
+		{status: "418 " + strings.Repeat("x", 200), code: 418, want: "418 " + Remote(strings.Repeat("x", 200), 64)},
+	} {
+		got := Status(&http.Response{Status: c.status, StatusCode: c.code})
+		if got != c.want || strings.ContainsAny(got, "\x1b\x00") || len(got) > 4+64+3 {
+			t.Errorf("Status(%q) = %q, want %q", c.status, got, c.want)
+		}
 	}
 }

@@ -915,12 +915,12 @@ func (c *Client) request(ctx context.Context, key, etag string, now time.Time) o
 	case status == http.StatusOK && isBound(err):
 		// Our own bound on the answer's size or shape, broken while
 		// go-github read it: say which (the text is ours, not the remote's).
-		o.result, o.err = ResultError, fmt.Errorf("GitHub answered %s: %w", statusText(resp.Response), boundOf(err))
+		o.result, o.err = ResultError, fmt.Errorf("GitHub answered %s: %w", redact.Status(resp.Response), boundOf(err))
 	default:
 		// Never go-github's error here: its ErrorResponse carries the
 		// body's message (and errors), which a hostile or misconfigured
 		// API endpoint can fill with the Authorization header it got.
-		o.result, o.err = ResultError, c.clean(fmt.Errorf("GitHub answered %s", statusText(resp.Response)))
+		o.result, o.err = ResultError, c.clean(fmt.Errorf("GitHub answered %s", redact.Status(resp.Response)))
 	}
 	return o
 }
@@ -951,15 +951,6 @@ func (c *Client) clean(err error) error {
 	return s.Clean(err, maxErrorText)
 }
 
-// statusText is an answer's status code and its reason phrase, sanitised
-// (the remote chose the phrase).
-func statusText(resp *http.Response) string {
-	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
-	if reason == "" {
-		reason = http.StatusText(resp.StatusCode)
-	}
-	return strconv.Itoa(resp.StatusCode) + " " + redact.Remote(reason, 64)
-}
 
 // isRateLimit tells a 403 rate-limit answer from a 403 permission answer.
 func isRateLimit(err error, h http.Header) bool {

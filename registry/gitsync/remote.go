@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -362,7 +361,7 @@ func (t statusOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	_, _ = io.CopyN(io.Discard, resp.Body, maxErrorBody)
 	resp.Body.Close()
-	desc := StatusText(resp)
+	desc := "HTTP " + redact.Status(resp)
 	resp.Body = io.NopCloser(strings.NewReader(desc))
 	resp.ContentLength = int64(len(desc))
 	resp.Header.Del("Content-Encoding")
@@ -370,13 +369,3 @@ func (t statusOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// StatusText describes an HTTP answer by its status code and its reason
-// phrase, the latter sanitised (printable, at most 64 bytes): the remote
-// chose it.
-func StatusText(resp *http.Response) string {
-	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
-	if reason == "" {
-		reason = http.StatusText(resp.StatusCode)
-	}
-	return "HTTP " + strconv.Itoa(resp.StatusCode) + " " + redact.Remote(reason, 64)
-}
