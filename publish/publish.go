@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -142,7 +143,9 @@ func (h *Handler) view(ctx context.Context) *view {
 		return v
 	}
 	h.mu.Unlock()
-	res, _, _ := h.build.Do("view", func() (any, error) {
+	// Keyed by generation: a caller that loaded a newer catalog must not
+	// share a build of the one before.
+	res, _, _ := h.build.Do("view\x00"+strconv.FormatUint(cat.Gen, 10), func() (any, error) {
 		h.mu.Lock()
 		if h.cur != nil && h.cur.cat == cat {
 			v := h.cur

@@ -414,7 +414,12 @@ func (h *Handler) digestEntry(ctx context.Context, v *view, e *entry) {
 
 // plugins digests the marketplace's archives on first use: one per skill
 // (skills/<name>/...) and one per source holding all of its skills.
+//
+// The digests are shared by every caller of the generation, so they are
+// made apart from the request that came first (which may hang up): a
+// context error must never become a plugin's reason to be left out.
 func (h *Handler) plugins(ctx context.Context, v *view) {
+	ctx = context.WithoutCancel(ctx)
 	v.pluginsOnce.Do(func() {
 		parallel(v.entries, func(e *entry) {
 			if e.pluginSkip != "" {
