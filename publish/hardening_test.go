@@ -2,11 +2,17 @@ package publish
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,5 +147,140 @@ func TestViewPerGeneration(t *testing.T) {
 	}
 	if !slices.Contains(names2(f.v2("/.well-known/agent-skills/index.json")), "fresh") {
 		t.Errorf("index of the new generation lacks its skill")
+	}
+}
+
+// bigSources: one skill of several large files, so its archives are far
+// over a small cache budget.
+func bigSources() map[string]map[string]file {
+	files := map[string]file{"big/SKILL.md": md("big", "A skill of large files.")}
+	for i, n := range []string{"a.bin", "b.bin", "c.bin"} {
+		files["big/"+n] = file{data: strings.Repeat(fmt.Sprintf("%c%d", 'a'+i, i), 128<<10)}
+	}
+	return map[string]map[string]file{"big": files}
+}
+
+// TestArtifactsUncacheable: with a cache far smaller than an archive, a
+// HEAD reads nothing and builds nothing, and concurrent GETs are streamed,
+// each holding one file at a time: every client has bytes before the
+// archive's last file is read, and no archive is built in memory. The
+// bytes still match the digest the index states.
+func TestArtifactsUncacheable(t *testing.T) {
+	var g *gatedCatalog
+	f := newFixture(t, bigSources(), func(o *Options) { g = gate(o); o.CacheBytes = 1024 })
+	var builds, streams atomic.Int64
+	f.h.onArtifactBuild = func(string) { builds.Add(1) }
+	f.h.onArtifactStream = func(string) { streams.Add(1) }
+	idx := f.v2("/.well-known/agent-skills/index.json")
+	url, digest := v2URL(idx, "big"), idx.Skills[0].Digest
+	var mp marketplaceDoc
+	f.json("/marketplace.json", &mp)
+	urls := map[string]string{url: digest}
+	for _, p := range mp.Plugins {
+		urls[strings.TrimPrefix(p.Source.URL, f.srv.URL)] = "sha256:" + p.Source.SHA256
+	}
+	if len(urls) != 2 {
+		// big-all holds only big: the same bytes as big's plugin.
+		t.Fatalf("artifacts %v: want the skill's archive and its plugin", urls)
+	}
+	g.reset()
+	for u, d := range urls {
+		h := f.do(http.MethodHead, u)
+		full := f.get(u)
+		if h.code != 200 || h.header.Get("Content-Length") != strconv.Itoa(len(full.body)) || h.header.Get("ETag") != full.header.Get("ETag") {
+			t.Errorf("HEAD %s: %d, length %s etag %s; GET: %d bytes, etag %s", u, h.code, h.header.Get("Content-Length"), h.header.Get("ETag"), len(full.body), full.header.Get("ETag"))
+		}
+		if digestOf(full.body) != d {
+			t.Errorf("GET %s: digest %s, want %s", u, digestOf(full.body), d)
+		}
+		if nm := f.get(u, "If-None-Match", full.header.Get("ETag")); nm.code != http.StatusNotModified {
+			t.Errorf("revalidation of %s: %d", u, nm.code)
+		}
+	}
+	if n := g.count("c.bin"); n != len(urls) {
+		t.Errorf("c.bin read %d times by %d HEADs, GETs and revalidations of %d archives; want one per GET", n, 3*len(urls), len(urls))
+	}
+
+	const clients = 4
+	g.reset()
+	g.mu.Lock()
+	g.hold = func(p string, _ int) bool { return p == "c.bin" }
+	g.mu.Unlock()
+	var started, finished sync.WaitGroup
+	started.Add(clients)
+	finished.Add(clients)
+	sums := make([]string, clients)
+	for i := range clients {
+		go func() {
+			defer finished.Done()
+			res, err := f.srv.Client().Get(f.srv.URL + url)
+			if err != nil {
+				started.Done()
+				t.Error(err)
+				return
+			}
+			defer res.Body.Close()
+			first := make([]byte, 1)
+			_, err = io.ReadFull(res.Body, first)
+			started.Done()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			h := sha256.New()
+			h.Write(first)
+			if _, err := io.Copy(h, res.Body); err != nil {
+				t.Error(err)
+			}
+			sums[i] = "sha256:" + hex.EncodeToString(h.Sum(nil))
+		}()
+	}
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	select {
+	case <-all:
+	case <-time.After(deadlockGuard):
+		t.Error("no client got a byte before the archive's last file was read: archives are built whole in memory")
+	}
+	close(g.release)
+	finished.Wait()
+	for i, s := range sums {
+		if s != digest {
+			t.Errorf("client %d: digest %s, want %s", i, s, digest)
+		}
+	}
+	if builds.Load() != 0 || streams.Load() != int64(clients+len(urls)) {
+		t.Errorf("%d archives built in memory, %d streamed; want 0 and %d", builds.Load(), streams.Load(), clients+len(urls))
+	}
+}
+
+// TestArtifactsSingleFlight: concurrent GETs of an archive the cache can
+// hold build it once and read each file once.
+func TestArtifactsSingleFlight(t *testing.T) {
+	var g *gatedCatalog
+	f := newFixture(t, bigSources(), func(o *Options) { g = gate(o) })
+	var builds atomic.Int64
+	f.h.onArtifactBuild = func(string) { builds.Add(1) }
+	idx := f.v2("/.well-known/agent-skills/index.json")
+	url, digest := v2URL(idx, "big"), idx.Skills[0].Digest
+	g.reset()
+	const clients = 8
+	var wg sync.WaitGroup
+	sums := make([]string, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sums[i] = digestOf(f.get(url).body)
+		}()
+	}
+	wg.Wait()
+	for i, s := range sums {
+		if s != digest {
+			t.Errorf("client %d: digest %s", i, s)
+		}
+	}
+	if builds.Load() != 1 || g.count("a.bin") != 1 || g.count("c.bin") != 1 {
+		t.Errorf("%d builds, a.bin read %d times, c.bin %d; want 1 each", builds.Load(), g.count("a.bin"), g.count("c.bin"))
 	}
 }

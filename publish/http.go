@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -486,21 +488,103 @@ func (h *Handler) serveArtifact(c echo.Context, cl caller) error {
 	if !ok || !a.visibleTo(cl.filter) {
 		return errNotFound
 	}
-	data, err := h.artifactBytes(c.Request().Context(), hexd, a)
-	if err != nil {
-		h.log.Warn("cannot build an artifact", "digest", hexd, "err", err)
-		return &httpError{http.StatusServiceUnavailable, "artifact unavailable; the source is resyncing"}
-	}
 	hd := c.Response().Header()
 	if ext == "md" {
 		hd.Set("Content-Type", "text/markdown; charset=utf-8")
 	} else {
 		hd.Set("Content-Type", "application/zip")
 	}
-	hd.Set("ETag", `"sha256:`+hexd+`"`)
+	etag := `"sha256:` + hexd + `"`
+	hd.Set("ETag", etag)
 	hd.Set("Cache-Control", cacheControl(h.artifactPublic(cl, a), 31536000))
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
+	r, w := c.Request(), c.Response()
+	key := hexd + "." + a.ext
+	if b, ok := h.cache.get(key); ok {
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
+		return nil
+	}
+	// Not built yet. The view knows the size and the digest, so a HEAD or
+	// a revalidation is answered without reading a byte.
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if r.Method == http.MethodHead {
+		hd.Set("Content-Length", strconv.FormatInt(a.size, 10))
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	if a.size > h.cache.max {
+		// Too large to keep: streamed from the verified files, never held
+		// whole in memory.
+		return h.streamArtifact(c, hexd, a)
+	}
+	res, err, _ := h.build.Do("artifact\x00"+key, func() (any, error) {
+		return h.artifactBytes(context.WithoutCancel(r.Context()), hexd, a)
+	})
+	if err != nil {
+		h.log.Warn("cannot build an artifact", "digest", hexd, "err", err)
+		return &httpError{http.StatusServiceUnavailable, "artifact unavailable; the source is resyncing"}
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(res.([]byte)))
 	return nil
+}
+
+// streamArtifact writes an archive too large for the cache straight to
+// the response, one file in memory at a time, hashing it on the way. The
+// length is known beforehand; if the bytes do not match the digest at the
+// end, the connection is aborted, so the client sees a truncated body and
+// never a wrong one.
+func (h *Handler) streamArtifact(c echo.Context, hexd string, a *artifact) error {
+	w := c.Response()
+	w.Header().Set("Content-Length", strconv.FormatInt(a.size, 10))
+	w.WriteHeader(http.StatusOK)
+	sum := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, sum)}
+	var err error
+	if h.onArtifactStream != nil {
+		h.onArtifactStream(hexd)
+	}
+	if a.ext == "md" {
+		var b []byte
+		if b, err = h.o.Catalog.ReadFile(c.Request().Context(), fileRef(a.mdRef, a.md)); err == nil {
+			_, err = cw.Write(b)
+		}
+	} else {
+		err = writeZip(cw, a.entries)
+	}
+	if err == nil && (cw.n != a.size || hex.EncodeToString(sum.Sum(nil)) != hexd) {
+		err = fmt.Errorf("streamed %d bytes, digest %x: the bytes moved", cw.n, sum.Sum(nil))
+	}
+	if err != nil {
+		if c.Request().Context().Err() == nil {
+			h.log.Warn("cannot stream an artifact", "digest", hexd, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
+}
+
+// etagMatch reports whether an If-None-Match header names etag (or "*").
+func etagMatch(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // artifactPublic reports whether an artifact is visible without a token.
@@ -515,12 +599,15 @@ func (h *Handler) artifactPublic(cl caller, a *artifact) bool {
 	return slices.ContainsFunc(a.sources, func(s string) bool { return pub[s] })
 }
 
-// artifactBytes returns an artifact's bytes from the cache, or builds them
-// and checks them against the digest before caching.
+// artifactBytes builds an artifact small enough for the cache, checks it
+// against the digest and caches it (callers single-flight it per key).
 func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) ([]byte, error) {
 	key := hexd + "." + a.ext
 	if b, ok := h.cache.get(key); ok {
 		return b, nil
+	}
+	if h.onArtifactBuild != nil {
+		h.onArtifactBuild(hexd)
 	}
 	var data []byte
 	if a.ext == "md" {
@@ -531,7 +618,7 @@ func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) (
 		data = b
 	} else {
 		var buf bytes.Buffer
-		buf.Grow(int(a.size))
+		buf.Grow(int(a.size)) // at most the cache's budget
 		if err := writeZip(&buf, a.entries); err != nil {
 			return nil, err
 		}

@@ -100,6 +100,10 @@ type Handler struct {
 	build singleflight.Group
 
 	cache *byteCache
+
+	// Test hooks: told of every artifact built into memory, and of every
+	// one streamed.
+	onArtifactBuild, onArtifactStream func(hexd string)
 }
 
 // New builds a Handler.
