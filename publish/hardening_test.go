@@ -284,3 +284,57 @@ func TestArtifactsSingleFlight(t *testing.T) {
 		t.Errorf("%d builds, a.bin read %d times, c.bin %d; want 1 each", builds.Load(), g.count("a.bin"), g.count("c.bin"))
 	}
 }
+
+// TestMarketplaceHostileHosts: every IP literal is a Host the marketplace
+// may build URLs on, so anyone can send thousands of them; each gets its
+// own origin in the document, and none of them can push the legitimate
+// document out of the cache.
+func TestMarketplaceHostileHosts(t *testing.T) {
+	f := newFixture(t, defaultSources(), nil)
+	get := func(host string, header ...string) response {
+		req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/marketplace.json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := f.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return response{res.StatusCode, res.Header, b}
+	}
+	etags := map[string]bool{}
+	for i := range 1100 {
+		host := fmt.Sprintf("10.0.%d.%d", i/256, i%256)
+		r := get(host)
+		if r.code != 200 || !strings.Contains(string(r.body), `"url":"http://`+host+`/artifacts/sha256/`) || !strings.Contains(string(r.body), `"owner":{"name":"`+host+`"}`) {
+			t.Fatalf("Host %s: %d %s", host, r.code, r.body)
+		}
+		if strings.Contains(string(r.body), f.h.hostMark) {
+			t.Fatalf("Host %s: placeholder left in %s", host, r.body)
+		}
+		etags[r.header.Get("ETag")] = true
+	}
+	if len(etags) != 1100 {
+		t.Errorf("%d ETags for 1100 origins", len(etags))
+	}
+	legit := strings.TrimPrefix(f.srv.URL, "http://")
+	first := get(legit)
+	v := f.h.view(context.Background())
+	before := v.bodies.builds.Load()
+	again := get(legit)
+	if after := v.bodies.builds.Load(); after != before {
+		t.Errorf("the legitimate marketplace was rendered again after 1100 hostile Hosts (%d renders, then %d)", before, after)
+	}
+	if string(again.body) != string(first.body) || again.header.Get("ETag") != first.header.Get("ETag") || !strings.Contains(string(first.body), f.srv.URL+"/artifacts/") {
+		t.Errorf("legitimate marketplace changed between requests or names another origin: %s", first.body)
+	}
+	if r := get(legit, "If-None-Match", first.header.Get("ETag")); r.code != http.StatusNotModified {
+		t.Errorf("revalidation: %d", r.code)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -249,7 +250,7 @@ func (h *Handler) indexV2(c echo.Context, cl caller) error {
 	v := h.view(c.Request().Context())
 	sc := scopeOf(c)
 	key := "v2\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
-	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+	return h.serveCached(c, cl, v, key, func() ([]byte, error) {
 		es, err := v.entriesFor(cl, sc)
 		if err != nil {
 			return nil, err
@@ -266,7 +267,7 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 	v := h.view(c.Request().Context())
 	sc := scopeOf(c)
 	key := "v1\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
-	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+	return h.serveCached(c, cl, v, key, func() ([]byte, error) {
 		es, err := v.entriesFor(cl, sc)
 		if err != nil {
 			return nil, err
@@ -361,19 +362,25 @@ func cacheControl(public bool, maxAge int) string {
 	return s
 }
 
-// serveBody answers a JSON document built once per view, caller filter and
-// scope, with an ETag, so If-None-Match gets 304 and HEAD works.
-func (h *Handler) serveBody(c echo.Context, cl caller, v *view, key string, build func() ([]byte, error)) error {
-	b, err := v.bodies.get(key, build)
-	if err != nil {
-		return err
-	}
+// serveBody answers a JSON document with its ETag, so If-None-Match gets
+// 304 and HEAD works.
+func (h *Handler) serveBody(c echo.Context, cl caller, b body) error {
 	hd := c.Response().Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("ETag", b.etag)
 	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(b.data))
 	return nil
+}
+
+// serveCached answers a document built once per view, caller filter and
+// scope (key).
+func (h *Handler) serveCached(c echo.Context, cl caller, v *view, key string, build func() ([]byte, error)) error {
+	b, err := v.bodies.get(key, build)
+	if err != nil {
+		return err
+	}
+	return h.serveBody(c, cl, b)
 }
 
 func marshal(doc any) ([]byte, error) {
@@ -393,9 +400,17 @@ type body struct {
 }
 
 // bodyCache keeps a view's rendered documents, a bounded number of them.
+// Its keys come from the catalog (scopes) and the configured clients
+// (filters), never from request headers.
 type bodyCache struct {
-	mu sync.Mutex
-	m  map[string]body
+	mu     sync.Mutex
+	m      map[string]body
+	builds atomic.Int64 // documents rendered (tests)
+}
+
+func etagOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 const maxBodies = 1024
@@ -411,8 +426,8 @@ func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error)
 	if err != nil {
 		return body{}, err
 	}
-	sum := sha256.Sum256(data)
-	b = body{data: data, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	b = body{data: data, etag: etagOf(data)}
+	bc.builds.Add(1)
 	bc.mu.Lock()
 	if bc.m == nil {
 		bc.m = map[string]body{}

@@ -101,6 +101,10 @@ type Handler struct {
 
 	cache *byteCache
 
+	// baseMark and hostMark stand for the request's origin and host in
+	// cached marketplace documents.
+	baseMark, hostMark string
+
 	// Test hooks: told of every artifact built into memory, and of every
 	// one streamed.
 	onArtifactBuild, onArtifactStream func(hexd string)
@@ -133,7 +137,9 @@ func New(o Options) (*Handler, error) {
 		loopbackOnly := access.NewHosts(nil)
 		o.BaseURL = func(r *http.Request) string { return RequestBaseURL(r, "", loopbackOnly.Allowed) }
 	}
-	return &Handler{o: o, log: o.Logger, dig: newDigester(o.Catalog), cache: newByteCache(o.CacheBytes)}, nil
+	h := &Handler{o: o, log: o.Logger, dig: newDigester(o.Catalog), cache: newByteCache(o.CacheBytes)}
+	h.baseMark, h.hostMark = newMarks()
+	return h, nil
 }
 
 // view returns the current generation's view, building it on first use
