@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/registry/skill"
 )
 
 // file is one fixture file; Exec makes it mode 0755.
@@ -219,8 +220,8 @@ func unzip(t testing.TB, b []byte) (map[string]string, map[string]os.FileMode) {
 		if !zf.Mode().IsRegular() {
 			t.Errorf("%s: mode %v is not a regular file", zf.Name, zf.Mode())
 		}
-		if p := archivePathProblem(zf.Name); p != "" {
-			t.Errorf("%s: %s", zf.Name, p)
+		if p := skill.CheckPath(zf.Name); p != nil {
+			t.Errorf("%s: %v", zf.Name, p)
 		}
 		rc, err := zf.Open()
 		if err != nil {

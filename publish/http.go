@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -247,7 +250,7 @@ func (h *Handler) indexV2(c echo.Context, cl caller) error {
 	v := h.view(c.Request().Context())
 	sc := scopeOf(c)
 	key := "v2\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
-	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+	return h.serveCached(c, cl, v, key, func() ([]byte, error) {
 		es, err := v.entriesFor(cl, sc)
 		if err != nil {
 			return nil, err
@@ -264,7 +267,7 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 	v := h.view(c.Request().Context())
 	sc := scopeOf(c)
 	key := "v1\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
-	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+	return h.serveCached(c, cl, v, key, func() ([]byte, error) {
 		es, err := v.entriesFor(cl, sc)
 		if err != nil {
 			return nil, err
@@ -359,19 +362,25 @@ func cacheControl(public bool, maxAge int) string {
 	return s
 }
 
-// serveBody answers a JSON document built once per view, caller filter and
-// scope, with an ETag, so If-None-Match gets 304 and HEAD works.
-func (h *Handler) serveBody(c echo.Context, cl caller, v *view, key string, build func() ([]byte, error)) error {
-	b, err := v.bodies.get(key, build)
-	if err != nil {
-		return err
-	}
+// serveBody answers a JSON document with its ETag, so If-None-Match gets
+// 304 and HEAD works.
+func (h *Handler) serveBody(c echo.Context, cl caller, b body) error {
 	hd := c.Response().Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("ETag", b.etag)
 	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(b.data))
 	return nil
+}
+
+// serveCached answers a document built once per view, caller filter and
+// scope (key).
+func (h *Handler) serveCached(c echo.Context, cl caller, v *view, key string, build func() ([]byte, error)) error {
+	b, err := v.bodies.get(key, build)
+	if err != nil {
+		return err
+	}
+	return h.serveBody(c, cl, b)
 }
 
 func marshal(doc any) ([]byte, error) {
@@ -391,9 +400,17 @@ type body struct {
 }
 
 // bodyCache keeps a view's rendered documents, a bounded number of them.
+// Its keys come from the catalog (scopes) and the configured clients
+// (filters), never from request headers.
 type bodyCache struct {
-	mu sync.Mutex
-	m  map[string]body
+	mu     sync.Mutex
+	m      map[string]body
+	builds atomic.Int64 // documents rendered (tests)
+}
+
+func etagOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 const maxBodies = 1024
@@ -409,8 +426,8 @@ func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error)
 	if err != nil {
 		return body{}, err
 	}
-	sum := sha256.Sum256(data)
-	b = body{data: data, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+	b = body{data: data, etag: etagOf(data)}
+	bc.builds.Add(1)
 	bc.mu.Lock()
 	if bc.m == nil {
 		bc.m = map[string]body{}
@@ -486,21 +503,103 @@ func (h *Handler) serveArtifact(c echo.Context, cl caller) error {
 	if !ok || !a.visibleTo(cl.filter) {
 		return errNotFound
 	}
-	data, err := h.artifactBytes(c.Request().Context(), hexd, a)
-	if err != nil {
-		h.log.Warn("cannot build an artifact", "digest", hexd, "err", err)
-		return &httpError{http.StatusServiceUnavailable, "artifact unavailable; the source is resyncing"}
-	}
 	hd := c.Response().Header()
 	if ext == "md" {
 		hd.Set("Content-Type", "text/markdown; charset=utf-8")
 	} else {
 		hd.Set("Content-Type", "application/zip")
 	}
-	hd.Set("ETag", `"sha256:`+hexd+`"`)
+	etag := `"sha256:` + hexd + `"`
+	hd.Set("ETag", etag)
 	hd.Set("Cache-Control", cacheControl(h.artifactPublic(cl, a), 31536000))
-	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
+	r, w := c.Request(), c.Response()
+	key := hexd + "." + a.ext
+	if b, ok := h.cache.get(key); ok {
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(b))
+		return nil
+	}
+	// Not built yet. The view knows the size and the digest, so a HEAD or
+	// a revalidation is answered without reading a byte.
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if r.Method == http.MethodHead {
+		hd.Set("Content-Length", strconv.FormatInt(a.size, 10))
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	if a.size > h.cache.max {
+		// Too large to keep: streamed from the verified files, never held
+		// whole in memory.
+		return h.streamArtifact(c, hexd, a)
+	}
+	res, err, _ := h.build.Do("artifact\x00"+key, func() (any, error) {
+		return h.artifactBytes(context.WithoutCancel(r.Context()), hexd, a)
+	})
+	if err != nil {
+		h.log.Warn("cannot build an artifact", "digest", hexd, "err", err)
+		return &httpError{http.StatusServiceUnavailable, "artifact unavailable; the source is resyncing"}
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(res.([]byte)))
 	return nil
+}
+
+// streamArtifact writes an archive too large for the cache straight to
+// the response, one file in memory at a time, hashing it on the way. The
+// length is known beforehand; if the bytes do not match the digest at the
+// end, the connection is aborted, so the client sees a truncated body and
+// never a wrong one.
+func (h *Handler) streamArtifact(c echo.Context, hexd string, a *artifact) error {
+	w := c.Response()
+	w.Header().Set("Content-Length", strconv.FormatInt(a.size, 10))
+	w.WriteHeader(http.StatusOK)
+	sum := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, sum)}
+	var err error
+	if h.onArtifactStream != nil {
+		h.onArtifactStream(hexd)
+	}
+	if a.ext == "md" {
+		var b []byte
+		if b, err = h.o.Catalog.ReadFile(c.Request().Context(), fileRef(a.mdRef, a.md)); err == nil {
+			_, err = cw.Write(b)
+		}
+	} else {
+		err = writeZip(cw, a.entries)
+	}
+	if err == nil && (cw.n != a.size || hex.EncodeToString(sum.Sum(nil)) != hexd) {
+		err = fmt.Errorf("streamed %d bytes, digest %x: the bytes moved", cw.n, sum.Sum(nil))
+	}
+	if err != nil {
+		if c.Request().Context().Err() == nil {
+			h.log.Warn("cannot stream an artifact", "digest", hexd, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (cw *countWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	return n, err
+}
+
+// etagMatch reports whether an If-None-Match header names etag (or "*").
+func etagMatch(header, etag string) bool {
+	for t := range strings.SplitSeq(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // artifactPublic reports whether an artifact is visible without a token.
@@ -515,12 +614,15 @@ func (h *Handler) artifactPublic(cl caller, a *artifact) bool {
 	return slices.ContainsFunc(a.sources, func(s string) bool { return pub[s] })
 }
 
-// artifactBytes returns an artifact's bytes from the cache, or builds them
-// and checks them against the digest before caching.
+// artifactBytes builds an artifact small enough for the cache, checks it
+// against the digest and caches it (callers single-flight it per key).
 func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) ([]byte, error) {
 	key := hexd + "." + a.ext
 	if b, ok := h.cache.get(key); ok {
 		return b, nil
+	}
+	if h.onArtifactBuild != nil {
+		h.onArtifactBuild(hexd)
 	}
 	var data []byte
 	if a.ext == "md" {
@@ -531,7 +633,7 @@ func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) (
 		data = b
 	} else {
 		var buf bytes.Buffer
-		buf.Grow(int(a.size))
+		buf.Grow(int(a.size)) // at most the cache's budget
 		if err := writeZip(&buf, a.entries); err != nil {
 			return nil, err
 		}

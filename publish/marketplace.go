@@ -1,6 +1,9 @@
 package publish
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -70,21 +73,24 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 	v := h.view(ctx)
 	h.plugins(ctx, v)
 	sc := scope{source: c.Param("name")}
-	key := "mp\x00" + base + "\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
-	return h.serveBody(c, cl, v, key, func() ([]byte, error) {
+	// The document is cached once per scope and filter, with a placeholder
+	// origin put in at every request: the base comes from the Host, which
+	// anyone may vary (every IP literal is allowed), so it must not be
+	// part of a cache key.
+	key := "mp\x00" + scopeKey(sc) + "\x00" + cl.filterKey()
+	tmpl, err := v.bodies.get(key, func() ([]byte, error) {
 		es, err := v.entriesFor(cl, sc)
 		if err != nil {
 			return nil, err
 		}
+		base := h.baseMark
 		name := h.o.MarketplaceName
 		if sc.source != "" {
 			name = kebab(name + "-" + sc.source)
 		}
 		own := h.o.MarketplaceOwner
 		if own == "" {
-			if u, err := url.Parse(base); err == nil {
-				own = u.Hostname()
-			}
+			own = h.hostMark
 		}
 		doc := marketplaceDoc{Name: name, Owner: owner{Name: own}, Plugins: []plugin{}}
 		alls := v.allPlugins(cl, sc)
@@ -102,6 +108,34 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 		}
 		return marshal(doc)
 	})
+	if err != nil {
+		return err
+	}
+	host := ""
+	if u, err := url.Parse(base); err == nil {
+		host = u.Hostname()
+	}
+	data := bytes.ReplaceAll(tmpl.data, []byte(h.baseMark), jsonText(base))
+	data = bytes.ReplaceAll(data, []byte(h.hostMark), jsonText(host))
+	return h.serveBody(c, cl, body{data: data, etag: etagOf(data)})
+}
+
+// jsonText is s as it appears inside a JSON string.
+func jsonText(s string) []byte {
+	b, _ := marshal(s)
+	return bytes.TrimSuffix(bytes.TrimPrefix(bytes.TrimSpace(b), []byte(`"`)), []byte(`"`))
+}
+
+// newMarks returns the placeholder origin and host of cached marketplace
+// documents: random, so no skill's text can hold them, and of characters
+// the encoder leaves as they are (it does not escape '/').
+func newMarks() (base, host string) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	host = "skillreg-base-" + hex.EncodeToString(b[:]) + ".invalid"
+	return "http://" + host, host
 }
 
 // allPlugins returns the "<source>-all" plugins a scope shows the caller.

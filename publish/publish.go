@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -99,6 +100,14 @@ type Handler struct {
 	build singleflight.Group
 
 	cache *byteCache
+
+	// baseMark and hostMark stand for the request's origin and host in
+	// cached marketplace documents.
+	baseMark, hostMark string
+
+	// Test hooks: told of every artifact built into memory, and of every
+	// one streamed.
+	onArtifactBuild, onArtifactStream func(hexd string)
 }
 
 // New builds a Handler.
@@ -128,7 +137,9 @@ func New(o Options) (*Handler, error) {
 		loopbackOnly := access.NewHosts(nil)
 		o.BaseURL = func(r *http.Request) string { return RequestBaseURL(r, "", loopbackOnly.Allowed) }
 	}
-	return &Handler{o: o, log: o.Logger, dig: newDigester(o.Catalog), cache: newByteCache(o.CacheBytes)}, nil
+	h := &Handler{o: o, log: o.Logger, dig: newDigester(o.Catalog), cache: newByteCache(o.CacheBytes)}
+	h.baseMark, h.hostMark = newMarks()
+	return h, nil
 }
 
 // view returns the current generation's view, building it on first use
@@ -142,7 +153,9 @@ func (h *Handler) view(ctx context.Context) *view {
 		return v
 	}
 	h.mu.Unlock()
-	res, _, _ := h.build.Do("view", func() (any, error) {
+	// Keyed by generation: a caller that loaded a newer catalog must not
+	// share a build of the one before.
+	res, _, _ := h.build.Do("view\x00"+strconv.FormatUint(cat.Gen, 10), func() (any, error) {
 		h.mu.Lock()
 		if h.cur != nil && h.cur.cat == cat {
 			v := h.cur

@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/registry/skill"
 )
 
 // TestDiscoveryIndex checks the v0.2 index against the skills CLI's rules
@@ -340,21 +341,39 @@ func TestLimits(t *testing.T) {
 	}
 	g := newFixture(t, defaultSources(), func(o *Options) { o.Limits = Limits{Files: 100, Bytes: 40} })
 	got = names2(g.v2("/.well-known/agent-skills/index.json"))
-	if slices.Contains(got, "deploy") || len(got) != 0 && !hasNote(g.h.Notes(context.Background(), registry.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-bytes") {
+	if slices.Contains(got, "deploy") {
 		t.Errorf("names with a 40-byte limit = %v", got)
+	}
+	if !hasNote(g.h.Notes(context.Background(), registry.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-bytes: ") {
+		t.Errorf("no limit-bytes note for deploy")
 	}
 }
 
-// TestArchivePathProblem covers the paths that would escape an archive
-// root or be read differently by some client.
-func TestArchivePathProblem(t *testing.T) {
+// TestArchivePathRules: a skill with a path the registry's own rule
+// (skill.CheckPath) refuses is in no index and no plugin, whatever the
+// catalog holds; the neighbours an archive-only check used to let through
+// (git metadata, device names, ':' and the other characters Windows
+// refuses, trailing dots) are refused too.
+func TestArchivePathRules(t *testing.T) {
 	for p, bad := range map[string]bool{
 		"SKILL.md": false, "scripts/run.sh": false, "a b/c.md": false, "notes..md": false, "ünï.md": false, ".hidden": false,
 		"": true, ".": true, "..": true, "../x": true, "a/../b": true, "a/./b": true, "./a": true, "/etc/passwd": true,
 		"a//b": true, "a/": true, `a\b`: true, `..\x`: true, "C:x": true, "c:/x": true, "a\x00b": true, "a\nb": true, "\xff.md": true,
+		".git/config": true, ".GIT/hooks/pre-commit": true, "git~1/config": true, ".gitmodules": true, "a/.git./x": true,
+		"CON": true, "nul.txt": true, "a:b": true, "x*": true, "what?": true, "a/b.": true, "a/b ": true, "a\u0085b": true,
 	} {
-		if got := archivePathProblem(p) != ""; got != bad {
-			t.Errorf("archivePathProblem(%q) = %q, want bad=%v", p, archivePathProblem(p), bad)
+		files := []skill.File{{Path: "SKILL.md"}}
+		if p != "SKILL.md" {
+			files = append(files, skill.File{Path: p})
+		}
+		sk := &skill.Skill{Frontmatter: &skill.Frontmatter{Name: "x", Description: "d"}, Files: files}
+		skip, _ := Limits{Files: 100, Bytes: 1 << 20}.rules(sk)
+		plug := pluginRules(&entry{name: "x", files: files})
+		if (skip != "") != bad || (plug != "") != bad {
+			t.Errorf("%q: index skip %q, plugin skip %q, want bad=%v", p, skip, plug, bad)
+		}
+		if bad && !strings.Contains(skip, "path") && !strings.Contains(skip, "git") {
+			t.Errorf("%q: reason %q names no rule", p, skip)
 		}
 	}
 }
@@ -362,12 +381,12 @@ func TestArchivePathProblem(t *testing.T) {
 // FuzzArchivePath: whatever path passes lands inside the extraction root
 // however it is joined, and splits into plain segments.
 func FuzzArchivePath(f *testing.F) {
-	for _, s := range []string{"SKILL.md", "../x", "a/../../b", "a\\..\\b", "/abs", "C:/x", "a/./b", strings.Repeat("a/", 300) + "x", "..", "a\x00"} {
+	for _, s := range []string{"SKILL.md", "../x", "a/../../b", "a\\..\\b", "/abs", "C:/x", "a/./b", strings.Repeat("a/", 300) + "x", "..", "a\x00", ".git/x", "CON.txt"} {
 		f.Add(s)
 	}
 	root := filepath.FromSlash("/root/skill")
 	f.Fuzz(func(t *testing.T, p string) {
-		if archivePathProblem(p) != "" {
+		if skill.CheckPath(p) != nil || pathProblem([]skill.File{{Path: p}}) != "" {
 			return
 		}
 		full := filepath.Join(root, filepath.FromSlash(p))

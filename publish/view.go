@@ -292,10 +292,8 @@ func (l Limits) rules(sk *skill.Skill) (skip, skipV1 string) {
 	case size > l.Bytes:
 		return fmt.Sprintf("limit-bytes: %d bytes, more than the %d the skills CLI unpacks", size, l.Bytes), ""
 	}
-	for _, f := range sk.Files {
-		if p := archivePathProblem(f.Path); p != "" {
-			return fmt.Sprintf("path: %q: %s", f.Path, p), ""
-		}
+	if p := pathProblem(sk.Files); p != "" {
+		return p, ""
 	}
 	for _, f := range sk.Files {
 		// The CLI refuses the whole v0.1 index over one such path, and
@@ -318,9 +316,19 @@ func pluginRules(e *entry) string {
 	if !skill.ValidName(e.name) {
 		return fmt.Sprintf("name: %q is not kebab-case", e.name)
 	}
-	for _, f := range e.files {
-		if p := archivePathProblem(f.Path); p != "" {
-			return fmt.Sprintf("path: %q: %s", f.Path, p)
+	return pathProblem(e.files)
+}
+
+// pathProblem holds every file path to the registry's own rule
+// (skill.CheckPath: no "..", absolute, backslash, drive, control
+// character, git metadata, device name, ...), so nothing an installer
+// unpacks can land outside its folder or be read differently on another
+// OS. The index already refuses such skills; this keeps the archives safe
+// whatever the catalog holds, and archives need nothing beyond it.
+func pathProblem(files []skill.File) string {
+	for _, f := range files {
+		if p := skill.CheckPath(f.Path); p != nil {
+			return p.Error()
 		}
 	}
 	return ""
@@ -414,7 +422,12 @@ func (h *Handler) digestEntry(ctx context.Context, v *view, e *entry) {
 
 // plugins digests the marketplace's archives on first use: one per skill
 // (skills/<name>/...) and one per source holding all of its skills.
+//
+// The digests are shared by every caller of the generation, so they are
+// made apart from the request that came first (which may hang up): a
+// context error must never become a plugin's reason to be left out.
 func (h *Handler) plugins(ctx context.Context, v *view) {
+	ctx = context.WithoutCancel(ctx)
 	v.pluginsOnce.Do(func() {
 		parallel(v.entries, func(e *entry) {
 			if e.pluginSkip != "" {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"strings"
-	"unicode/utf8"
 )
 
 // The archives are written by this small writer rather than archive/zip so
@@ -145,38 +143,4 @@ func writeZip(w io.Writer, entries []zipEntry) error {
 	le.PutUint32(end[16:], uint32(cdStart))
 	_, err := w.Write(end[:])
 	return err
-}
-
-// archivePathProblem says why a file path cannot go into an archive that
-// every client unpacks safely, or "" when it can: no empty, "." or ".."
-// segment, no leading slash, no backslash (Windows reads it as a
-// separator), no drive letter, no NUL or other control character, valid
-// UTF-8.
-func archivePathProblem(p string) string {
-	switch {
-	case p == "":
-		return "empty path"
-	case !utf8.ValidString(p):
-		return "path is not UTF-8"
-	case strings.HasPrefix(p, "/"):
-		return "path starts with /"
-	case strings.ContainsRune(p, '\\'):
-		return "path contains a backslash"
-	case len(p) >= 2 && p[1] == ':':
-		return "path starts with a drive letter"
-	}
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f {
-			return "path contains a control character"
-		}
-	}
-	for _, seg := range strings.Split(p, "/") {
-		switch seg {
-		case "":
-			return "path has an empty segment"
-		case ".", "..":
-			return "path has a " + seg + " segment"
-		}
-	}
-	return ""
 }
