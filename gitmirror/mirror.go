@@ -85,6 +85,7 @@ type histEntry struct {
 	Commit   string `json:"commit"`
 	Tree     string `json:"tree"`
 	Upstream string `json:"upstream,omitempty"`
+	Raw      []byte `json:"raw"` // the commit object, to serve it again after a restart
 }
 
 // generation is one mirror commit with every object it reaches.
@@ -153,24 +154,16 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 	if n := len(st.history); n > 0 {
 		last = &st.history[n-1]
 	}
-	if last != nil && last.Tree == g.tree {
-		// Same served content: the same commit (after a restart, its
-		// bytes are rebuilt from the recorded parent).
-		parent := ""
-		if len(st.held) > 0 && st.held[0].commit == last.Commit {
-			st.snap = snap
-			return st.held[0], nil
-		}
-		if n := len(st.history); n > 1 {
-			parent = st.history[n-2].Commit
-		}
-		g.seal(parent, snap)
-		if g.commit != last.Commit {
-			// Made by another rule (an older version): start a new commit on top.
-			g.seal(last.Commit, snap)
-			m.record(st, snap, g)
-		}
-	} else {
+	switch {
+	case last != nil && last.Tree == g.tree && len(st.held) > 0 && st.held[0].commit == last.Commit:
+		// A new generation that did not change what this source serves.
+		st.snap = snap
+		return st.held[0], nil
+	case last != nil && last.Tree == g.tree && len(last.Raw) > 0 && objectID(typeCommit, last.Raw) == last.Commit:
+		// The same content after a restart: the recorded commit, byte for byte.
+		g.commit, g.parent = last.Commit, commitParent(last.Raw)
+		g.objects[g.commit], g.types[g.commit] = last.Raw, typeCommit
+	default:
 		parent := ""
 		if last != nil {
 			parent = last.Commit
@@ -188,7 +181,7 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 
 // record appends a commit to the source's history and persists it.
 func (m *Mirror) record(st *sourceState, snap *registry.Snapshot, g *generation) {
-	st.history = append(st.history, histEntry{Commit: g.commit, Tree: g.tree, Upstream: snap.Commit})
+	st.history = append(st.history, histEntry{Commit: g.commit, Tree: g.tree, Upstream: snap.Commit, Raw: g.objects[g.commit]})
 	if len(st.history) > m.o.MaxHistory {
 		st.history = st.history[len(st.history)-m.o.MaxHistory:]
 	}

@@ -233,7 +233,8 @@ func (h *Handler) generation(ctx context.Context, name string, allow registry.Fi
 // served is what one request can be answered from: the newest generation
 // first, then the older ones still held.
 type served struct {
-	gens []*generation
+	gens  []*generation
+	known map[string]bool // every commit of the recorded history
 }
 
 func (s *served) find(commit string) (*generation, bool) {
@@ -250,7 +251,10 @@ func (m *Mirror) chain(source string, g *generation) *served {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.sources[source]
-	out := &served{gens: []*generation{g}}
+	out := &served{gens: []*generation{g}, known: map[string]bool{g.commit: true}}
+	for _, h := range st.history {
+		out.known[h.Commit] = true
+	}
 	for _, o := range st.held {
 		if o != g {
 			out.gens = append(out.gens, o)
@@ -420,7 +424,9 @@ func lsRefs(w io.Writer, cmd *Command, head string) error {
 func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, req *FetchRequest) error {
 	haves := map[string]bool{}
 	for _, c := range req.Haves {
-		if _, ok := s.find(c); ok {
+		// A commit of the history the client has is common even when its
+		// trees are no longer held: the client has all it reaches.
+		if _, ok := s.find(c); ok || s.known[c] {
 			haves[c] = true
 		}
 	}
