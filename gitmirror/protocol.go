@@ -199,3 +199,21 @@ func advertisement() []byte {
 	b.WriteString("0000")
 	return b.Bytes()
 }
+
+// checkCaps refuses capabilities the advertisement did not offer: a
+// client only sends what it was offered.
+func checkCaps(caps []string) error {
+	for _, c := range caps {
+		key, val, _ := strings.Cut(c, "=")
+		switch key {
+		case "agent":
+		case "object-format":
+			if val != "sha1" {
+				return fmt.Errorf("%w: object format %q is not served", ErrProtocol, val)
+			}
+		default:
+			return fmt.Errorf("%w: capability %q was not offered", ErrProtocol, key)
+		}
+	}
+	return nil
+}

@@ -365,6 +365,9 @@ func (h *Handler) uploadPack(w http.ResponseWriter, r *http.Request, s *served) 
 	if err != nil {
 		return &httpError{http.StatusBadRequest, err.Error()}
 	}
+	if err := checkCaps(cmd.Caps); err != nil {
+		return &httpError{http.StatusBadRequest, err.Error()}
+	}
 	w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
 	w.Header().Set("Cache-Control", "no-cache")
 	switch cmd.Name {

@@ -1,0 +1,167 @@
+package gitmirror
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// req builds a protocol v2 request from lines; "|" is the delimiter.
+func req(lines ...string) []byte {
+	var b bytes.Buffer
+	for _, l := range lines {
+		if l == "|" {
+			b.WriteString("0001")
+			continue
+		}
+		b.Write(pkt(l + "\n"))
+	}
+	b.WriteString("0000")
+	return b.Bytes()
+}
+
+func fetchReq(args ...string) []byte {
+	return req(append([]string{"command=fetch", "agent=test", "object-format=sha1", "|"}, args...)...)
+}
+
+func TestUploadPackRefusesBadRequests(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	head := d.head(t, "team")
+	wants := make([]string, MaxWants+1)
+	for i := range wants {
+		wants[i] = "want " + head
+	}
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte("0"), 4*MaxRequestBytes))
+	zw.Close()
+	cases := []struct {
+		name   string
+		body   []byte
+		gzip   bool
+		status int
+	}{
+		{"empty", nil, false, 400},
+		{"not hex", []byte("zzzzcommand=fetch\n"), false, 400},
+		{"truncated", []byte("00"), false, 400},
+		{"length 3", []byte("0003"), false, 400},
+		{"length past the body", []byte("ffffcommand=fetch"), false, 400},
+		{"no flush", pkt("command=ls-refs\n"), false, 400},
+		{"no command", req("|", "want " + head), false, 400},
+		{"unknown command", req("command=push"), false, 400},
+		{"unknown capability", req("command=fetch", "shiny-new-thing", "|", "want "+head, "done"), false, 400},
+		{"other object format", req("command=fetch", "object-format=sha256", "|", "want "+head, "done"), false, 400},
+		{"too many wants", fetchReq(append(wants, "done")...), false, 400},
+		{"depth 0", fetchReq("want "+head, "deepen 0", "done"), false, 400},
+		{"negative depth", fetchReq("want "+head, "deepen -1", "done"), false, 400},
+		{"huge depth", fetchReq("want "+head, "deepen 99999999999999999999", "done"), false, 400},
+		{"bad want", fetchReq("want nothex", "done"), false, 400},
+		{"unknown want", fetchReq("want "+strings.Repeat("a", 40), "done"), false, 400},
+		{"no want", fetchReq("done"), false, 400},
+		{"filter not offered", fetchReq("want "+head, "filter blob:none", "done"), false, 400},
+		{"data after flush", append(fetchReq("want "+head, "done"), "0000"...), false, 400},
+		{"response-end packet", []byte("0002"), false, 400},
+		{"too large", bytes.Repeat([]byte("0"), MaxRequestBytes+10), false, 413},
+		{"gzip bomb", bomb.Bytes(), true, 413},
+		{"bad gzip", []byte("not gzip"), true, 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest("POST", d.srv.URL+"/git/team.git/git-upload-pack", bytes.NewReader(c.body))
+			r.Header.Set("Git-Protocol", "version=2")
+			if c.gzip {
+				r.Header.Set("Content-Encoding", "gzip")
+			}
+			res, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, c.status, b)
+			}
+		})
+	}
+	// Still serving after all of that.
+	git(t, t.TempDir(), "clone", "--depth", "1", d.srv.URL+"/git/team.git", "c")
+}
+
+func TestProtocolV0ClientIsToldWhy(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	out, err := gitErr(t, t.TempDir(), "-c", "protocol.version=0", "clone", d.srv.URL+"/git/team.git", "c")
+	if err == nil || !strings.Contains(out, "protocol version 2") {
+		t.Fatalf("a v0 clone: %v\n%s", err, out)
+	}
+}
+
+func TestConcurrentUploadPacksCapped(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{Concurrent: 1})
+	h := d.m.Handler(ServeOptions{Concurrent: 1})
+	h.sem <- struct{}{} // one upload-pack in flight
+	rec := &recorder{header: http.Header{}}
+	r, _ := http.NewRequest("POST", "/git/team.git/git-upload-pack", bytes.NewReader(fetchReq("want "+d.head(t, "team"), "done")))
+	h.ServeHTTP(rec, r)
+	if rec.status != http.StatusServiceUnavailable || rec.header.Get("Retry-After") == "" {
+		t.Fatalf("over the cap: %d %v", rec.status, rec.header)
+	}
+	<-h.sem
+	rec = &recorder{header: http.Header{}}
+	r, _ = http.NewRequest("POST", "/git/team.git/git-upload-pack", bytes.NewReader(fetchReq("want "+d.head(t, "team"), "done")))
+	h.ServeHTTP(rec, r)
+	if rec.status != 0 && rec.status != 200 || !bytes.Contains(rec.body.Bytes(), []byte("packfile")) {
+		t.Fatalf("under the cap: %d %q", rec.status, rec.body.Bytes())
+	}
+}
+
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(s int)           { r.status = s }
+
+func gitErr(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := execGit(dir, args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func FuzzParseRequest(f *testing.F) {
+	id := strings.Repeat("ab", 20)
+	f.Add(fetchReq("want "+id, "have "+id, "shallow "+id, "deepen 1", "done"))
+	f.Add(req("command=ls-refs", "agent=x", "|", "symrefs", "ref-prefix HEAD"))
+	f.Add([]byte("ffff"))
+	f.Add([]byte("0003"))
+	f.Add([]byte("0001000100000000"))
+	f.Add(fetchReq("deepen 0"))
+	f.Add(fetchReq(strings.Repeat("want "+id+"\n", 300)))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := ParseCommand(body)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error outside ErrProtocol: %v", err)
+			}
+			return
+		}
+		_ = checkCaps(c.Caps)
+		if c.Name == "fetch" {
+			r, err := ParseFetch(c)
+			if err == nil && (len(r.Wants) == 0 || len(r.Wants) > MaxWants || len(r.Haves) > MaxHaves || r.Depth < 0 || r.Depth > MaxDepth) {
+				t.Fatalf("out of bounds request accepted: %+v", r)
+			}
+		}
+	})
+}
+
