@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/store"
 )
 
 func TestMain(m *testing.M) {
@@ -321,4 +323,107 @@ func TestAccess(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("receive-pack: %d", resp.StatusCode)
 	}
+}
+
+// TestHistoryInTheStore: a mirror over a real bbolt store, closed and
+// reopened, serves the same commit for the same content (no new commit)
+// and puts the next one on top of it.
+func TestHistoryInTheStore(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	path := filepath.Join(t.TempDir(), "skillreg.db")
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := New(Options{Catalog: d.reg, History: st})
+	snap, _ := d.reg.Current().Snapshot("team")
+	g1, err := m1.head(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st, err = store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m2, _ := New(Options{Catalog: d.reg, History: st})
+	g2, err := m2.head(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2.commit != g1.commit {
+		t.Fatalf("after a restart the same content is commit %s, was %s", g2.commit, g1.commit)
+	}
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.Commit("second")
+	up.Push("main")
+	d.sync(t)
+	snap, _ = d.reg.Current().Snapshot("team")
+	g3, err := m2.head(context.Background(), snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g3.parent != g1.commit || g3.commit == g1.commit {
+		t.Fatalf("next commit %s has parent %q, want %s", g3.commit, g3.parent, g1.commit)
+	}
+	var hist []histEntry
+	data, _ := st.LoadMirror("team")
+	if err := json.Unmarshal(data, &hist); err != nil || len(hist) != 2 {
+		t.Fatalf("stored history: %s %v", data, err)
+	}
+}
+
+// TestHistoryBounded: the recorded history keeps MaxHistory commits, the
+// held trees Held generations.
+func TestHistoryBounded(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	m, _ := New(Options{Catalog: d.reg, MaxHistory: 3, Held: 2})
+	for i := range 5 {
+		up.WriteFiles(map[string]string{"skills/lint/n.md": strings.Repeat("x", i+1)})
+		up.Commit("change")
+		up.Push("main")
+		d.sync(t)
+		snap, _ := d.reg.Current().Snapshot("team")
+		if _, err := m.head(context.Background(), snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := m.sources["team"]
+	if len(st.history) != 3 || len(st.held) != 2 {
+		t.Fatalf("history %d, held %d; want 3 and 2", len(st.history), len(st.held))
+	}
+}
+
+// TestFullCloneAndBehindFetch: a clone without --depth gets every held
+// commit and passes git fsck; a clone two generations behind fetches
+// fast-forward.
+func TestFullCloneAndBehindFetch(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	work := t.TempDir()
+	url := d.srv.URL + "/git/team.git"
+	git(t, work, "clone", url, "behind")
+	for i := range 2 {
+		up.WriteFiles(map[string]string{"skills/lint/n.md": strings.Repeat("y", i+1)})
+		up.Commit("change")
+		up.Push("main")
+		d.sync(t)
+	}
+	git(t, work, "clone", url, "full")
+	full := filepath.Join(work, "full")
+	if n := git(t, full, "rev-list", "--count", "HEAD"); n != "3" {
+		t.Fatalf("full clone has %s commits, want 3", n)
+	}
+	git(t, full, "fsck", "--strict")
+	behind := filepath.Join(work, "behind")
+	git(t, behind, "pull", "--ff-only")
+	if a, b := git(t, behind, "rev-parse", "HEAD"), git(t, full, "rev-parse", "HEAD"); a != b {
+		t.Fatalf("pulled to %s, want %s", a, b)
+	}
+	git(t, behind, "fsck", "--strict")
+	sameFiles(t, checkedOut(t, behind), servedFiles(t, d.reg, "team", ""))
 }
