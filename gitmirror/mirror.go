@@ -208,7 +208,10 @@ func (m *Mirror) state(source string) (*sourceState, error) {
 	if m.o.History != nil {
 		data, err := m.o.History.LoadMirror(source)
 		if err != nil {
-			return nil, fmt.Errorf("load git mirror history of %s: %w", source, err)
+			// Serving beats refusing: a history that cannot be read (a
+			// damaged record) starts again; the next commit replaces it.
+			m.log.Error("git mirror history unreadable; starting a new one", "source", source, "err", err)
+			data = nil
 		}
 		if data != nil {
 			if err := json.Unmarshal(data, &st.history); err != nil {
