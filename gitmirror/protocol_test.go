@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -92,12 +93,58 @@ func TestUploadPackRefusesBadRequests(t *testing.T) {
 	git(t, t.TempDir(), "clone", "--depth", "1", d.srv.URL+"/git/team.git", "c")
 }
 
-func TestProtocolV0ClientIsToldWhy(t *testing.T) {
-	_, up := upstream(t)
-	d := newDaemon(t, up.URL(), ServeOptions{})
-	out, err := gitErr(t, t.TempDir(), "-c", "protocol.version=0", "clone", d.srv.URL+"/git/team.git", "c")
-	if err == nil || !strings.Contains(out, "protocol version 2") {
-		t.Fatalf("a v0 clone: %v\n%s", err, out)
+// TestProtocolV0AndV1: git with protocol.version 0 and 1 (the stateless
+// HTTP exchange of older clients) clones shallow and in full, and fetches
+// fast-forward after a push and a sync.
+func TestProtocolV0AndV1(t *testing.T) {
+	for _, v := range []string{"0", "1"} {
+		t.Run("v"+v, func(t *testing.T) {
+			_, up := upstream(t)
+			d := newDaemon(t, up.URL(), ServeOptions{})
+			work := t.TempDir()
+			url := d.srv.URL + "/git/team.git"
+			pv := "protocol.version=" + v
+			git(t, work, "-c", pv, "clone", "--depth", "1", url, "shallow")
+			git(t, work, "-c", pv, "clone", url, "full")
+			shallow, full := filepath.Join(work, "shallow"), filepath.Join(work, "full")
+			sameFiles(t, checkedOut(t, shallow), servedFiles(t, d.reg, "team", ""))
+			old := git(t, full, "rev-parse", "HEAD")
+			up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+			up.Commit("second")
+			up.Push("main")
+			d.sync(t)
+			for _, c := range []string{shallow, full} {
+				git(t, c, "-c", pv, "pull", "--ff-only")
+				if p := git(t, c, "rev-parse", "HEAD^"); p != old {
+					t.Fatalf("%s: parent %s, want %s", c, p, old)
+				}
+				sameFiles(t, checkedOut(t, c), servedFiles(t, d.reg, "team", ""))
+				git(t, c, "fsck", "--strict")
+			}
+			git(t, work, "-c", pv, "clone", d.srv.URL+"/git/all.git", "all")
+		})
+	}
+}
+
+func TestParseV0Refuses(t *testing.T) {
+	id := strings.Repeat("ab", 20)
+	wants := strings.Repeat("want "+id+"\n", MaxWants+1)
+	for name, body := range map[string][]byte{
+		"empty":              nil,
+		"no flush":           pkt("want " + id + "\n"),
+		"unknown capability": req("want " + id + " shiny"),
+		"caps twice":         req("want "+id+" side-band-64k", "want "+id+" side-band-64k"),
+		"bad want":           req("want nothex"),
+		"depth 0":            req("want "+id, "deepen 0"),
+		"deepen-since":       req("want "+id, "deepen-since 1"),
+		"too many wants":     []byte(string(req(strings.Split(strings.TrimSuffix(wants, "\n"), "\n")...))),
+		"data after done":    append(req("want "+id), append(pkt("done\n"), pkt("have "+id+"\n")...)...),
+		"bad have":           append(req("want "+id), pkt("have x\n")...),
+		"no want":            req(),
+	} {
+		if _, err := ParseV0(body); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 
@@ -147,7 +194,13 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte("0001000100000000"))
 	f.Add(fetchReq("deepen 0"))
 	f.Add(fetchReq(strings.Repeat("want "+id+"\n", 300)))
+	f.Add(append(req("want "+id+" multi_ack_detailed side-band-64k", "deepen 1"), append(pkt("have "+id+"\n"), "0000"...)...))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if r, err := ParseV0(body); err == nil && (len(r.Wants) == 0 || len(r.Wants) > MaxWants || len(r.Haves) > MaxHaves) {
+			t.Fatalf("out of bounds v0 request accepted: %+v", r)
+		} else if err != nil && !errors.Is(err, ErrProtocol) {
+			t.Fatalf("v0 error outside ErrProtocol: %v", err)
+		}
 		c, err := ParseCommand(body)
 		if err != nil {
 			if !errors.Is(err, ErrProtocol) {

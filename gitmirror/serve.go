@@ -130,13 +130,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
 		w.Header().Set("Cache-Control", "no-cache")
-		if !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {
-			// A v0 client: say why in a way git prints.
-			var b bytes.Buffer
-			b.Write(pkt("# service=git-upload-pack\n"))
-			b.WriteString("0000")
-			b.Write(pkt("ERR skillreg serves git protocol version 2 only: use git 2.26 or later, or git -c protocol.version=2\n"))
-			_, err := w.Write(b.Bytes())
+		switch proto := r.Header.Get("Git-Protocol"); {
+		case strings.Contains(proto, "version=2"):
+		default:
+			_, err := w.Write(advertisementV0(g, strings.Contains(proto, "version=1")))
 			return err
 		}
 		_, err := w.Write(advertisement())
@@ -361,6 +358,9 @@ func (h *Handler) uploadPack(w http.ResponseWriter, r *http.Request, s *served) 
 	if err != nil {
 		return err
 	}
+	if !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {
+		return h.uploadPackV0(ctx, w, s, body)
+	}
 	cmd, err := ParseCommand(body)
 	if err != nil {
 		return &httpError{http.StatusBadRequest, err.Error()}
@@ -421,10 +421,18 @@ func lsRefs(w io.Writer, cmd *Command, head string) error {
 	return err
 }
 
-// fetch answers a fetch: acknowledgments when the client is still
-// negotiating (always ready: the history is short), shallow-info, and the
-// pack streamed in side-band-64k.
-func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, req *FetchRequest) error {
+// fetchPlan is what a fetch sends: the objects, the shallow-info lines,
+// and the client's haves found in the history, in its order.
+type fetchPlan struct {
+	objs    []packObject
+	shallow []string
+	common  []string
+}
+
+// plan walks from each want along the held parents, down to the client's
+// common commits, the depth asked for, or the oldest held generation (a
+// shallow boundary), and lists the objects the client lacks.
+func plan(s *served, req *FetchRequest) (*fetchPlan, error) {
 	haves := map[string]bool{}
 	for _, c := range req.Haves {
 		// A commit of the history the client has is common even when its
@@ -444,7 +452,7 @@ func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, r
 	for _, want := range req.Wants {
 		g, ok := s.find(want)
 		if !ok {
-			return &httpError{http.StatusBadRequest, fmt.Sprintf("want %s is not a commit this repository offers", want)}
+			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("want %s is not a commit this repository offers", want)}
 		}
 		for depth := 1; ; depth++ {
 			if haves[g.commit] || seen[g.commit] {
@@ -507,45 +515,73 @@ func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, r
 		}
 	}
 
-	bw := bufio.NewWriterSize(w, 64<<10)
-	if !req.Done {
-		bw.Write(pkt("acknowledgments\n"))
-		if len(haves) == 0 {
-			bw.Write(pkt("NAK\n"))
+	p := &fetchPlan{objs: objs}
+	for _, c := range req.Haves {
+		if haves[c] && !slices.Contains(p.common, c) {
+			p.common = append(p.common, c)
 		}
-		for _, c := range req.Haves {
-			if haves[c] {
-				bw.Write(pkt("ACK " + c + "\n"))
-			}
-		}
-		bw.Write(pkt("ready\n"))
-		bw.WriteString("0001")
 	}
-	var shallow []string
 	for _, c := range boundary {
-		shallow = append(shallow, "shallow "+c)
+		p.shallow = append(p.shallow, "shallow "+c)
 	}
 	for c := range clientShallow {
 		if seen[c] && !slices.Contains(boundary, c) {
 			if g, ok := s.find(c); ok && g.parent != "" {
-				shallow = append(shallow, "unshallow "+c)
+				p.shallow = append(p.shallow, "unshallow "+c)
 			}
 		}
 	}
-	if len(shallow) > 0 {
+	return p, nil
+}
+
+// fetch answers a protocol v2 fetch: acknowledgments when the client is
+// still negotiating (always ready: the history is short), shallow-info,
+// and the pack streamed in side-band-64k.
+func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, req *FetchRequest) error {
+	p, err := plan(s, req)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if !req.Done {
+		bw.Write(pkt("acknowledgments\n"))
+		if len(p.common) == 0 {
+			bw.Write(pkt("NAK\n"))
+		}
+		for _, c := range p.common {
+			bw.Write(pkt("ACK " + c + "\n"))
+		}
+		bw.Write(pkt("ready\n"))
+		bw.WriteString("0001")
+	}
+	if len(p.shallow) > 0 {
 		bw.Write(pkt("shallow-info\n"))
-		for _, l := range shallow {
+		for _, l := range p.shallow {
 			bw.Write(pkt(l + "\n"))
 		}
 		bw.WriteString("0001")
 	}
 	bw.Write(pkt("packfile\n"))
-	if err := writePack(ctx, sideband{bw}, h.m.o.Catalog, objs); err != nil {
-		// The status line is gone: tell git on the error band.
-		fmt.Fprintf(bw, "%04x\x03%s\n", len(err.Error())+6, err.Error())
+	return h.sendPack(ctx, bw, p.objs, true)
+}
+
+// sendPack streams the pack, in side-band-64k when asked for, and ends
+// the response.
+func (h *Handler) sendPack(ctx context.Context, bw *bufio.Writer, objs []packObject, band bool) error {
+	var out io.Writer = bw
+	if band {
+		out = sideband{bw}
+	}
+	if err := writePack(ctx, out, h.m.o.Catalog, objs); err != nil {
+		if band {
+			// The status line is gone: tell git on the error band.
+			fmt.Fprintf(bw, "%04x\x03%s\n", len(err.Error())+6, err.Error())
+		}
 		bw.Flush()
 		return nil
 	}
-	bw.WriteString("0000")
+	if band {
+		bw.WriteString("0000")
+	}
 	return bw.Flush()
 }
