@@ -53,7 +53,7 @@ func TestUploadPackRefusesBadRequests(t *testing.T) {
 		{"length 3", []byte("0003"), false, 400},
 		{"length past the body", []byte("ffffcommand=fetch"), false, 400},
 		{"no flush", pkt("command=ls-refs\n"), false, 400},
-		{"no command", req("|", "want " + head), false, 400},
+		{"no command", req("|", "want "+head), false, 400},
 		{"unknown command", req("command=push"), false, 400},
 		{"unknown capability", req("command=fetch", "shiny-new-thing", "|", "want "+head, "done"), false, 400},
 		{"other object format", req("command=fetch", "object-format=sha256", "|", "want "+head, "done"), false, 400},
@@ -162,6 +162,7 @@ func TestConcurrentUploadPacksCapped(t *testing.T) {
 	<-h.sem
 	rec = &recorder{header: http.Header{}}
 	r, _ = http.NewRequest("POST", "/git/team.git/git-upload-pack", bytes.NewReader(fetchReq("want "+d.head(t, "team"), "done")))
+	r.Header.Set("Git-Protocol", "version=2")
 	h.ServeHTTP(rec, r)
 	if rec.status != 0 && rec.status != 200 || !bytes.Contains(rec.body.Bytes(), []byte("packfile")) {
 		t.Fatalf("under the cap: %d %q", rec.status, rec.body.Bytes())
@@ -217,4 +218,3 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
-
