@@ -218,3 +218,29 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestProtocolV0BeyondHeld: with only the newest generation held (as
+// after a restart), a v0 full clone is told where the history stops (the
+// advertisement's shallow line) and a v0 client one commit behind still
+// fast-forwards.
+func TestProtocolV0BeyondHeld(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	d.m.o.Held = 1
+	work := t.TempDir()
+	url := d.srv.URL + "/git/team.git"
+	pv := "protocol.version=0"
+	git(t, work, "-c", pv, "clone", url, "behind")
+	old := git(t, filepath.Join(work, "behind"), "rev-parse", "HEAD")
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.Commit("second")
+	up.Push("main")
+	d.sync(t)
+	git(t, work, "-c", pv, "clone", url, "full")
+	git(t, filepath.Join(work, "full"), "fsck")
+	behind := filepath.Join(work, "behind")
+	git(t, behind, "-c", pv, "pull", "--ff-only")
+	if p := git(t, behind, "rev-parse", "HEAD^"); p != old {
+		t.Fatalf("parent %s, want %s", p, old)
+	}
+}

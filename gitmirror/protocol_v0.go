@@ -34,6 +34,11 @@ func advertisementV0(s *served, version1 bool) []byte {
 	}
 	b.Write(pkt(head + " HEAD\x00" + v0Caps + "\n"))
 	b.Write(pkt(head + " refs/heads/main\n"))
+	// Where the held history stops, as a shallow repository says it: a
+	// v0 client that does not deepen has no other way to learn it.
+	if oldest := s.gens[len(s.gens)-1]; oldest.parent != "" {
+		b.Write(pkt("shallow " + oldest.commit + "\n"))
+	}
 	b.WriteString("0000")
 	return b.Bytes()
 }
