@@ -219,17 +219,22 @@ func FuzzParseRequest(f *testing.F) {
 	})
 }
 
-// TestProtocolV0BeyondHeld: with only the newest generation held (as
+// TestProtocolV0BeyondHeld (v0 and v2): with only the newest generation held (as
 // after a restart), a v0 full clone is told where the history stops (the
 // advertisement's shallow line) and a v0 client one commit behind still
 // fast-forwards.
 func TestProtocolV0BeyondHeld(t *testing.T) {
+	for _, v := range []string{"0", "2"} {
+		t.Run("v"+v, func(t *testing.T) { beyondHeld(t, "protocol.version="+v) })
+	}
+}
+
+func beyondHeld(t *testing.T, pv string) {
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	d.m.o.Held = 1
 	work := t.TempDir()
 	url := d.srv.URL + "/git/team.git"
-	pv := "protocol.version=0"
 	git(t, work, "-c", pv, "clone", url, "behind")
 	old := git(t, filepath.Join(work, "behind"), "rev-parse", "HEAD")
 	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
