@@ -173,8 +173,14 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 	}
 	st.snap = snap
 	st.held = append([]*generation{g}, st.held...)
-	if len(st.held) > m.o.Held {
-		st.held = st.held[:m.o.Held]
+	keep := m.o.Held
+	if snap.Kind != registry.KindGit {
+		// A directory keeps only its current bytes: an older tree's
+		// files may be gone, so only the newest generation is servable.
+		keep = 1
+	}
+	if len(st.held) > keep {
+		st.held = st.held[:keep]
 	}
 	return g, nil
 }

@@ -427,3 +427,45 @@ func TestFullCloneAndBehindFetch(t *testing.T) {
 	git(t, behind, "fsck", "--strict")
 	sameFiles(t, checkedOut(t, behind), servedFiles(t, d.reg, "team", ""))
 }
+
+// TestDirectorySourceAfterAChange: a directory source's mirror, after its
+// files changed, still clones in full (only the newest generation is
+// served: the old bytes are gone) and a clone from before fast-forwards.
+func TestDirectorySourceAfterAChange(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, data string) {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tool/SKILL.md", md("tool"))
+	write("tool/run.sh", "#!/bin/sh\necho one\n")
+	os.Chmod(filepath.Join(dir, "tool/run.sh"), 0o755)
+	reg := registry.New(registry.Options{ContentCacheBytes: -1})
+	reg.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	sync := func() {
+		if err := reg.SyncNow(context.Background(), "local"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync()
+	m, _ := New(Options{Catalog: reg})
+	mux := http.NewServeMux()
+	mux.Handle(Prefix, m.Handler(ServeOptions{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	work := t.TempDir()
+	git(t, work, "clone", srv.URL+"/git/local.git", "before")
+	sameFiles(t, checkedOut(t, filepath.Join(work, "before")), servedFiles(t, reg, "local", ""))
+	write("tool/run.sh", "#!/bin/sh\necho two\n")
+	sync()
+	git(t, work, "clone", srv.URL+"/git/local.git", "after")
+	after := filepath.Join(work, "after")
+	git(t, after, "fsck")
+	sameFiles(t, checkedOut(t, after), servedFiles(t, reg, "local", ""))
+	before := filepath.Join(work, "before")
+	git(t, before, "pull", "--ff-only")
+	sameFiles(t, checkedOut(t, before), servedFiles(t, reg, "local", ""))
+}
