@@ -36,9 +36,10 @@ func md(name string) string {
 
 // daemon is a registry over one git source and the mirror on real HTTP.
 type daemon struct {
-	reg *registry.Registry
-	m   *Mirror
-	srv *httptest.Server
+	pool *gitsync.Pool
+	reg  *registry.Registry
+	m    *Mirror
+	srv  *httptest.Server
 }
 
 func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
@@ -57,7 +58,7 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{reg: reg, m: m}
+	d := &daemon{pool: pool, reg: reg, m: m}
 	d.sync(t)
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, m.Handler(so))
@@ -468,4 +469,31 @@ func TestDirectorySourceAfterAChange(t *testing.T) {
 	before := filepath.Join(work, "before")
 	git(t, before, "pull", "--ff-only")
 	sameFiles(t, checkedOut(t, before), servedFiles(t, reg, "local", ""))
+}
+
+// TestOlderGenerationPruned: once the object store's prune removed an
+// older generation's blobs, a full clone stops its history before that
+// generation (a shallow clone that fsck accepts) instead of failing.
+func TestOlderGenerationPruned(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	up.WriteFiles(map[string]string{"skills/lint/SKILL.md": md("lint") + "Changed.\n"})
+	up.Commit("second")
+	up.Push("main")
+	d.sync(t)
+	repo, err := d.pool.Repo(up.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Prune(context.Background(), []string{up.Git("rev-parse", "HEAD")}); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	git(t, work, "clone", d.srv.URL+"/git/team.git", "c")
+	c := filepath.Join(work, "c")
+	git(t, c, "fsck")
+	if n := git(t, c, "rev-list", "--count", "HEAD"); n != "1" {
+		t.Fatalf("%s commits after the prune, want 1 (the held history stops)", n)
+	}
+	sameFiles(t, checkedOut(t, c), servedFiles(t, d.reg, "team", ""))
 }

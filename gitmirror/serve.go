@@ -432,7 +432,11 @@ type fetchPlan struct {
 // plan walks from each want along the held parents, down to the client's
 // common commits, the depth asked for, or the oldest held generation (a
 // shallow boundary), and lists the objects the client lacks.
-func plan(s *served, req *FetchRequest) (*fetchPlan, error) {
+//
+// avail reports whether an older generation can still be sent (its blobs
+// that the newer one lacks are still in the object store: a prune may
+// have removed them); one that cannot becomes the boundary's far side.
+func plan(s *served, req *FetchRequest, avail func(older, newer *generation) bool) (*fetchPlan, error) {
 	haves := map[string]bool{}
 	for _, c := range req.Haves {
 		// A commit of the history the client has is common even when its
@@ -464,7 +468,7 @@ func plan(s *served, req *FetchRequest) (*fetchPlan, error) {
 				break
 			}
 			p, held := s.find(g.parent)
-			if !held || (req.Depth > 0 && depth >= req.Depth) {
+			if !held || (req.Depth > 0 && depth >= req.Depth) || (avail != nil && !avail(p, g)) {
 				boundary = append(boundary, g.commit)
 				break
 			}
@@ -538,7 +542,7 @@ func plan(s *served, req *FetchRequest) (*fetchPlan, error) {
 // still negotiating (always ready: the history is short), shallow-info,
 // and the pack streamed in side-band-64k.
 func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, req *FetchRequest) error {
-	p, err := plan(s, req)
+	p, err := plan(s, req, h.available(ctx))
 	if err != nil {
 		return err
 	}
@@ -584,4 +588,20 @@ func (h *Handler) sendPack(ctx context.Context, bw *bufio.Writer, objs []packObj
 		bw.WriteString("0000")
 	}
 	return bw.Flush()
+}
+
+// available returns plan's check: the blobs an older generation adds are
+// read (verified, and cached by the registry) before any byte is sent.
+func (h *Handler) available(ctx context.Context) func(older, newer *generation) bool {
+	return func(older, newer *generation) bool {
+		for id, f := range older.blobs {
+			if _, ok := newer.blobs[id]; ok {
+				continue
+			}
+			if _, err := h.m.o.Catalog.ReadFile(ctx, f); err != nil {
+				return false
+			}
+		}
+		return true
+	}
 }
