@@ -119,11 +119,16 @@ func New(o Options) (*Mirror, error) {
 	return &Mirror{o: o, log: o.Logger, sources: map[string]*sourceState{}, dirIDs: map[string]string{}}, nil
 }
 
-// Update brings every git source's mirror to the catalog's generation.
-// Call it on each new generation: a mirror commit per generation that
-// changed a source is what makes replicas agree. Directory sources are
-// hashed when first asked for instead.
-func (m *Mirror) Update(ctx context.Context, cat *registry.Catalog) {
+// Update brings every git source's mirror to the current generation.
+// Call it after each swap (the registry's OnSwap): a mirror commit per
+// generation that changed a source is what makes replicas agree. It reads
+// the current catalog rather than the one swapped in, so a late call never
+// takes a source back. Directory sources are hashed when first asked for.
+func (m *Mirror) Update(ctx context.Context) {
+	cat := m.o.Catalog.Current()
+	if cat == nil {
+		return
+	}
 	for _, s := range cat.Sources(registry.Filter{}) {
 		if s.Kind != registry.KindGit {
 			continue
@@ -143,7 +148,9 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 	if err != nil {
 		return nil, err
 	}
-	if st.snap == snap && len(st.held) > 0 {
+	if len(st.held) > 0 && (st.snap == snap || snap.IndexedAt.Before(st.snap.IndexedAt)) {
+		// Built already, or an older snapshot than the one built (a
+		// request that read the catalog just before a swap): never go back.
 		return st.held[0], nil
 	}
 	g, err := m.build(ctx, snap)

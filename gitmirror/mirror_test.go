@@ -74,7 +74,7 @@ func (d *daemon) sync(t *testing.T) {
 			t.Fatalf("sync %s: %v", s, err)
 		}
 	}
-	d.m.Update(context.Background(), d.reg.Current())
+	d.m.Update(context.Background())
 }
 
 func (d *daemon) head(t *testing.T, source string) string {

@@ -277,7 +277,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		if d.mirror != nil {
 			// One mirror commit per generation that changed a source, on
 			// every replica alike: made here, not on first clone.
-			d.mirror.Update(context.Background(), new)
+			d.mirror.Update(context.Background())
 		}
 	}
 	d.Registry = registry.New(ropts)

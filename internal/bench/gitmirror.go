@@ -60,7 +60,7 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 		return nil, err
 	}
 	start := time.Now()
-	m.Update(context.Background(), reg.Current())
+	m.Update(context.Background())
 	env.Log("gitmirror: mirror of %d skills built in %s", env.Skills, time.Since(start).Round(time.Millisecond))
 	hs := httptest.NewServer(m.Handler(gitmirror.ServeOptions{Concurrent: mirrorConcurrent}))
 	defer hs.Close()
