@@ -35,16 +35,18 @@ type Provenance struct {
 // Snapshot is one source's indexed content at one moment (a commit, or a
 // scan of a directory). It never changes once built.
 type Snapshot struct {
-	Source     string            `json:"source"`
-	Kind       Kind              `json:"kind"`
-	Repository string            `json:"repository,omitempty"`
-	Ref        string            `json:"ref,omitempty"`
-	Commit     string            `json:"commit,omitempty"`
-	Path       string            `json:"path,omitempty"` // subdirectory of the repository holding the skills
-	Skills     []*skill.Skill    `json:"skills"`
-	Excluded   []skill.Exclusion `json:"excluded,omitempty"`
-	Stats      skill.Stats       `json:"stats"`
-	IndexedAt  time.Time         `json:"indexed_at"`
+	Source     string `json:"source"`
+	Kind       Kind   `json:"kind"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	// Committed is the upstream commit's committer time (git sources).
+	Committed time.Time         `json:"committed,omitzero"`
+	Path      string            `json:"path,omitempty"` // subdirectory of the repository holding the skills
+	Skills    []*skill.Skill    `json:"skills"`
+	Excluded  []skill.Exclusion `json:"excluded,omitempty"`
+	Stats     skill.Stats       `json:"stats"`
+	IndexedAt time.Time         `json:"indexed_at"`
 
 	tree   skill.Tree
 	byPath map[string]*skill.Skill

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/registry/skill"
@@ -220,6 +221,13 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: r.o.Now(),
 	}, tree)
+	if ct, ok := repo.(interface {
+		CommitTime(string) (time.Time, error)
+	}); ok {
+		if t, err := ct.CommitTime(res.Commit); err == nil {
+			snap.Committed = t
+		}
+	}
 	r.maybePrune(ctx, repo)
 	return snap, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -187,6 +188,18 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 		for id := range counts {
 			note("delivery id %q not indexed", id)
 		}
+	}
+	if mirrors := tx.Bucket(bucketMirrors); mirrors != nil {
+		_ = mirrors.ForEach(func(k, v []byte) error {
+			p, err := unseal(k, v)
+			if err == nil && !json.Valid(p) {
+				err = errors.New("not JSON")
+			}
+			if err != nil {
+				note("git mirror history of %q: %v", k, err)
+			}
+			return nil
+		})
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/netlimit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/webhook"
@@ -90,12 +92,16 @@ func (d *Daemon) frontDoor(next http.Handler) http.Handler {
 		return netlimit.BodyPolicy{Limit: limit, Grace: h.BodyGrace.D(), MinRate: h.BodyMinRate, Buffer: buffer}
 	}
 	hook, mcpBody, other := pace(webhook.MaxBodyBytes, false), pace(mcpMaxBody, true), pace(otherMaxBody, true)
+	gitBody := pace(gitmirror.MaxRequestBytes, true) // wants and haves, from the shared budget
 	policy := func(r *http.Request) netlimit.BodyPolicy {
 		switch r.URL.Path {
 		case webhook.Path:
 			return hook // read by the webhook handler, from the same budget
 		case "/mcp":
 			return mcpBody
+		}
+		if strings.HasPrefix(r.URL.Path, gitmirror.Prefix) && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+			return gitBody
 		}
 		return other
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/registry"
@@ -34,6 +35,21 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 		return err
 	}
 	d.publish = p
+	return nil
+}
+
+// setupMirror builds the read-only git mirror of every source, its
+// history kept in the store when there is one.
+func (d *Daemon) setupMirror() error {
+	o := gitmirror.Options{Catalog: d.Registry, Logger: d.log}
+	if d.store != nil {
+		o.History = d.store
+	}
+	m, err := gitmirror.New(o)
+	if err != nil {
+		return err
+	}
+	d.mirror = m
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
@@ -128,6 +129,7 @@ type Daemon struct {
 	webhook  atomic.Pointer[webhook.Handler]
 	web      *web.Handler
 	publish  *publish.Handler
+	mirror   *gitmirror.Mirror
 	// public are the sources visible without a token (public: true).
 	public atomic.Pointer[map[string]bool]
 	store  *store.Store
@@ -284,6 +286,11 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		if d.publish != nil {
 			go d.publish.Warm() // digest the new generation's archives before the first install asks
 		}
+		if d.mirror != nil {
+			// One mirror commit per generation that changed a source, on
+			// every replica alike: made here, not on first clone.
+			d.mirror.Update(context.Background())
+		}
 	}
 	d.Registry = registry.New(ropts)
 	if err := d.setClients(cfg.Clients); err != nil {
@@ -355,6 +362,9 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		if d.certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
 			return nil, err
 		}
+	}
+	if err := d.setupMirror(); err != nil {
+		return nil, err
 	}
 	if err := d.setupPublish(cfg); err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
@@ -601,6 +611,14 @@ func (d *Daemon) routes() *echo.Echo {
 	e.POST(webhook.Path, d.serveWebhook)
 	d.web.Register(e)
 	d.publish.Register(e)
+	gitH := echo.WrapHandler(d.mirror.Handler(gitmirror.ServeOptions{
+		Clients:       d.clients.Load,
+		Public:        func() map[string]bool { return *d.public.Load() },
+		Limiter:       d.authLimiter,
+		OnAuthFailure: d.metrics.AuthFailure,
+		RemoteAddr:    remoteHost,
+	}))
+	e.Any(gitmirror.Prefix+"*", gitH)
 	return e
 }
 

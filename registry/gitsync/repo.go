@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -589,4 +590,47 @@ func writeFileAtomic(name string, data []byte) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// CommitTime returns the committer time of a commit in the store, the
+// one fact about a commit besides its tree that others (the git mirror)
+// need to name it reproducibly.
+func (r *Repo) CommitTime(commit string) (time.Time, error) {
+	if err := r.usable(); err != nil {
+		return time.Time{}, err
+	}
+	h, err := parseID(commit)
+	if err != nil {
+		return time.Time{}, err
+	}
+	s, err := r.acquire()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("commit %s: %w", commit, err)
+	}
+	defer s.release()
+	obj, err := r.readObject(s, plumbing.CommitObject, h)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("commit %s: %w", commit, err)
+	}
+	obj.close()
+	for _, line := range bytes.Split(obj.data, []byte("\n")) {
+		if len(line) == 0 {
+			break // end of the headers
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("committer "))
+		if !ok {
+			continue
+		}
+		// "Name <email> 1700000000 +0100"
+		f := bytes.Fields(rest)
+		if len(f) < 2 {
+			break
+		}
+		sec, err := strconv.ParseInt(string(f[len(f)-2]), 10, 64)
+		if err != nil {
+			break
+		}
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%w: commit %s has no committer time", ErrCorrupt, commit)
 }

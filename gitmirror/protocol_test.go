@@ -1,0 +1,251 @@
+package gitmirror
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// req builds a protocol v2 request from lines; "|" is the delimiter.
+func req(lines ...string) []byte {
+	var b bytes.Buffer
+	for _, l := range lines {
+		if l == "|" {
+			b.WriteString("0001")
+			continue
+		}
+		b.Write(pkt(l + "\n"))
+	}
+	b.WriteString("0000")
+	return b.Bytes()
+}
+
+func fetchReq(args ...string) []byte {
+	return req(append([]string{"command=fetch", "agent=test", "object-format=sha1", "|"}, args...)...)
+}
+
+func TestUploadPackRefusesBadRequests(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	head := d.head(t, "team")
+	wants := make([]string, MaxWants+1)
+	for i := range wants {
+		wants[i] = "want " + head
+	}
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(bytes.Repeat([]byte("0"), 4*MaxRequestBytes))
+	zw.Close()
+	cases := []struct {
+		name   string
+		body   []byte
+		gzip   bool
+		status int
+	}{
+		{"empty", nil, false, 400},
+		{"not hex", []byte("zzzzcommand=fetch\n"), false, 400},
+		{"truncated", []byte("00"), false, 400},
+		{"length 3", []byte("0003"), false, 400},
+		{"length past the body", []byte("ffffcommand=fetch"), false, 400},
+		{"no flush", pkt("command=ls-refs\n"), false, 400},
+		{"no command", req("|", "want "+head), false, 400},
+		{"unknown command", req("command=push"), false, 400},
+		{"unknown capability", req("command=fetch", "shiny-new-thing", "|", "want "+head, "done"), false, 400},
+		{"other object format", req("command=fetch", "object-format=sha256", "|", "want "+head, "done"), false, 400},
+		{"too many wants", fetchReq(append(wants, "done")...), false, 400},
+		{"depth 0", fetchReq("want "+head, "deepen 0", "done"), false, 400},
+		{"negative depth", fetchReq("want "+head, "deepen -1", "done"), false, 400},
+		{"huge depth", fetchReq("want "+head, "deepen 99999999999999999999", "done"), false, 400},
+		{"bad want", fetchReq("want nothex", "done"), false, 400},
+		{"unknown want", fetchReq("want "+strings.Repeat("a", 40), "done"), false, 400},
+		{"no want", fetchReq("done"), false, 400},
+		{"filter not offered", fetchReq("want "+head, "filter blob:none", "done"), false, 400},
+		{"data after flush", append(fetchReq("want "+head, "done"), "0000"...), false, 400},
+		{"response-end packet", []byte("0002"), false, 400},
+		{"too large", bytes.Repeat([]byte("0"), MaxRequestBytes+10), false, 413},
+		{"gzip bomb", bomb.Bytes(), true, 413},
+		{"bad gzip", []byte("not gzip"), true, 400},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := http.NewRequest("POST", d.srv.URL+"/git/team.git/git-upload-pack", bytes.NewReader(c.body))
+			r.Header.Set("Git-Protocol", "version=2")
+			if c.gzip {
+				r.Header.Set("Content-Encoding", "gzip")
+			}
+			res, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, c.status, b)
+			}
+		})
+	}
+	// Still serving after all of that.
+	git(t, t.TempDir(), "clone", "--depth", "1", d.srv.URL+"/git/team.git", "c")
+}
+
+// TestProtocolV0AndV1: git with protocol.version 0 and 1 (the stateless
+// HTTP exchange of older clients) clones shallow and in full, and fetches
+// fast-forward after a push and a sync.
+func TestProtocolV0AndV1(t *testing.T) {
+	for _, v := range []string{"0", "1"} {
+		t.Run("v"+v, func(t *testing.T) {
+			_, up := upstream(t)
+			d := newDaemon(t, up.URL(), ServeOptions{})
+			work := t.TempDir()
+			url := d.srv.URL + "/git/team.git"
+			pv := "protocol.version=" + v
+			git(t, work, "-c", pv, "clone", "--depth", "1", url, "shallow")
+			git(t, work, "-c", pv, "clone", url, "full")
+			shallow, full := filepath.Join(work, "shallow"), filepath.Join(work, "full")
+			sameFiles(t, checkedOut(t, shallow), servedFiles(t, d.reg, "team", ""))
+			old := git(t, full, "rev-parse", "HEAD")
+			up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+			up.Commit("second")
+			up.Push("main")
+			d.sync(t)
+			for _, c := range []string{shallow, full} {
+				git(t, c, "-c", pv, "pull", "--ff-only")
+				if p := git(t, c, "rev-parse", "HEAD^"); p != old {
+					t.Fatalf("%s: parent %s, want %s", c, p, old)
+				}
+				sameFiles(t, checkedOut(t, c), servedFiles(t, d.reg, "team", ""))
+				git(t, c, "fsck", "--strict")
+			}
+			git(t, work, "-c", pv, "clone", d.srv.URL+"/git/all.git", "all")
+		})
+	}
+}
+
+func TestParseV0Refuses(t *testing.T) {
+	id := strings.Repeat("ab", 20)
+	wants := strings.Repeat("want "+id+"\n", MaxWants+1)
+	for name, body := range map[string][]byte{
+		"empty":              nil,
+		"no flush":           pkt("want " + id + "\n"),
+		"unknown capability": req("want " + id + " shiny"),
+		"caps twice":         req("want "+id+" side-band-64k", "want "+id+" side-band-64k"),
+		"bad want":           req("want nothex"),
+		"depth 0":            req("want "+id, "deepen 0"),
+		"deepen-since":       req("want "+id, "deepen-since 1"),
+		"too many wants":     []byte(string(req(strings.Split(strings.TrimSuffix(wants, "\n"), "\n")...))),
+		"data after done":    append(req("want "+id), append(pkt("done\n"), pkt("have "+id+"\n")...)...),
+		"bad have":           append(req("want "+id), pkt("have x\n")...),
+		"no want":            req(),
+	} {
+		if _, err := ParseV0(body); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestConcurrentUploadPacksCapped(t *testing.T) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{Concurrent: 1})
+	h := d.m.Handler(ServeOptions{Concurrent: 1})
+	h.sem <- struct{}{} // one upload-pack in flight
+	rec := &recorder{header: http.Header{}}
+	r, _ := http.NewRequest("POST", "/git/team.git/git-upload-pack", bytes.NewReader(fetchReq("want "+d.head(t, "team"), "done")))
+	h.ServeHTTP(rec, r)
+	if rec.status != http.StatusServiceUnavailable || rec.header.Get("Retry-After") == "" {
+		t.Fatalf("over the cap: %d %v", rec.status, rec.header)
+	}
+	<-h.sem
+	rec = &recorder{header: http.Header{}}
+	r, _ = http.NewRequest("POST", "/git/team.git/git-upload-pack", bytes.NewReader(fetchReq("want "+d.head(t, "team"), "done")))
+	r.Header.Set("Git-Protocol", "version=2")
+	h.ServeHTTP(rec, r)
+	if rec.status != 0 && rec.status != 200 || !bytes.Contains(rec.body.Bytes(), []byte("packfile")) {
+		t.Fatalf("under the cap: %d %q", rec.status, rec.body.Bytes())
+	}
+}
+
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(s int)           { r.status = s }
+
+func gitErr(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := execGit(dir, args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func FuzzParseRequest(f *testing.F) {
+	id := strings.Repeat("ab", 20)
+	f.Add(fetchReq("want "+id, "have "+id, "shallow "+id, "deepen 1", "done"))
+	f.Add(req("command=ls-refs", "agent=x", "|", "symrefs", "ref-prefix HEAD"))
+	f.Add([]byte("ffff"))
+	f.Add([]byte("0003"))
+	f.Add([]byte("0001000100000000"))
+	f.Add(fetchReq("deepen 0"))
+	f.Add(fetchReq(strings.Repeat("want "+id+"\n", 300)))
+	f.Add(append(req("want "+id+" multi_ack_detailed side-band-64k", "deepen 1"), append(pkt("have "+id+"\n"), "0000"...)...))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if r, err := ParseV0(body); err == nil && (len(r.Wants) == 0 || len(r.Wants) > MaxWants || len(r.Haves) > MaxHaves) {
+			t.Fatalf("out of bounds v0 request accepted: %+v", r)
+		} else if err != nil && !errors.Is(err, ErrProtocol) {
+			t.Fatalf("v0 error outside ErrProtocol: %v", err)
+		}
+		c, err := ParseCommand(body)
+		if err != nil {
+			if !errors.Is(err, ErrProtocol) {
+				t.Fatalf("error outside ErrProtocol: %v", err)
+			}
+			return
+		}
+		_ = checkCaps(c.Caps)
+		if c.Name == "fetch" {
+			r, err := ParseFetch(c)
+			if err == nil && (len(r.Wants) == 0 || len(r.Wants) > MaxWants || len(r.Haves) > MaxHaves || r.Depth < 0 || r.Depth > MaxDepth) {
+				t.Fatalf("out of bounds request accepted: %+v", r)
+			}
+		}
+	})
+}
+
+// TestProtocolV0BeyondHeld (v0 and v2): with only the newest generation held (as
+// after a restart), a v0 full clone is told where the history stops (the
+// advertisement's shallow line) and a v0 client one commit behind still
+// fast-forwards.
+func TestProtocolV0BeyondHeld(t *testing.T) {
+	for _, v := range []string{"0", "2"} {
+		t.Run("v"+v, func(t *testing.T) { beyondHeld(t, "protocol.version="+v) })
+	}
+}
+
+func beyondHeld(t *testing.T, pv string) {
+	_, up := upstream(t)
+	d := newDaemon(t, up.URL(), ServeOptions{})
+	d.m.o.Held = 1
+	work := t.TempDir()
+	url := d.srv.URL + "/git/team.git"
+	git(t, work, "-c", pv, "clone", url, "behind")
+	old := git(t, filepath.Join(work, "behind"), "rev-parse", "HEAD")
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.Commit("second")
+	up.Push("main")
+	d.sync(t)
+	git(t, work, "-c", pv, "clone", url, "full")
+	git(t, filepath.Join(work, "full"), "fsck")
+	behind := filepath.Join(work, "behind")
+	git(t, behind, "-c", pv, "pull", "--ff-only")
+	if p := git(t, behind, "rev-parse", "HEAD^"); p != old {
+		t.Fatalf("parent %s, want %s", p, old)
+	}
+}
