@@ -951,7 +951,6 @@ func (c *Client) clean(err error) error {
 	return s.Clean(err, maxErrorText)
 }
 
-
 // isRateLimit tells a 403 rate-limit answer from a 403 permission answer.
 func isRateLimit(err error, h http.Header) bool {
 	var rl *github.RateLimitError

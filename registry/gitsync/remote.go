@@ -368,4 +368,3 @@ func (t statusOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	return resp, nil
 }
-
