@@ -128,11 +128,7 @@ func TestClaudeCode(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca.issue(t, certFile, keyFile, 1, testHost)
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
+	remote := scriptRemote(t)
 	port := strconv.Itoa(freePort(t))
 	origin := "https://" + testHost + ":" + port
 	d := startDaemonTLS(t, "listen: 127.0.0.1:"+port+"\npublic_url: "+origin+"\ntls:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+

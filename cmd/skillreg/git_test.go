@@ -32,6 +32,23 @@ func gitRemote(t *testing.T) *gittest.Repo {
 	return remote
 }
 
+// scriptRemote is gitRemote with an executable script in deploy, pushed:
+// what installers must keep byte for byte, mode included.
+func scriptRemote(t *testing.T) *gittest.Repo {
+	t.Helper()
+	remote := gitRemote(t)
+	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
+	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
+	remote.Commit("a script")
+	remote.Push("main")
+	return remote
+}
+
+// teamSource is the configuration of source "team" over remote's skills.
+func teamSource(remote *gittest.Repo) string {
+	return "sources:\n  - name: team\n    url: " + remote.URL() + "\n    ref: {branch: main}\n    path: skills\n    poll: 0\n"
+}
+
 func gitEntryDigest(t *testing.T, cs *sdk.ClientSession, uri, file string) string {
 	t.Helper()
 	got, err := sdk.CallCustomMethod[*mcp.GetSkillParams, *mcp.GetSkillResult](context.Background(), cs, "skills/get", &mcp.GetSkillParams{URI: uri})
@@ -51,7 +68,7 @@ func gitEntryDigest(t *testing.T, cs *sdk.ClientSession, uri, file string) strin
 // with its new digest after a sync, with git provenance on the entry.
 func TestGitSourceEndToEnd(t *testing.T) {
 	remote := gitRemote(t)
-	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    path: skills\n    poll: 0\n", "")
+	d := startDaemon(t, teamSource(remote), "")
 	// 2025-11-25: the SDK client caches reads of the stateless generation
 	// for ttlMs, which would hide the change from this test.
 	cs := connect(t, d.URL, "2025-11-25")

@@ -13,12 +13,8 @@ import (
 func TestClaudeCodeGitMarketplace(t *testing.T) {
 	ca := newTestCA(t)
 	cc := newClaudeCLI(t, ca)
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
-	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    path: skills\n    poll: 0\n", "")
+	remote := scriptRemote(t)
+	d := startDaemon(t, teamSource(remote), "")
 
 	out := cc.must(t, "plugin", "marketplace", "add", d.URL+"/git/team.git")
 	t.Logf("marketplace add: %s", out)

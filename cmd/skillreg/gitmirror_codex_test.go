@@ -35,7 +35,7 @@ func TestCodexGitMarketplace(t *testing.T) {
 		t.Skip("runs the real Codex CLI")
 	}
 	remote := gitRemote(t)
-	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    path: skills\n    poll: 0\n", "")
+	d := startDaemon(t, teamSource(remote), "")
 	home := t.TempDir()
 	if err := os.Mkdir(filepath.Join(home, ".codex"), 0o700); err != nil {
 		t.Fatal(err)

@@ -22,12 +22,8 @@ func TestGeminiCLISkillsInstall(t *testing.T) {
 	// Pinned in scripts/npm-tools.txt; make npm-tools installs it.
 	bin := tools.Find(t, "node_modules/@google/gemini-cli/bundle/gemini.js")
 	node := tools.Node(t)
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
-	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    path: skills\n    poll: 0\n", "")
+	remote := scriptRemote(t)
+	d := startDaemon(t, teamSource(remote), "")
 
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

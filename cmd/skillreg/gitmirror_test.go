@@ -36,11 +36,7 @@ func mustGit(t *testing.T, dir string, args ...string) string {
 // data directory that continues the same history (the next commit's
 // parent is the commit served before the restart).
 func TestGitMirrorDaemon(t *testing.T) {
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
+	remote := scriptRemote(t)
 	open := t.TempDir()
 	writeSkill(t, filepath.Join(open, "open-skill"), "open-skill", map[string]string{"notes.md": "hello\n"})
 	tok, hash, err := access.NewToken()

@@ -137,11 +137,7 @@ func sameTrees(t *testing.T, what string, got, want map[string]map[string]string
 // index through a proxy that hides v0.2.
 func TestSkillsCLI(t *testing.T) {
 	cli := newSkillsCLI(t)
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
+	remote := scriptRemote(t)
 	examples, err := filepath.Abs("../../examples/skills")
 	if err != nil {
 		t.Fatal(err)
@@ -306,11 +302,7 @@ func TestPublicSourceDaemon(t *testing.T) {
 // TestArchivesSameAcrossDaemons: two daemons over the same commit (two
 // replicas) serve the same indexes, marketplace and archive bytes.
 func TestArchivesSameAcrossDaemons(t *testing.T) {
-	remote := gitRemote(t)
-	remote.WriteFiles(map[string]string{"skills/deploy/scripts/run.sh": "#!/bin/sh\necho deploy\n"})
-	remote.Chmod("skills/deploy/scripts/run.sh", 0o755)
-	remote.Commit("a script")
-	remote.Push("main")
+	remote := scriptRemote(t)
 	yaml := "public_url: https://skills.example.com\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    ref: {branch: main}\n    path: skills\n    poll: 0\n"
 	a, b := startDaemon(t, yaml, ""), startDaemon(t, yaml, "")
 	body := func(d *testDaemon, path string) string {

@@ -69,7 +69,7 @@ func deliver(t *testing.T, url, event, id string, body []byte) (int, string) {
 func TestWebhookPushEndToEnd(t *testing.T) {
 	t.Setenv("SKILLREG_WEBHOOK_SECRET", "old-secret,"+testSecret)
 	remote := gitRemote(t)
-	d := startDaemon(t, "sources:\n  - name: team\n    url: "+remote.URL()+"\n    ref: {branch: main}\n    path: skills\n    poll: 0\n", "")
+	d := startDaemon(t, teamSource(remote), "")
 	cs := connect(t, d.URL, "2025-11-25")
 	const uri, file = "skill://team/deploy/SKILL.md", "skill://team/deploy/references/run.md"
 	before := gitEntryDigest(t, cs, uri, file)
