@@ -128,40 +128,49 @@ type FetchRequest struct {
 	Done, NoProgress       bool
 }
 
+// addID appends an object id of a want, have or shallow line, within the
+// bounds of its kind.
+func (r *FetchRequest) addID(kind, id string) error {
+	list, limit := &r.Wants, MaxWants
+	switch kind {
+	case "have":
+		list, limit = &r.Haves, MaxHaves
+	case "shallow":
+		list, limit = &r.Shallows, MaxHaves
+	}
+	if len(*list) >= limit {
+		return fmt.Errorf("%w: more than %d %s lines", ErrProtocol, limit, kind)
+	}
+	if !isID(id) {
+		return fmt.Errorf("%w: %s %q is not an object id", ErrProtocol, kind, id)
+	}
+	*list = append(*list, id)
+	return nil
+}
+
+// parseDepth reads a deepen line's depth.
+func parseDepth(val string) (int, error) {
+	n, err := strconv.Atoi(val)
+	if err != nil || n <= 0 || n > MaxDepth {
+		return 0, fmt.Errorf("%w: deepen %q is not a depth from 1 to %d", ErrProtocol, val, MaxDepth)
+	}
+	return n, nil
+}
+
 // ParseFetch checks a fetch command's arguments.
 func ParseFetch(c *Command) (*FetchRequest, error) {
 	r := &FetchRequest{}
 	for _, a := range c.Args {
 		key, val, _ := strings.Cut(a, " ")
 		switch key {
-		case "want":
-			if len(r.Wants) >= MaxWants {
-				return nil, fmt.Errorf("%w: more than %d wants", ErrProtocol, MaxWants)
+		case "want", "have", "shallow":
+			if err := r.addID(key, val); err != nil {
+				return nil, err
 			}
-			if !isID(val) {
-				return nil, fmt.Errorf("%w: want %q is not an object id", ErrProtocol, val)
-			}
-			r.Wants = append(r.Wants, val)
-		case "have":
-			if len(r.Haves) >= MaxHaves {
-				return nil, fmt.Errorf("%w: more than %d haves", ErrProtocol, MaxHaves)
-			}
-			if !isID(val) {
-				return nil, fmt.Errorf("%w: have %q is not an object id", ErrProtocol, val)
-			}
-			r.Haves = append(r.Haves, val)
-		case "shallow":
-			if len(r.Shallows) >= MaxHaves {
-				return nil, fmt.Errorf("%w: too many shallow lines", ErrProtocol)
-			}
-			if !isID(val) {
-				return nil, fmt.Errorf("%w: shallow %q is not an object id", ErrProtocol, val)
-			}
-			r.Shallows = append(r.Shallows, val)
 		case "deepen":
-			n, err := strconv.Atoi(val)
-			if err != nil || n <= 0 || n > MaxDepth {
-				return nil, fmt.Errorf("%w: deepen %q is not a depth from 1 to %d", ErrProtocol, val, MaxDepth)
+			n, err := parseDepth(val)
+			if err != nil {
+				return nil, err
 			}
 			r.Depth = n
 		case "done":

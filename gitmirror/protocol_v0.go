@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -100,22 +99,17 @@ func ParseV0(body []byte) (*V0Request, error) {
 				} else if caps != "" {
 					return nil, fmt.Errorf("%w: capabilities after the first want", ErrProtocol)
 				}
-				if len(r.Wants) >= MaxWants {
-					return nil, fmt.Errorf("%w: more than %d wants", ErrProtocol, MaxWants)
+				if err := r.addID("want", id); err != nil {
+					return nil, err
 				}
-				if !isID(id) {
-					return nil, fmt.Errorf("%w: want %q is not an object id", ErrProtocol, id)
-				}
-				r.Wants = append(r.Wants, id)
 			case "shallow":
-				if len(r.Shallows) >= MaxHaves || !isID(val) {
-					return nil, fmt.Errorf("%w: bad or too many shallow lines", ErrProtocol)
+				if err := r.addID("shallow", val); err != nil {
+					return nil, err
 				}
-				r.Shallows = append(r.Shallows, val)
 			case "deepen":
-				n, err := strconv.Atoi(val)
-				if err != nil || n <= 0 || n > MaxDepth {
-					return nil, fmt.Errorf("%w: deepen %q is not a depth from 1 to %d", ErrProtocol, val, MaxDepth)
+				n, err := parseDepth(val)
+				if err != nil {
+					return nil, err
 				}
 				r.Depth = n
 			default:
@@ -125,13 +119,9 @@ func ParseV0(body []byte) (*V0Request, error) {
 		}
 		switch key {
 		case "have":
-			if len(r.Haves) >= MaxHaves {
-				return nil, fmt.Errorf("%w: more than %d haves", ErrProtocol, MaxHaves)
+			if err := r.addID("have", val); err != nil {
+				return nil, err
 			}
-			if !isID(val) {
-				return nil, fmt.Errorf("%w: have %q is not an object id", ErrProtocol, val)
-			}
-			r.Haves = append(r.Haves, val)
 		case "done":
 			r.Done = true
 		default:
