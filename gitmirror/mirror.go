@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Catalog is what the mirror reads: the current generation and file

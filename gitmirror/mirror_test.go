@@ -17,9 +17,9 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/store"
 )
 
@@ -36,7 +36,7 @@ func md(name string) string {
 
 // daemon is a registry over one git source and the mirror on real HTTP.
 type daemon struct {
-	pool *gitsync.Pool
+	pool *gitstore.Pool
 	reg  *registry.Registry
 	m    *Mirror
 	srv  *httptest.Server
@@ -44,7 +44,7 @@ type daemon struct {
 
 func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 	t.Helper()
-	pool, err := gitsync.NewPool(t.TempDir(), gitsync.PoolOptions{})
+	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

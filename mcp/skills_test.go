@@ -10,7 +10,7 @@ import (
 	"weak"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // frontmatters are the shapes the wire encoding must render exactly as an

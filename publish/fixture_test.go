@@ -19,7 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // file is one fixture file; Exec makes it mode 0755.

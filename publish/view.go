@@ -13,7 +13,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // view is what one catalog generation publishes: every skill's index

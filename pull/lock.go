@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // LockFile is the name of the lock in the target folder.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/internal/hostile"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 	"github.com/skillreg/skillreg/skilluri"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Limits of the Skills extension: a host refuses an entry above them before

@@ -5,7 +5,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // DigestMap is an in-memory skill.DigestCache, safe for concurrent use.

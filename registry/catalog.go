@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Errors of catalog lookups.

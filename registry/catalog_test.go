@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // FuzzFileURI checks that the one-allocation URI builder renders exactly

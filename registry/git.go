@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/gitsync"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // PinKind is what a git source is pinned to.
@@ -90,33 +90,33 @@ func RedactURL(u string) string {
 }
 
 // GitStores hands out the object store of each remote repository. GitPool
-// adapts a *gitsync.Pool; tests give the registry in-memory fakes.
+// adapts a *gitstore.Pool; tests give the registry in-memory fakes.
 type GitStores interface {
 	Repo(url string) (GitRepo, error)
 }
 
 // GitRepo is what a sync needs of one repository's object store: the
-// methods of *gitsync.Repo the registry calls.
+// methods of *gitstore.Repo the registry calls.
 type GitRepo interface {
 	URL() string
 	HasCommit(commit string) bool
-	ListRemote(ctx context.Context, auth gitsync.Auth) (*gitsync.RemoteRefs, error)
-	Fetch(ctx context.Context, res gitsync.Resolved, auth gitsync.Auth) error
-	Walk(commit, subpath string) ([]gitsync.Entry, error)
+	ListRemote(ctx context.Context, auth gitstore.Auth) (*gitstore.RemoteRefs, error)
+	Fetch(ctx context.Context, res gitstore.Resolved, auth gitstore.Auth) error
+	Walk(commit, subpath string) ([]gitstore.Entry, error)
 	OpenBlob(id string) (io.ReadCloser, int64, error)
 	DiskUsage() (int64, error)
 	Prune(ctx context.Context, keep []string) error
 }
 
 // GitPool returns p as GitStores (nil for a nil pool).
-func GitPool(p *gitsync.Pool) GitStores {
+func GitPool(p *gitstore.Pool) GitStores {
 	if p == nil {
 		return nil
 	}
 	return poolStores{p}
 }
 
-type poolStores struct{ p *gitsync.Pool }
+type poolStores struct{ p *gitstore.Pool }
 
 func (s poolStores) Repo(url string) (GitRepo, error) {
 	r, err := s.p.Repo(url)
@@ -131,7 +131,7 @@ func (s poolStores) Repo(url string) (GitRepo, error) {
 // was hashed.
 type gitTree struct {
 	repo    GitRepo
-	entries []gitsync.Entry
+	entries []gitstore.Entry
 }
 
 // Entries converts the walked entries. Git has no hard links or devices;
@@ -141,13 +141,13 @@ func (t gitTree) Entries(context.Context) ([]skill.Entry, error) {
 	for i, e := range t.entries {
 		se := skill.Entry{Path: e.Path, Size: -1, ID: e.Blob, Key: "git:" + e.Blob}
 		switch e.Mode {
-		case gitsync.ModeRegular:
+		case gitstore.ModeRegular:
 			se.Mode = skill.ModeRegular
-		case gitsync.ModeExecutable:
+		case gitstore.ModeExecutable:
 			se.Mode = skill.ModeExecutable
-		case gitsync.ModeSymlink:
+		case gitstore.ModeSymlink:
 			se.Mode, se.Key = skill.ModeSymlink, ""
-		case gitsync.ModeSubmodule:
+		case gitstore.ModeSubmodule:
 			se.Mode, se.Key = skill.ModeSubmodule, ""
 		default:
 			se.Mode, se.Key = skill.ModeOther, ""
@@ -176,14 +176,14 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
-	var auth gitsync.Auth
+	var auth gitstore.Auth
 	if g.Token != nil {
 		if auth.Token, err = g.Token(); err != nil {
 			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
 		}
 		// Known before anything can echo it: every error of this sync and
 		// of later ones is scrubbed of it (rotated tokens included).
-		r.redact.AddBasic(gitsync.TokenUser, auth.Token)
+		r.redact.AddBasic(gitstore.TokenUser, auth.Token)
 	}
 	res, err := r.resolve(ctx, src, repo, auth, prev)
 	if err != nil {
@@ -234,31 +234,31 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 
 // resolve turns the source's pin into a commit with one ref listing (none
 // at all for a commit pin already served).
-func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth gitsync.Auth, prev *Snapshot) (gitsync.Resolved, error) {
+func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth gitstore.Auth, prev *Snapshot) (gitstore.Resolved, error) {
 	g := src.Git
 	if g.Pin.Kind == PinCommit {
-		return gitsync.Resolved{Commit: g.Pin.Value}, nil
+		return gitstore.Resolved{Commit: g.Pin.Value}, nil
 	}
 	refs, err := repo.ListRemote(ctx, auth)
 	if err != nil {
-		return gitsync.Resolved{}, fmt.Errorf("list refs of %s: %w", RedactURL(g.URL), err)
+		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", RedactURL(g.URL), err)
 	}
-	var pin gitsync.Pin
+	var pin gitstore.Pin
 	switch g.Pin.Kind {
 	case PinRelease:
 		tag, err := r.latestRelease(ctx, g.URL, refs)
 		if err != nil {
-			return gitsync.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, RedactURL(g.URL), err)
+			return gitstore.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, RedactURL(g.URL), err)
 		}
-		pin = gitsync.Pin{Kind: gitsync.PinTag, Value: tag}
+		pin = gitstore.Pin{Kind: gitstore.PinTag, Value: tag}
 	default:
-		if pin, err = gitsync.ParsePin(string(g.Pin.Kind), g.Pin.Value); err != nil {
-			return gitsync.Resolved{}, fmt.Errorf("source %s: %w", src.Name, err)
+		if pin, err = gitstore.ParsePin(string(g.Pin.Kind), g.Pin.Value); err != nil {
+			return gitstore.Resolved{}, fmt.Errorf("source %s: %w", src.Name, err)
 		}
 	}
 	res, err := refs.Resolve(pin)
 	if err != nil {
-		return gitsync.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, RedactURL(g.URL), err)
+		return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, RedactURL(g.URL), err)
 	}
 	return res, nil
 }
@@ -266,7 +266,7 @@ func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth 
 // latestRelease is the tag of the newest published release: from GitHub's
 // releases when the resolver can look the repository up, else the highest
 // non-prerelease semantic-version tag.
-func (r *Registry) latestRelease(ctx context.Context, url string, refs *gitsync.RemoteRefs) (string, error) {
+func (r *Registry) latestRelease(ctx context.Context, url string, refs *gitstore.RemoteRefs) (string, error) {
 	if r.o.Releases != nil {
 		tag, err := r.o.Releases.LatestTag(ctx, url)
 		if !errors.Is(err, ErrNoReleaseAPI) {
@@ -343,7 +343,7 @@ func (r *Registry) releaseCommit(c string) {
 // commits of other repositories are listed too: Prune ignores commits its
 // store does not hold.)
 func (r *Registry) keptCommits(url string) []string {
-	norm, err := gitsync.NormalizeURL(url)
+	norm, err := gitstore.NormalizeURL(url)
 	if err != nil {
 		return nil
 	}
@@ -360,7 +360,7 @@ func (r *Registry) keptCommits(url string) []string {
 			if s.Kind != KindGit || seen[s.Commit] {
 				continue
 			}
-			if n, err := gitsync.NormalizeURL(s.Repository); err == nil && n == norm {
+			if n, err := gitstore.NormalizeURL(s.Repository); err == nil && n == norm {
 				seen[s.Commit] = true
 				keep = append(keep, s.Commit)
 			}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry/gitsync"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 func TestMain(m *testing.M) {
@@ -43,7 +43,7 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	remote.Commit("initial")
 	remote.Push("main")
 	dir := t.TempDir()
-	pool, err := gitsync.NewPool(dir, gitsync.PoolOptions{})
+	pool, err := gitstore.NewPool(dir, gitstore.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +202,15 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 			f.remote.Branch("other")
 			f.remote.Push("other")
 			f.remote.DeleteRef("refs/heads/main")
-		}, gitsync.ErrRefNotFound},
-		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitsync.ErrRepoNotFound},
+		}, gitstore.ErrRefNotFound},
+		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitstore.ErrRepoNotFound},
 		{"server error", func(f *gitFixture) {
 			f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "x"})
 			f.remote.Commit("x")
 			f.remote.Push("main")
 			f.srv.SetFailure(gittest.Failure{Status: 500, FetchOnly: true})
-		}, gitsync.ErrNetwork},
-		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitsync.ErrAuth},
+		}, gitstore.ErrNetwork},
+		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitstore.ErrAuth},
 		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded},
 	}
 	for _, c := range cases {
@@ -307,7 +307,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f.reg.mu.Lock()
 	f.reg.pruned = map[string]int64{}
 	for _, u := range []string{f.remote.URL()} {
-		n, _ := gitsync.NormalizeURL(u)
+		n, _ := gitstore.NormalizeURL(u)
 		f.reg.pruned[n] = 0 // the next sync finds the store "grown" and prunes
 	}
 	f.reg.mu.Unlock()
@@ -318,7 +318,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f.remote.Commit("big")
 	f.remote.Push("main")
 	mustSync(t, f.reg, "s")
-	n, _ := gitsync.NormalizeURL(f.remote.URL())
+	n, _ := gitstore.NormalizeURL(f.remote.URL())
 	if f.reg.pruned[n] == 0 {
 		t.Fatal("the sync did not prune; the test proves nothing")
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry/gitsync"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // gitNode is a tree to write with git's plumbing: a name maps to a file's
@@ -252,7 +252,7 @@ func TestGitSourceBadTreeName(t *testing.T) {
 			root["skills"].(gitNode)["a"].(gitNode)[name] = "x"
 			pushPlumbedCommit(t, f.remote, root)
 			err := f.reg.SyncNow(context.Background(), "rules")
-			if !errors.Is(err, gitsync.ErrBadTree) || errors.Is(err, gitsync.ErrNetwork) || errors.Is(err, gitsync.ErrCorrupt) {
+			if !errors.Is(err, gitstore.ErrBadTree) || errors.Is(err, gitstore.ErrNetwork) || errors.Is(err, gitstore.ErrCorrupt) {
 				t.Fatalf("sync = %v, want a bad tree (not network, not corrupt store)", err)
 			}
 			if names := skillNames(f.reg.Current(), "rules"); names != "a,b" {

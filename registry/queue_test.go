@@ -18,7 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/gitsync"
+	"github.com/skillreg/skillreg/gitstore"
 )
 
 // fakeGit is an in-memory git layer: one fakeRepo per URL.
@@ -101,7 +101,7 @@ func (f *fakeRepo) Listings() []listing {
 	return append([]listing(nil), f.listings...)
 }
 
-func (f *fakeRepo) ListRemote(ctx context.Context, _ gitsync.Auth) (*gitsync.RemoteRefs, error) {
+func (f *fakeRepo) ListRemote(ctx context.Context, _ gitstore.Auth) (*gitstore.RemoteRefs, error) {
 	var st State
 	if f.state != nil {
 		st = f.state()
@@ -123,20 +123,20 @@ func (f *fakeRepo) ListRemote(ctx context.Context, _ gitsync.Auth) (*gitsync.Rem
 	if fail != nil {
 		return nil, fail
 	}
-	return gitsync.NewRemoteRefs("refs/heads/main", map[string]string{"refs/heads/main": commit}), nil
+	return gitstore.NewRemoteRefs("refs/heads/main", map[string]string{"refs/heads/main": commit}), nil
 }
 
-func (f *fakeRepo) Fetch(context.Context, gitsync.Resolved, gitsync.Auth) error { return nil }
+func (f *fakeRepo) Fetch(context.Context, gitstore.Resolved, gitstore.Auth) error { return nil }
 
-func (f *fakeRepo) Walk(commit, _ string) ([]gitsync.Entry, error) {
+func (f *fakeRepo) Walk(commit, _ string) ([]gitstore.Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []gitsync.Entry
+	var out []gitstore.Entry
 	for p, c := range f.files {
 		sum := sha1.Sum([]byte(c))
 		id := hex.EncodeToString(sum[:])
 		f.blobs[id] = c
-		out = append(out, gitsync.Entry{Path: p, Mode: gitsync.ModeRegular, Blob: id})
+		out = append(out, gitstore.Entry{Path: p, Mode: gitstore.ModeRegular, Blob: id})
 	}
 	return out, nil
 }
@@ -146,7 +146,7 @@ func (f *fakeRepo) OpenBlob(id string) (io.ReadCloser, int64, error) {
 	defer f.mu.Unlock()
 	c, ok := f.blobs[id]
 	if !ok {
-		return nil, 0, gitsync.ErrObjectNotFound
+		return nil, 0, gitstore.ErrObjectNotFound
 	}
 	return io.NopCloser(strings.NewReader(c)), int64(len(c)), nil
 }
@@ -168,7 +168,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 		name string
 		repo *fakeRepo
 	}{
-		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitsync.ErrAuth)}},
+		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitstore.ErrAuth)}},
 		{"hangs", &fakeRepo{hang: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -353,17 +353,17 @@ func TestSlotsOrder(t *testing.T) {
 // control characters reach neither the state nor the log.
 func TestSyncErrorsScrubbed(t *testing.T) {
 	const token = "tok/S3cret+value="
-	pair := base64.StdEncoding.EncodeToString([]byte(gitsync.TokenUser + ":" + token))
+	pair := base64.StdEncoding.EncodeToString([]byte(gitstore.TokenUser + ":" + token))
 	git := &fakeGit{}
 	var logs bytes.Buffer
 	r := New(Options{Git: git, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	repo := &fakeRepo{fail: fmt.Errorf("list refs: %w: echoed Basic %s, %s, %s, https://u:%s@h/\x1b[2J\n",
-		gitsync.ErrAuth, pair, token, url.QueryEscape(token), url.PathEscape(token))}
+		gitstore.ErrAuth, pair, token, url.QueryEscape(token), url.PathEscape(token))}
 	src := git.add("s", repo)
 	src.Git.Token = func() (string, error) { return token, nil }
 	r.SetSources([]Source{src})
 	err := r.SyncNow(context.Background(), "s")
-	if !errors.Is(err, gitsync.ErrAuth) {
+	if !errors.Is(err, gitstore.ErrAuth) {
 		t.Fatalf("SyncNow: %v, want ErrAuth", err)
 	}
 	st := stateOf(r, "s")

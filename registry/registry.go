@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/redact"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Kind is the kind of a source.
@@ -116,7 +116,7 @@ type Options struct {
 	// provides it, across restarts). Nil means an in-memory cache.
 	Digests skill.DigestCache
 	// Git gives git sources their object stores (GitPool(pool) for a
-	// *gitsync.Pool); required only when git sources are configured.
+	// *gitstore.Pool); required only when git sources are configured.
 	Git GitStores
 	// Redact scrubs secrets from sync errors before they become a source's
 	// state or a log line. The token a git source presents is added to it

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/search"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/search"
+	"github.com/skillreg/skillreg/skill"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {

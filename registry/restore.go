@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // NewDigestMapFrom returns a DigestMap holding m (the store's persisted

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/search"
+	"github.com/skillreg/skillreg/search"
 )
 
 // searchState is a snapshot's search segment, built on first use (or in

@@ -13,8 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry/skill"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // maxProblems bounds how many problems Check lists.

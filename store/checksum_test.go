@@ -10,8 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry/skill"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // TestChecksumEveryRecord flips bytes inside each kind of stored value

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Snapshots are stored in a compact binary form: uvarint lengths and

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // Decoding never panics and never accepts what it cannot read back the

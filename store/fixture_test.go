@@ -17,8 +17,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/skill"
 )
 
 var update = flag.Bool("update", false, "write testdata/schema-v<SchemaVersion>.db from fixtureData")

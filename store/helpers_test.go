@@ -13,7 +13,7 @@ import (
 
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // openTemp opens a fresh store in a temporary directory.

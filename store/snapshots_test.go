@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // The store is a registry.Store.

@@ -18,7 +18,7 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // markdown renders SKILL.md bodies. Raw HTML is never passed through

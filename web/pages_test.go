@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // mustContain fails for every want missing from body.

@@ -19,7 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // skillOrFile serves /skills/<source>/<skill-path> (the skill page) and

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/gitsync"
 	"github.com/skillreg/skillreg/store"
 )
 
@@ -82,7 +82,7 @@ func (s phaseStore) SaveSnapshot(snap *registry.Snapshot, st registry.State) err
 }
 
 // phaseTransport reports the fetches (POST .../git-upload-pack) that go
-// through it: the fetch lasts until gitsync closes the answer, which it
+// through it: the fetch lasts until gitstore closes the answer, which it
 // does after storing the pack and recording the commit.
 type phaseTransport struct {
 	base http.RoundTripper
@@ -152,7 +152,7 @@ func crashHelper(cfgPath string) int {
 		return fail(err)
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
-	pool, err := gitsync.NewPool(filepath.Join(dir, "git"), gitsync.PoolOptions{
+	pool, err := gitstore.NewPool(filepath.Join(dir, "git"), gitstore.PoolOptions{
 		Logger:     log,
 		HTTPClient: &http.Client{Transport: phaseTransport{base: base, p: p}},
 	})

@@ -20,7 +20,7 @@ import (
 
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/mcp"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // testDaemon is a whole skillreg running on a loopback port.

@@ -23,15 +23,15 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
 	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/gitsync"
-	"github.com/skillreg/skillreg/registry/search"
 	"github.com/skillreg/skillreg/releases"
+	"github.com/skillreg/skillreg/search"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
@@ -125,7 +125,7 @@ type Daemon struct {
 	Registry *registry.Registry
 	MCP      *mcp.Server
 	releases *releases.Client
-	pool     *gitsync.Pool
+	pool     *gitstore.Pool
 	webhook  atomic.Pointer[webhook.Handler]
 	web      *web.Handler
 	publish  *publish.Handler
@@ -259,7 +259,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 	// The git object stores and the releases client cost nothing until a
 	// source uses them; they exist from the start so a reload can add git
 	// sources.
-	pool, err := gitsync.NewPool(filepath.Join(dir, "git"), gitsync.PoolOptions{Logger: log})
+	pool, err := gitstore.NewPool(filepath.Join(dir, "git"), gitstore.PoolOptions{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
@@ -421,7 +421,7 @@ func (d *Daemon) learnTokens(srcs []registry.Source) {
 			continue
 		}
 		if tok, err := s.Git.Token(); err == nil {
-			d.secrets.AddBasic(gitsync.TokenUser, tok)
+			d.secrets.AddBasic(gitstore.TokenUser, tok)
 		}
 	}
 }

@@ -16,14 +16,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry/gitsync"
 )
 
 // gitChildEnv, when set, turns the bench binary into the measured side of
 // the git section: a fresh process whose peak RSS the parent reads from
-// the kernel, so that the figure is gitsync's alone, not the harness's.
+// the kernel, so that the figure is gitstore's alone, not the harness's.
 const gitChildEnv = "SKILLREG_BENCH_GIT_CHILD"
 
 func init() {
@@ -40,7 +40,7 @@ const (
 
 // runGit compares, against one loopback smart-HTTP server hosting a
 // generated repository of env.Skills skills:
-//   - initial sync: gitsync Fetch + Walk + SHA-256 of every blob read from
+//   - initial sync: gitstore Fetch + Walk + SHA-256 of every blob read from
 //     the object store, against git clone --depth 1 + sha256sum over the
 //     checked-out files;
 //   - sync after a one-file push: list refs, fetch, walk, hash the blobs
@@ -348,7 +348,7 @@ func gitChild() int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	pool, err := gitsync.NewPool(dir, gitsync.PoolOptions{})
+	pool, err := gitstore.NewPool(dir, gitstore.PoolOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -389,7 +389,7 @@ func gitChild() int {
 	return 0
 }
 
-func gitSync(repo *gitsync.Repo, digests map[string][sha256.Size]byte) (commit string, files, hashed int, err error) {
+func gitSync(repo *gitstore.Repo, digests map[string][sha256.Size]byte) (commit string, files, hashed int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	step := time.Now()
@@ -400,16 +400,16 @@ func gitSync(repo *gitsync.Repo, digests map[string][sha256.Size]byte) (commit s
 		step = time.Now()
 	}
 	defer lap("hash")
-	refs, err := repo.ListRemote(ctx, gitsync.Auth{})
+	refs, err := repo.ListRemote(ctx, gitstore.Auth{})
 	if err != nil {
 		return "", 0, 0, err
 	}
-	res, err := refs.Resolve(gitsync.Pin{})
+	res, err := refs.Resolve(gitstore.Pin{})
 	if err != nil {
 		return "", 0, 0, err
 	}
 	lap("list")
-	if err := repo.Fetch(ctx, res, gitsync.Auth{}); err != nil {
+	if err := repo.Fetch(ctx, res, gitstore.Auth{}); err != nil {
 		return "", 0, 0, err
 	}
 	lap("fetch")
@@ -419,7 +419,7 @@ func gitSync(repo *gitsync.Repo, digests map[string][sha256.Size]byte) (commit s
 	}
 	lap("walk")
 	for _, e := range entries {
-		if e.Mode != gitsync.ModeRegular && e.Mode != gitsync.ModeExecutable {
+		if e.Mode != gitstore.ModeRegular && e.Mode != gitstore.ModeExecutable {
 			continue
 		}
 		files++

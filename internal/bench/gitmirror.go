@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/gitmirror"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/gitsync"
 )
 
 func init() { register("gitmirror", runGitMirror) }
@@ -44,7 +44,7 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 	remote.Commit("corpus")
 	remote.Push("main")
 
-	pool, err := gitsync.NewPool(filepath.Join(env.Tmp, "mirror-pool"), gitsync.PoolOptions{})
+	pool, err := gitstore.NewPool(filepath.Join(env.Tmp, "mirror-pool"), gitstore.PoolOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/fastmcp"
-	"github.com/skillreg/skillreg/registry/search"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/search"
+	"github.com/skillreg/skillreg/skill"
 )
 
 func init() { register("search", runSearch) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/registry"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 	"github.com/skillreg/skillreg/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skillreg/skillreg/registry/search"
+	"github.com/skillreg/skillreg/search"
 )
 
 // Scorer is the FastMCP skills server's search_skills scoring, as its

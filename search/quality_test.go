@@ -9,8 +9,8 @@ import (
 
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/internal/fastmcp"
-	"github.com/skillreg/skillreg/registry/search"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/search"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // docsFromFS indexes a skills tree the way the registry does and returns

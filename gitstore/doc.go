@@ -1,4 +1,4 @@
-// Package gitsync keeps one bare, shallow git object store per remote
+// Package gitstore keeps one bare, shallow git object store per remote
 // repository and reads commits straight from it: list the remote's refs,
 // resolve a pin to a commit, fetch only what is new, walk a commit's tree,
 // read blobs by id, and prune what no kept commit needs. It never checks
@@ -40,4 +40,4 @@
 // (shared blobs are stored once across kept commits), compressed as the
 // server sent them, with deltas stored whole. Between prunes every Fetch
 // adds one pack with the objects that were new to the store.
-package gitsync
+package gitstore

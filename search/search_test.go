@@ -11,8 +11,8 @@ import (
 
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/internal/corpus"
-	"github.com/skillreg/skillreg/registry/search"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/search"
+	"github.com/skillreg/skillreg/skill"
 )
 
 var (

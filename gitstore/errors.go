@@ -1,4 +1,4 @@
-package gitsync
+package gitstore
 
 import (
 	"errors"

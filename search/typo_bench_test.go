@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/internal/corpus"
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // This file measures the choice of typo matching: the trie walk over the
@@ -18,7 +18,7 @@ import (
 // made by deleting up to two of its bytes, a query looked up under its own
 // deletions, candidates verified). Run with
 //
-//	go test -run TestTypoStrategiesAgree -bench Typo ./registry/search
+//	go test -run TestTypoStrategiesAgree -bench Typo ./search
 
 var (
 	typoOnce    sync.Once

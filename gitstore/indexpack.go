@@ -1,4 +1,4 @@
-package gitsync
+package gitstore
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
-// This file is gitsync's index-pack: it reads a pack as it arrives,
+// This file is gitstore's index-pack: it reads a pack as it arrives,
 // writes it to a file and indexes it in the same single pass, inflating
 // each object once. go-git's packfile.Parser needs the whole pack on disk
 // first and then inflates every object twice (once to index it, once

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillreg/skillreg/registry/search"
+	"github.com/skillreg/skillreg/search"
 )
 
 // The benchmarks report CPU time per operation next to wall time: on a

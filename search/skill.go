@@ -1,7 +1,7 @@
 package search
 
 import (
-	"github.com/skillreg/skillreg/registry/skill"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // FromSkill returns the Doc of an indexed skill: id is its URI and source
