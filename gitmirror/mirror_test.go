@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
@@ -49,10 +50,15 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
+	repo, err := gitref.ParseRepo(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := gitref.Pin{Kind: gitref.Branch, Value: "main"}
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool), ContentCacheBytes: -1})
 	reg.SetSources([]registry.Source{
-		{Name: "team", Kind: registry.KindGit, Git: &registry.GitSource{URL: url, Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}, Path: "skills"}},
-		{Name: "secret", Kind: registry.KindGit, Git: &registry.GitSource{URL: url, Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}, Path: "private"}},
+		{Name: "team", Kind: registry.KindGit, Git: &registry.GitSource{Repo: repo, Pin: main, Path: "skills"}},
+		{Name: "secret", Kind: registry.KindGit, Git: &registry.GitSource{Repo: repo, Pin: main, Path: "private"}},
 	})
 	m, err := New(Options{Catalog: reg})
 	if err != nil {

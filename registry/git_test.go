@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/skill"
@@ -52,8 +53,17 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 
-func (f *gitFixture) source(name string, pin Pin, path string) Source {
-	return Source{Name: name, Kind: KindGit, Git: &GitSource{URL: f.remote.URL(), Pin: pin, Path: path}}
+func (f *gitFixture) source(name string, pin gitref.Pin, path string) Source {
+	return Source{Name: name, Kind: KindGit, Git: &GitSource{Repo: repoOf(f.remote.URL()), Pin: pin, Path: path}}
+}
+
+// repoOf parses a URL the test made; it panics on a bad one.
+func repoOf(url string) gitref.Repo {
+	r, err := gitref.ParseRepo(url)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }
 
 func mustSync(t *testing.T, r *Registry, name string) {
@@ -89,16 +99,16 @@ func TestGitEveryPinKind(t *testing.T) {
 	f.remote.Push("stable")
 
 	cases := []struct {
-		pin    Pin
+		pin    gitref.Pin
 		skills string
 	}{
-		{Pin{}, "a,b,c"},
-		{Pin{PinBranch, "main"}, "a,b,c"},
-		{Pin{PinTag, "v1.0.0"}, "a,b"},
-		{Pin{PinCommit, first}, "a,b"},
-		{Pin{PinSemver, ">=1.0.0 <1.1.0"}, "a,b"},
-		{Pin{PinSemver, "^1"}, "a,b,c"},
-		{Pin{PinRelease, "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
+		{gitref.Pin{}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Branch, Value: "main"}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, "a,b"},
+		{gitref.Pin{Kind: gitref.Commit, Value: first}, "a,b"},
+		{gitref.Pin{Kind: gitref.Semver, Value: ">=1.0.0 <1.1.0"}, "a,b"},
+		{gitref.Pin{Kind: gitref.Semver, Value: "^1"}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Release, Value: "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
 	}
 	var srcs []Source
 	for i, c := range cases {
@@ -125,7 +135,7 @@ func TestGitEveryPinKind(t *testing.T) {
 
 func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	gen := f.reg.Current().Gen
 	f.srv.ResetRequests()
@@ -140,7 +150,7 @@ func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 
 func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	old := f.reg.Current()
 	oldA, _ := old.File(Filter{}, "skill://s/a/ref.md")
@@ -177,7 +187,7 @@ func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
 	f.remote.Commit("bad skills")
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("s", Pin{}, "skills")})
+	f.reg.SetSources([]Source{f.source("s", gitref.Pin{}, "skills")})
 	mustSync(t, f.reg, "s")
 	snap, _ := f.reg.Current().Snapshot("s")
 	rules := map[string]skill.Rule{}
@@ -216,7 +226,7 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newGitFixture(t, Options{})
-			src := f.source("s", Pin{PinBranch, "main"}, "skills")
+			src := f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 			src.Timeout = 2 * time.Second
 			src.Git.Token = func() (string, error) { return "wrong-token-s3cr3t", nil }
 			f.reg.SetSources([]Source{src})
@@ -248,7 +258,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	f := newGitFixture(t, Options{})
 	f.remote.Tag("v1", false)
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("b", Pin{PinBranch, "main"}, "skills"), f.source("t", Pin{PinTag, "v1"}, "skills")})
+	f.reg.SetSources([]Source{f.source("b", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills"), f.source("t", gitref.Pin{Kind: gitref.Tag, Value: "v1"}, "skills")})
 	mustSync(t, f.reg, "b")
 	mustSync(t, f.reg, "t")
 	// Rewrite history: a new root commit with other content, force-pushed,
@@ -274,7 +284,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 
 func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	repo, _ := f.reg.o.Git.Repo(f.remote.URL())
 	first, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
@@ -302,14 +312,11 @@ func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 // catalog serves yet.
 func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	f.reg.mu.Lock()
 	f.reg.pruned = map[string]int64{}
-	for _, u := range []string{f.remote.URL()} {
-		n, _ := gitstore.NormalizeURL(u)
-		f.reg.pruned[n] = 0 // the next sync finds the store "grown" and prunes
-	}
+	f.reg.pruned[repoOf(f.remote.URL()).URL()] = 0 // the next sync finds the store "grown" and prunes
 	f.reg.mu.Unlock()
 	big := make([]byte, 12<<20) // incompressible, so the store really grows
 	rng := rand.NewChaCha8([32]byte{1})
@@ -318,8 +325,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f.remote.Commit("big")
 	f.remote.Push("main")
 	mustSync(t, f.reg, "s")
-	n, _ := gitstore.NormalizeURL(f.remote.URL())
-	if f.reg.pruned[n] == 0 {
+	if f.reg.pruned[repoOf(f.remote.URL()).URL()] == 0 {
 		t.Fatal("the sync did not prune; the test proves nothing")
 	}
 	ref, err := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")

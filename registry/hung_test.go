@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -18,7 +19,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 	r := f.reg
 	h1, h2 := gittest.NewHungServer(t), gittest.NewHungServer(t)
 	hung := func(name, url string) Source {
-		return Source{Name: name, Kind: KindGit, Timeout: time.Hour, Git: &GitSource{URL: url}}
+		return Source{Name: name, Kind: KindGit, Timeout: time.Hour, Git: &GitSource{Repo: repoOf(url)}}
 	}
 	srcs := []Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -37,7 +38,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 		}
 	}
 
-	good := f.source("good", Pin{PinBranch, "main"}, "skills")
+	good := f.source("good", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 	r.SetSources(append(srcs, good)) // an ordinary sync: it waits for a slot
 	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
 	f.remote.Commit("add c")

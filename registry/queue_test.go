@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 )
 
@@ -46,7 +47,7 @@ func (g *fakeGit) add(name string, r *fakeRepo) Source {
 	r.url = "https://git.example/" + name + ".git"
 	r.blobs = map[string]string{}
 	g.repos[r.url] = r
-	return Source{Name: name, Kind: KindGit, Poll: 5 * time.Second, Git: &GitSource{URL: r.url, Pin: Pin{Kind: PinBranch, Value: "main"}}}
+	return Source{Name: name, Kind: KindGit, Poll: 5 * time.Second, Git: &GitSource{Repo: repoOf(r.url), Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}
 }
 
 // fakeRepo is a remote that answers at once (files), fails at once (fail),

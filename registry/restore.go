@@ -199,7 +199,7 @@ func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (ski
 		if r.o.Git == nil {
 			return nil, errors.New("no git object store")
 		}
-		repo, err := r.o.Git.Repo(src.Git.URL)
+		repo, err := r.o.Git.Repo(src.Git.Repo.URL())
 		if err != nil {
 			return nil, err
 		}

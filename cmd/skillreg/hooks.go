@@ -40,25 +40,9 @@ type webhookTargets struct{ reg *registry.Registry }
 func (w webhookTargets) Targets() []webhook.Target {
 	var out []webhook.Target
 	for _, s := range w.reg.Sources() {
-		if s.Git == nil {
-			continue
+		if s.Git != nil {
+			out = append(out, webhook.Target{Source: s.Name, Repo: s.Git.Repo, Pin: s.Git.Pin})
 		}
-		t := webhook.Target{Source: s.Name, URL: s.Git.URL, PinValue: s.Git.Pin.Value}
-		switch s.Git.Pin.Kind {
-		case registry.PinDefault:
-			t.Pin, t.PinValue = webhook.PinDefault, ""
-		case registry.PinBranch:
-			t.Pin = webhook.PinBranch
-		case registry.PinTag:
-			t.Pin = webhook.PinTag
-		case registry.PinCommit:
-			t.Pin = webhook.PinCommit
-		case registry.PinSemver:
-			t.Pin = webhook.PinSemver
-		case registry.PinRelease:
-			t.Pin = webhook.PinRelease
-		}
-		out = append(out, t)
 	}
 	return out
 }
@@ -89,7 +73,7 @@ func (d *Daemon) setupWebhook() error {
 		Releases:   rel,
 		Log:        d.deliveries,
 		Logger:     d.log,
-		GitHubHost: githubHost(d.cfg.GitHub.APIURL),
+		GitHubHost: d.cfg.GitHub.WebHost(),
 		Metrics:    d.metrics.WebhookDelivery,
 		Budget:     d.budget,
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/gitmirror"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
@@ -49,9 +50,13 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 		return nil, err
 	}
 	defer pool.Close()
+	repo, err := gitref.ParseRepo(remote.URL())
+	if err != nil {
+		return nil, err
+	}
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
 	reg.SetSources([]registry.Source{{Name: "corpus", Kind: registry.KindGit,
-		Git: &registry.GitSource{URL: remote.URL(), Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}}}})
+		Git: &registry.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {
 		return nil, err
 	}
