@@ -7,28 +7,11 @@ import (
 	"io"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/skill"
 )
-
-// GitSource is the git part of a source.
-type GitSource struct {
-	Repo gitref.Repo // the remote, canonical and without credentials
-	Pin  gitref.Pin  // validated when the configuration was loaded
-	Path string      // subdirectory holding the skills ("" = root)
-	// Token returns the credential to present, or "" for none. It is read
-	// at each sync so rotated tokens take effect; it is never logged.
-	Token func() (string, error)
-	// TokenID identifies where the token comes from (for detecting config
-	// changes), never the token itself.
-	TokenID string
-}
-
-// Equal reports whether two git sources are configured the same way.
-func (g GitSource) Equal(o GitSource) bool {
-	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
-}
 
 // ReleaseResolver gives the tag of a repository's latest GitHub release.
 type ReleaseResolver interface {
@@ -124,7 +107,7 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 // the commit has not moved (no fetch, no hashing); otherwise it fetches
 // only what is new, walks the commit's tree under the source's path and
 // indexes it, reusing every skill whose blobs did not change.
-func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (snap *Snapshot, err error) {
+func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (snap *catalog.Snapshot, err error) {
 	g := src.Git
 	if r.o.Git == nil {
 		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
@@ -146,7 +129,7 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && prev.Commit == res.Commit && prev.Kind == KindGit {
+	if prev != nil && prev.Commit == res.Commit && prev.Kind == catalog.KindGit {
 		return nil, nil
 	}
 	// The commit is needed before any catalog serves it: a prune (ours or
@@ -173,8 +156,8 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 	if err != nil {
 		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
 	}
-	snap = NewSnapshot(&Snapshot{
-		Source: src.Name, Kind: KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
+	snap = catalog.NewSnapshot(&catalog.Snapshot{
+		Source: src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
 		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: r.o.Now(),
 	}, tree)
@@ -191,7 +174,7 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 
 // resolve turns the source's pin into a commit with one ref listing (none
 // at all for a commit pin already served).
-func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth gitstore.Auth, prev *Snapshot) (gitstore.Resolved, error) {
+func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRepo, auth gitstore.Auth, prev *catalog.Snapshot) (gitstore.Resolved, error) {
 	g := src.Git
 	if g.Pin.Kind == gitref.Commit {
 		return gitstore.Resolved{Commit: g.Pin.Value}, nil
@@ -308,8 +291,8 @@ func (r *Registry) keptCommits(url string) []string {
 	}
 	r.mu.Unlock()
 	for _, cat := range r.Retained() {
-		for _, s := range cat.sources {
-			if s.Kind != KindGit || seen[s.Commit] {
+		for _, s := range cat.Sources(catalog.Filter{}) {
+			if s.Kind != catalog.KindGit || seen[s.Commit] {
 				continue
 			}
 			if n, err := gitref.ParseRepo(s.Repository); err == nil && n == norm {

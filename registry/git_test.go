@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
@@ -53,8 +54,8 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 
-func (f *gitFixture) source(name string, pin gitref.Pin, path string) Source {
-	return Source{Name: name, Kind: KindGit, Git: &GitSource{Repo: repoOf(f.remote.URL()), Pin: pin, Path: path}}
+func (f *gitFixture) source(name string, pin gitref.Pin, path string) catalog.Source {
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repoOf(f.remote.URL()), Pin: pin, Path: path}}
 }
 
 // repoOf parses a URL the test made; it panics on a bad one.
@@ -73,7 +74,7 @@ func mustSync(t *testing.T, r *Registry, name string) {
 	}
 }
 
-func skillNames(c *Catalog, source string) string {
+func skillNames(c *catalog.Catalog, source string) string {
 	s, ok := c.Snapshot(source)
 	if !ok {
 		return "<none>"
@@ -110,7 +111,7 @@ func TestGitEveryPinKind(t *testing.T) {
 		{gitref.Pin{Kind: gitref.Semver, Value: "^1"}, "a,b,c"},
 		{gitref.Pin{Kind: gitref.Release, Value: "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
 	}
-	var srcs []Source
+	var srcs []catalog.Source
 	for i, c := range cases {
 		srcs = append(srcs, f.source(string(rune('a'+i))+"-src", c.pin, "skills"))
 	}
@@ -135,7 +136,7 @@ func TestGitEveryPinKind(t *testing.T) {
 
 func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	gen := f.reg.Current().Gen
 	f.srv.ResetRequests()
@@ -150,10 +151,10 @@ func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 
 func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	old := f.reg.Current()
-	oldA, _ := old.File(Filter{}, "skill://s/a/ref.md")
+	oldA, _ := old.File(catalog.Filter{}, "skill://s/a/ref.md")
 	f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "alpha two"})
 	f.remote.Commit("change a")
 	f.remote.Push("main")
@@ -164,7 +165,7 @@ func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	if snap.Stats.Hashed != 2 || snap.Stats.Reused != 1 {
 		t.Fatalf("one-file push hashed %d files and reused %d skills; want 2 and 1", snap.Stats.Hashed, snap.Stats.Reused)
 	}
-	newA, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	newA, _ := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	if newA.File.Digest == oldA.File.Digest {
 		t.Fatal("digest did not move")
 	}
@@ -187,7 +188,7 @@ func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
 	f.remote.Commit("bad skills")
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("s", gitref.Pin{}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{}, "skills")})
 	mustSync(t, f.reg, "s")
 	snap, _ := f.reg.Current().Snapshot("s")
 	rules := map[string]skill.Rule{}
@@ -229,7 +230,7 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 			src := f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 			src.Timeout = 2 * time.Second
 			src.Git.Token = func() (string, error) { return "wrong-token-s3cr3t", nil }
-			f.reg.SetSources([]Source{src})
+			f.reg.SetSources([]catalog.Source{src})
 			mustSync(t, f.reg, "s")
 			good := f.reg.Current()
 			c.break_(f)
@@ -258,7 +259,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	f := newGitFixture(t, Options{})
 	f.remote.Tag("v1", false)
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("b", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills"), f.source("t", gitref.Pin{Kind: gitref.Tag, Value: "v1"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("b", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills"), f.source("t", gitref.Pin{Kind: gitref.Tag, Value: "v1"}, "skills")})
 	mustSync(t, f.reg, "b")
 	mustSync(t, f.reg, "t")
 	// Rewrite history: a new root commit with other content, force-pushed,
@@ -276,7 +277,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	if b, tg := skillNames(f.reg.Current(), "b"), skillNames(f.reg.Current(), "t"); b != "z" || tg != "z" {
 		t.Fatalf("after force-push: branch %s, tag %s", b, tg)
 	}
-	ref, _ := f.reg.Current().File(Filter{}, "skill://b/z/SKILL.md")
+	ref, _ := f.reg.Current().File(catalog.Filter{}, "skill://b/z/SKILL.md")
 	if data, err := f.reg.ReadFile(context.Background(), ref); err != nil || !strings.Contains(string(data), "name: z") {
 		t.Fatalf("read after force-push: %q %v", data, err)
 	}
@@ -284,10 +285,10 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 
 func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	repo, _ := f.reg.o.Git.Repo(f.remote.URL())
-	first, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	first, _ := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	for i := range 5 {
 		f.remote.WriteFiles(map[string]string{"skills/a/ref.md": strings.Repeat("x", 1000+i)})
 		f.remote.Commit("push")
@@ -312,7 +313,7 @@ func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 // catalog serves yet.
 func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	f.reg.mu.Lock()
 	f.reg.pruned = map[string]int64{}
@@ -328,7 +329,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	if f.reg.pruned[repoOf(f.remote.URL()).URL()] == 0 {
 		t.Fatal("the sync did not prune; the test proves nothing")
 	}
-	ref, err := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	ref, err := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
@@ -18,10 +19,10 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 	f := newGitFixture(t, Options{MaxParallelSyncs: 2})
 	r := f.reg
 	h1, h2 := gittest.NewHungServer(t), gittest.NewHungServer(t)
-	hung := func(name, url string) Source {
-		return Source{Name: name, Kind: KindGit, Timeout: time.Hour, Git: &GitSource{Repo: repoOf(url)}}
+	hung := func(name, url string) catalog.Source {
+		return catalog.Source{Name: name, Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{Repo: repoOf(url)}}
 	}
-	srcs := []Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
+	srcs := []catalog.Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
@@ -55,8 +56,8 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 		return nil, err
 	}
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
-	reg.SetSources([]registry.Source{{Name: "corpus", Kind: registry.KindGit,
-		Git: &registry.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
+	reg.SetSources([]catalog.Source{{Name: "corpus", Kind: catalog.KindGit,
+		Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {
 		return nil, err
 	}
