@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/labstack/echo/v4"
 	"os"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
