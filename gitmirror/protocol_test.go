@@ -179,13 +179,6 @@ func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
 
-func gitErr(t *testing.T, dir string, args ...string) (string, error) {
-	t.Helper()
-	cmd := execGit(dir, args...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 func FuzzParseRequest(f *testing.F) {
 	id := strings.Repeat("ab", 20)
 	f.Add(fetchReq("want "+id, "have "+id, "shallow "+id, "deepen 1", "done"))

@@ -293,9 +293,6 @@ func (s *Server) CreateRepo(name string) *Repo {
 	return r
 }
 
-// Name returns the repository's name.
-func (r *Repo) Name() string { return r.name }
-
 // URL returns the repository's smart-HTTP URL.
 func (r *Repo) URL() string { return r.s.URL() + "/" + r.name + ".git" }
 
@@ -370,16 +367,6 @@ func (r *Repo) WriteTree(fn func(dir string) error) {
 func (r *Repo) Chmod(path string, mode os.FileMode) {
 	if err := os.Chmod(filepath.Join(r.work, filepath.FromSlash(path)), mode); err != nil {
 		r.s.fail(err)
-	}
-}
-
-// Remove deletes files or directories from the working clone.
-func (r *Repo) Remove(paths ...string) {
-	for _, p := range paths {
-		if err := os.RemoveAll(filepath.Join(r.work, filepath.FromSlash(p))); err != nil {
-			r.s.fail(err)
-			return
-		}
 	}
 }
 
