@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // serve runs an http.Server answering 200 "ok PATH" on l, with ProbeOnly.
@@ -76,6 +78,7 @@ func isTimeout(err error) bool {
 }
 
 func TestListenerCaps(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		o        Options
@@ -125,6 +128,7 @@ func TestListenerCaps(t *testing.T) {
 }
 
 func TestListenerFreesPlaces(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 1, MaxConnsPerIP: 1})
 	addr := serve(t, l)
 	for i := range 20 {
@@ -133,14 +137,12 @@ func TestListenerFreesPlaces(t *testing.T) {
 			t.Fatalf("connection %d: %d %v (a closed connection did not free its place)", i, code, err)
 		}
 		c.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for l.Stats().Open != 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitUntil(t, "the closed connection's place freed", func() bool { return l.Stats().Open == 0 })
 	}
 }
 
 func TestProbePool(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 1, Reserved: 2, ProbePaths: []string{"/healthz", "/readyz"}, PeekTimeout: 100 * time.Millisecond})
 	addr := serve(t, l)
 	held := dialFrom(t, "127.0.0.2", addr)
@@ -189,6 +191,7 @@ func TestProbePool(t *testing.T) {
 // TestProbesUnderFlood: while the caps are full and a flood keeps
 // opening silent connections over them, probes still get answers.
 func TestProbesUnderFlood(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 20, MaxConnsPerIP: 10, ProbePaths: []string{"/healthz"}, PeekTimeout: 5 * time.Second})
 	addr := serve(t, l)
 	for i := range 20 {
@@ -242,6 +245,7 @@ func TestProbesUnderFlood(t *testing.T) {
 }
 
 func TestIsProbe(t *testing.T) {
+	t.Parallel()
 	paths := []string{"/healthz", "/readyz"}
 	cases := []struct {
 		line           string
@@ -291,6 +295,7 @@ func FuzzIsProbe(f *testing.F) {
 // the addresses of its network does not dodge max_connections_per_ip;
 // IPv4 and loopback addresses count alone.
 func TestCapKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		same bool
