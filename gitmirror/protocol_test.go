@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // req builds a protocol v2 request from lines; "|" is the delimiter.
@@ -30,6 +32,7 @@ func fetchReq(args ...string) []byte {
 }
 
 func TestUploadPackRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	head := d.head(t, "team")
@@ -97,6 +100,7 @@ func TestUploadPackRefusesBadRequests(t *testing.T) {
 // HTTP exchange of older clients) clones shallow and in full, and fetches
 // fast-forward after a push and a sync.
 func TestProtocolV0AndV1(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0", "1"} {
 		t.Run("v"+v, func(t *testing.T) {
 			_, up := upstream(t)
@@ -109,7 +113,7 @@ func TestProtocolV0AndV1(t *testing.T) {
 			shallow, full := filepath.Join(work, "shallow"), filepath.Join(work, "full")
 			sameFiles(t, checkedOut(t, shallow), servedFiles(t, d.reg, "team", ""))
 			old := git(t, full, "rev-parse", "HEAD")
-			up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+			up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 			up.Commit("second")
 			up.Push("main")
 			d.sync(t)
@@ -127,6 +131,7 @@ func TestProtocolV0AndV1(t *testing.T) {
 }
 
 func TestParseV0Refuses(t *testing.T) {
+	t.Parallel()
 	id := strings.Repeat("ab", 20)
 	wants := strings.Repeat("want "+id+"\n", MaxWants+1)
 	for name, body := range map[string][]byte{
@@ -149,6 +154,7 @@ func TestParseV0Refuses(t *testing.T) {
 }
 
 func TestConcurrentUploadPacksCapped(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{Concurrent: 1})
 	h := d.m.Handler(ServeOptions{Concurrent: 1})
@@ -217,6 +223,7 @@ func FuzzParseRequest(f *testing.F) {
 // advertisement's shallow line) and a v0 client one commit behind still
 // fast-forwards.
 func TestProtocolV0BeyondHeld(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0", "2"} {
 		t.Run("v"+v, func(t *testing.T) { beyondHeld(t, "protocol.version="+v) })
 	}
@@ -230,7 +237,7 @@ func beyondHeld(t *testing.T, pv string) {
 	url := d.srv.URL + "/git/team.git"
 	git(t, work, "-c", pv, "clone", url, "behind")
 	old := git(t, filepath.Join(work, "behind"), "rev-parse", "HEAD")
-	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 	up.Commit("second")
 	up.Push("main")
 	d.sync(t)
