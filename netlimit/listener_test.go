@@ -86,15 +86,15 @@ func TestListenerCaps(t *testing.T) {
 		next     string   // then one more from here
 		admitted bool
 	}{
-		{"under the total cap", Options{MaxConns: 3}, []string{"127.0.0.2", "127.0.0.3"}, "127.0.0.4", true},
-		{"over the total cap", Options{MaxConns: 2}, []string{"127.0.0.2", "127.0.0.3"}, "127.0.0.4", false},
-		{"over the per-address cap", Options{MaxConns: 10, MaxConnsPerIP: 2}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", false},
-		{"another address under its cap", Options{MaxConns: 10, MaxConnsPerIP: 2}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.3", true},
-		{"per-address cap off", Options{MaxConns: 10}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", true},
-		{"exempt peer (a trusted proxy)", Options{MaxConns: 10, MaxConnsPerIP: 2, Exempt: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") }},
-			[]string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", true},
-		{"exempt peer still under the total cap", Options{MaxConns: 2, MaxConnsPerIP: 2, Exempt: func(netip.Addr) bool { return true }},
-			[]string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", false},
+		{name: "under the total cap", o: Options{MaxConns: 3}, hold: []string{"127.0.0.2", "127.0.0.3"}, next: "127.0.0.4", admitted: true},
+		{name: "over the total cap", o: Options{MaxConns: 2}, hold: []string{"127.0.0.2", "127.0.0.3"}, next: "127.0.0.4"},
+		{name: "over the per-address cap", o: Options{MaxConns: 10, MaxConnsPerIP: 2}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2"},
+		{name: "another address under its cap", o: Options{MaxConns: 10, MaxConnsPerIP: 2}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.3", admitted: true},
+		{name: "per-address cap off", o: Options{MaxConns: 10}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2", admitted: true},
+		{name: "exempt peer (a trusted proxy)", o: Options{MaxConns: 10, MaxConnsPerIP: 2, Exempt: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") }},
+			hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2", admitted: true},
+		{name: "exempt peer still under the total cap", o: Options{MaxConns: 2, MaxConnsPerIP: 2, Exempt: func(netip.Addr) bool { return true }},
+			hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
