@@ -159,6 +159,8 @@ func New(o Options) *Server {
 			Observe:       o.Observe,
 		})
 		s.sessions = fastpath.NewSessions(o.SessionTimeout)
+	} else {
+		o.Logger.Info("MCP fast path off: the SDK answers every request")
 	}
 	s.ttl.Store(int64(o.CacheTTL))
 	sdkLog := slog.New(quiet{o.Logger.Handler()})
