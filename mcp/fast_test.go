@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/mcp/fastpath"
@@ -49,9 +50,9 @@ func (s *Server) withFastPath(on bool) *Server {
 func fastServer(t testing.TB, fast bool) *Server {
 	t.Helper()
 	r := registry.New(registry.Options{})
-	r.SetSources([]registry.Source{
-		{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills},
-		{Name: "more", Kind: registry.KindEmbedded, FS: examples.Skills},
+	r.SetSources([]catalog.Source{
+		{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills},
+		{Name: "more", Kind: catalog.KindEmbedded, FS: examples.Skills},
 	})
 	for _, name := range []string{"examples", "more"} {
 		if err := r.SyncNow(context.Background(), name); err != nil {
@@ -64,7 +65,7 @@ func fastServer(t testing.TB, fast bool) *Server {
 		FastPath: &fast,
 		CallerOf: func(h http.Header) Caller {
 			if src := h.Get("X-Only"); src != "" {
-				return Caller{Name: "t", Filter: registry.Filter{Only: map[string]bool{src: true}}}
+				return Caller{Name: "t", Filter: catalog.Filter{Only: map[string]bool{src: true}}}
 			}
 			return Caller{}
 		},
@@ -390,12 +391,12 @@ func testFastPathFollowsSwaps(t *testing.T, fast bool) {
 	write("alpha", "First.")
 	var s *Server
 	announce := true
-	r := registry.New(registry.Options{OnSwap: func(old, new *registry.Catalog) {
+	r := registry.New(registry.Options{OnSwap: func(old, new *catalog.Catalog) {
 		if s != nil && announce {
 			s.CatalogChanged(old, new)
 		}
 	}})
-	r.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	s = New(Options{Catalogs: r, FastPath: &fast})
 	resync := func() {
 		if err := r.SyncNow(context.Background(), "local"); err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/mcp/fastpath"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // fastBackend is what the fast path (mcp/fastpath) answers from: the same
@@ -21,11 +21,11 @@ func (b fastBackend) WithCaller(ctx context.Context, h http.Header) context.Cont
 	return context.WithValue(ctx, callerKey{}, b.s.o.CallerOf(h))
 }
 
-func (b fastBackend) Filter(ctx context.Context) registry.Filter { return callerFrom(ctx).Filter }
+func (b fastBackend) Filter(ctx context.Context) catalog.Filter { return callerFrom(ctx).Filter }
 
-func (b fastBackend) Page(cursor string) (*registry.Catalog, int, error) { return b.s.page(cursor) }
+func (b fastBackend) Page(cursor string) (*catalog.Catalog, int, error) { return b.s.page(cursor) }
 
-func (b fastBackend) Current() *registry.Catalog { return b.s.o.Catalogs.Current() }
+func (b fastBackend) Current() *catalog.Catalog { return b.s.o.Catalogs.Current() }
 
 func (b fastBackend) Head(ctx context.Context) any {
 	return resultHead{ResultBase: b.s.resultBase(), CacheHints: b.s.modernHints(ctx)}

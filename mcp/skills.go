@@ -6,8 +6,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/mcp/fastpath"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // Keys skillreg uses in _meta.
@@ -33,12 +33,12 @@ type ResourceRef struct {
 
 // EntryMeta is the _meta skillreg attaches to skill content.
 type EntryMeta struct {
-	Provenance registry.Provenance `json:"dev.skillreg/provenance"`
-	Untrusted  bool                `json:"dev.skillreg/untrusted"`
+	Provenance catalog.Provenance `json:"dev.skillreg/provenance"`
+	Untrusted  bool               `json:"dev.skillreg/untrusted"`
 }
 
 // NewEntry renders one skill as its extension entry.
-func NewEntry(ref registry.Ref) Entry {
+func NewEntry(ref catalog.Ref) Entry {
 	sk := ref.Skill
 	uri := ref.URI()
 	res := make([]ResourceRef, len(sk.Files))
@@ -62,7 +62,7 @@ func NewEntry(ref registry.Ref) Entry {
 // with the fast path on, its rendered entry (fastpath.WireEntry: the same
 // bytes, written without re-scanning the frontmatter); with it off, the
 // Entry the SDK marshals.
-func (s *Server) wireEntry(ref registry.Ref) any {
+func (s *Server) wireEntry(ref catalog.Ref) any {
 	if s.fast != nil {
 		return fastpath.Wire(ref)
 	}
@@ -72,7 +72,7 @@ func (s *Server) wireEntry(ref registry.Ref) any {
 // Warm renders cat's first skills/list page into the fast path's page
 // cache, so the first request after a restart does not pay for it; a
 // no-op with the fast path off.
-func (s *Server) Warm(cat *registry.Catalog) {
+func (s *Server) Warm(cat *catalog.Catalog) {
 	if s.fast != nil {
 		s.fast.Warm(cat)
 	}
@@ -125,17 +125,17 @@ type getSkillWire struct {
 
 // page resolves a cursor to the generation it belongs to and an offset in
 // it; no cursor means the current generation from the start.
-func (s *Server) page(cursor string) (*registry.Catalog, int, error) {
+func (s *Server) page(cursor string) (*catalog.Catalog, int, error) {
 	if cursor == "" {
 		return s.o.Catalogs.Current(), 0, nil
 	}
-	c, err := registry.DecodeCursor(cursor)
+	c, err := catalog.DecodeCursor(cursor)
 	if err != nil {
 		return nil, 0, err
 	}
 	cat, ok := s.o.Catalogs.Resume(c)
 	if !ok {
-		return nil, 0, registry.ErrCatalogMoved
+		return nil, 0, catalog.ErrCatalogMoved
 	}
 	return cat, c.Offset, nil
 }
@@ -218,7 +218,7 @@ func (s *Server) readDirectory(ctx context.Context, ss *sdk.ServerSession, p *Re
 	}
 	res := &ReadDirectoryResult{CacheHints: s.hintsFor(ctx, ss), Resources: []DirResource{}}
 	if off > len(children) {
-		return nil, rpcError(registry.ErrBadCursor, "")
+		return nil, rpcError(catalog.ErrBadCursor, "")
 	}
 	end := min(off+s.o.PageSize, len(children))
 	for _, c := range children[off:end] {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/mcp/fastpath"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -27,7 +27,7 @@ var frontmatters = []string{
 	"name: %s\ndescription: |\n  line one\n  line two\n",
 }
 
-func testSnapshot(t testing.TB, source, prefix string) *registry.Snapshot {
+func testSnapshot(t testing.TB, source, prefix string) *catalog.Snapshot {
 	t.Helper()
 	var skills []*skill.Skill
 	for i, f := range frontmatters {
@@ -46,7 +46,7 @@ func testSnapshot(t testing.TB, source, prefix string) *registry.Snapshot {
 			{Path: "x.md", Size: 1, Digest: "sha256:02"},
 		}})
 	}
-	return registry.NewSnapshot(&registry.Snapshot{Source: source, Kind: registry.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Path: prefix, Skills: skills, IndexedAt: time.Now()}, nil)
+	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Path: prefix, Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
 func encode(t testing.TB, v any, escapeHTML bool) []byte {
@@ -65,8 +65,8 @@ func encode(t testing.TB, v any, escapeHTML bool) []byte {
 func TestWireEntriesMatchEntries(t *testing.T) {
 	for _, prefix := range []string{"", "skills/sub"} {
 		snap := testSnapshot(t, "acme", prefix)
-		cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})
-		refs := cat.All(registry.Filter{})
+		cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap})
+		refs := cat.All(catalog.Filter{})
 		ttl := int64(30000)
 		hints := CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: "public"}
 		for round := range 2 { // the second round reads the render cache
@@ -100,7 +100,7 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 // changing what later answers serve.
 func TestNewEntryOwnsResources(t *testing.T) {
 	snap := testSnapshot(t, "acme", "")
-	ref := registry.Ref{Snap: snap, Skill: snap.Skills[0]}
+	ref := catalog.Ref{Snap: snap, Skill: snap.Skills[0]}
 	e := NewEntry(ref)
 	e.Resources[0].URI = "changed"
 	if NewEntry(ref).Resources[0].URI == "changed" || fastpath.Wire(ref).Resources[0].URI == "changed" {
@@ -112,11 +112,11 @@ func TestNewEntryOwnsResources(t *testing.T) {
 // source name gets URIs of that name.
 func TestRenderCacheFollowsSource(t *testing.T) {
 	a := testSnapshot(t, "one", "")
-	b := registry.NewSnapshot(&registry.Snapshot{Source: "two", Skills: a.Skills}, nil)
+	b := catalog.NewSnapshot(&catalog.Snapshot{Source: "two", Skills: a.Skills}, nil)
 	sk := a.Skills[0]
-	for _, s := range []*registry.Snapshot{a, b, a} {
-		want := registry.FileURI(s.Source, sk.Path+"/SKILL.md")
-		if u := fastpath.Wire(registry.Ref{Snap: s, Skill: sk}).URI; u != want {
+	for _, s := range []*catalog.Snapshot{a, b, a} {
+		want := catalog.FileURI(s.Source, sk.Path+"/SKILL.md")
+		if u := fastpath.Wire(catalog.Ref{Snap: s, Skill: sk}).URI; u != want {
 			t.Fatalf("uri = %s, want %s", u, want)
 		}
 	}
@@ -136,8 +136,8 @@ func BenchmarkListPageEncode(b *testing.B) {
 			{Path: "scripts/file-2.sh", Digest: "sha256:c16cf4c6d40d46ab6931b3c4b03648f7acb8c988b86b28b8902b6090c1889826", Size: 1678},
 		}})
 	}
-	snap := registry.NewSnapshot(&registry.Snapshot{Source: "bench", Kind: registry.KindDir, Skills: skills}, nil)
-	refs := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap}).All(registry.Filter{})
+	snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "bench", Kind: catalog.KindDir, Skills: skills}, nil)
+	refs := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap}).All(catalog.Filter{})
 	ttl := int64(30000)
 	hints := CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: "public"}
 	b.Run("entries", func(b *testing.B) {

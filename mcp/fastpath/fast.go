@@ -40,7 +40,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // statelessVersion is the first protocol version served without sessions
@@ -54,12 +54,12 @@ type Backend interface {
 	// path's middleware puts it into every method's context.
 	WithCaller(ctx context.Context, h http.Header) context.Context
 	// Filter is the sources the caller in ctx sees.
-	Filter(ctx context.Context) registry.Filter
+	Filter(ctx context.Context) catalog.Filter
 	// Page resolves a skills/list cursor to the generation it belongs to
 	// and an offset in it ("" is the current generation from the start).
-	Page(cursor string) (*registry.Catalog, int, error)
+	Page(cursor string) (*catalog.Catalog, int, error)
 	// Current is the current catalog generation.
-	Current() *registry.Catalog
+	Current() *catalog.Catalog
 	// Head is what a 2026-07-28 cacheable result carries before its own
 	// members (the _meta of server info, resultType, ttlMs, cacheScope),
 	// as a value that encodes to one JSON object.
@@ -388,8 +388,8 @@ func (h *Handler) list(ctx context.Context, out *bytes.Buffer, cursor string, mo
 // restart does not pay for it (`make bench` reports what a 10,000-skill
 // catalog's first page costs). Later pages render as they are asked for,
 // once per skill.
-func (h *Handler) Warm(cat *registry.Catalog) {
-	if rest, err := h.renderPage(cat, registry.Filter{}, 0); err == nil {
+func (h *Handler) Warm(cat *catalog.Catalog) {
+	if rest, err := h.renderPage(cat, catalog.Filter{}, 0); err == nil {
 		h.pages.put(cat, h.b.Current, pageKey{}, rest)
 	}
 }
@@ -400,7 +400,7 @@ func (h *Handler) Clear() { h.pages.clear() }
 
 // renderPage renders the members of a skills/list result that follow the
 // hints: the page's entries, its next cursor, and the closing brace.
-func (h *Handler) renderPage(cat *registry.Catalog, filter registry.Filter, off int) ([]byte, error) {
+func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
 	refs, next := cat.Page(filter, off, h.o.PageSize)
 	entries := make([][]byte, len(refs))
 	size := 64
@@ -436,7 +436,7 @@ func (h *Handler) renderPage(cat *registry.Catalog, filter registry.Filter, off 
 // a superseded generation alive.
 type pageCache struct {
 	mu    sync.Mutex
-	cat   *registry.Catalog
+	cat   *catalog.Catalog
 	pages map[pageKey][]byte
 	bytes int
 }
@@ -456,7 +456,7 @@ func (c *pageCache) clear() {
 	c.cat, c.pages, c.bytes = nil, nil, 0
 }
 
-func filterKey(f registry.Filter) string {
+func filterKey(f catalog.Filter) string {
 	if f.Only == nil {
 		return ""
 	}
@@ -470,7 +470,7 @@ func filterKey(f registry.Filter) string {
 	return "only:" + strings.Join(names, "/") // source names have no slash
 }
 
-func (c *pageCache) get(cat *registry.Catalog, k pageKey) ([]byte, bool) {
+func (c *pageCache) get(cat *catalog.Catalog, k pageKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cat != cat {
@@ -481,7 +481,7 @@ func (c *pageCache) get(cat *registry.Catalog, k pageKey) ([]byte, bool) {
 }
 
 // put keeps a page of cat if cat is the current generation.
-func (c *pageCache) put(cat *registry.Catalog, current func() *registry.Catalog, k pageKey, b []byte) {
+func (c *pageCache) put(cat *catalog.Catalog, current func() *catalog.Catalog, k pageKey, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cat != current() {

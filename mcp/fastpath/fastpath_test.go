@@ -12,8 +12,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/jsonbound"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -24,7 +24,7 @@ import (
 
 const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
-func testSnapshot(t testing.TB, source string, n int) *registry.Snapshot {
+func testSnapshot(t testing.TB, source string, n int) *catalog.Snapshot {
 	t.Helper()
 	var skills []*skill.Skill
 	for i := range n {
@@ -38,7 +38,7 @@ func testSnapshot(t testing.TB, source string, n int) *registry.Snapshot {
 			{Path: "x.md", Size: 1, Digest: "sha256:02"},
 		}})
 	}
-	return registry.NewSnapshot(&registry.Snapshot{Source: source, Kind: registry.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Skills: skills, IndexedAt: time.Now()}, nil)
+	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
 // TestEntryBytesFollowProvenance checks that a skill's cached entry bytes
@@ -49,12 +49,12 @@ func TestEntryBytesFollowProvenance(t *testing.T) {
 	b := *a
 	b.Commit = "def"
 	sk := a.Skills[0]
-	for _, snap := range []*registry.Snapshot{a, &b, a} {
-		got, err := entryBytes(registry.Ref{Snap: snap, Skill: sk})
+	for _, snap := range []*catalog.Snapshot{a, &b, a} {
+		got, err := entryBytes(catalog.Ref{Snap: snap, Skill: sk})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := encodeJSON(Wire(registry.Ref{Snap: snap, Skill: sk}))
+		want, _ := encodeJSON(Wire(catalog.Ref{Snap: snap, Skill: sk}))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("commit %s: entry bytes\n%s\nwant\n%s", snap.Commit, got, want)
 		}
@@ -64,9 +64,9 @@ func TestEntryBytesFollowProvenance(t *testing.T) {
 // TestPageCacheBounds checks the page cache's limits: pages of the current
 // generation only, at most maxPageBytes in all, nothing after clear.
 func TestPageCacheBounds(t *testing.T) {
-	cur := registry.NewCatalog(2, time.Now(), nil)
-	old := registry.NewCatalog(1, time.Now(), nil)
-	current := func() *registry.Catalog { return cur }
+	cur := catalog.NewCatalog(2, time.Now(), nil)
+	old := catalog.NewCatalog(1, time.Now(), nil)
+	current := func() *catalog.Catalog { return cur }
 	var c pageCache
 	c.put(old, current, pageKey{}, []byte("old"))
 	if _, ok := c.get(old, pageKey{}); ok {
@@ -87,28 +87,28 @@ func TestPageCacheBounds(t *testing.T) {
 }
 
 // oneCatalog is a Backend of one generation and no files.
-type oneCatalog struct{ cat *registry.Catalog }
+type oneCatalog struct{ cat *catalog.Catalog }
 
 func (o oneCatalog) WithCaller(ctx context.Context, _ http.Header) context.Context { return ctx }
-func (o oneCatalog) Filter(context.Context) registry.Filter                        { return registry.Filter{} }
-func (o oneCatalog) Page(string) (*registry.Catalog, int, error)                   { return o.cat, 0, nil }
-func (o oneCatalog) Current() *registry.Catalog                                    { return o.cat }
+func (o oneCatalog) Filter(context.Context) catalog.Filter                         { return catalog.Filter{} }
+func (o oneCatalog) Page(string) (*catalog.Catalog, int, error)                    { return o.cat, 0, nil }
+func (o oneCatalog) Current() *catalog.Catalog                                     { return o.cat }
 func (o oneCatalog) Head(context.Context) any                                      { return struct{}{} }
 func (o oneCatalog) ReadResult(context.Context, string, bool) (any, error) {
-	return nil, registry.ErrNotFound
+	return nil, catalog.ErrNotFound
 }
 
 // TestWarmRendersTheFirstPage: after Warm, the first page is in the page
 // cache and its entries in the render cache, and nothing past the page
 // was rendered.
 func TestWarmRendersTheFirstPage(t *testing.T) {
-	cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{testSnapshot(t, "warm", 10)})
+	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm", 10)})
 	h := New(oneCatalog{cat}, Options{PageSize: 4})
 	h.Warm(cat)
 	if _, ok := h.pages.get(cat, pageKey{}); !ok {
 		t.Error("the first page is not in the page cache after Warm")
 	}
-	for i, r := range cat.All(registry.Filter{}) {
+	for i, r := range cat.All(catalog.Filter{}) {
 		_, cached := renders.m.Load(weak.Make(r.Skill))
 		if cached != (i < 4) {
 			t.Errorf("entry %d (%s): cached %v after Warm with a page of 4", i, r.URI(), cached)

@@ -27,7 +27,7 @@ import (
 	"sync/atomic"
 	"weak"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -52,12 +52,12 @@ type Resource struct {
 
 // Meta is the _meta of an entry (mcp.EntryMeta's JSON).
 type Meta struct {
-	Provenance registry.Provenance `json:"dev.skillreg/provenance"`
-	Untrusted  bool                `json:"dev.skillreg/untrusted"`
+	Provenance catalog.Provenance `json:"dev.skillreg/provenance"`
+	Untrusted  bool               `json:"dev.skillreg/untrusted"`
 }
 
 // Wire returns ref's entry, from the render cache.
-func Wire(ref registry.Ref) WireEntry {
+func Wire(ref catalog.Ref) WireEntry {
 	r := renders.get(ref)
 	return WireEntry{
 		URI:         r.uri,
@@ -90,11 +90,11 @@ type skillRender struct {
 
 // encodedEntry is a skill's entry bytes for one provenance.
 type encodedEntry struct {
-	prov registry.Provenance
+	prov catalog.Provenance
 	b    []byte
 }
 
-func (c *renderCache) get(ref registry.Ref) *skillRender {
+func (c *renderCache) get(ref catalog.Ref) *skillRender {
 	k := weak.Make(ref.Skill)
 	if v, ok := c.m.Load(k); ok {
 		if r := v.(*skillRender); r.source == ref.Snap.Source {
@@ -113,7 +113,7 @@ func (c *renderCache) get(ref registry.Ref) *skillRender {
 	return r
 }
 
-func newRender(ref registry.Ref) *skillRender {
+func newRender(ref catalog.Ref) *skillRender {
 	sk := ref.Skill
 	r := &skillRender{source: ref.Snap.Source, uri: ref.URI(), resources: make([]Resource, len(sk.Files))}
 	for i := range sk.Files {
@@ -134,7 +134,7 @@ func newRender(ref registry.Ref) *skillRender {
 // entryBytes returns a skill's entry as skills/list writes it, encoded
 // once per skill and provenance (a resync that keeps a skill but moves
 // the commit encodes it again).
-func entryBytes(ref registry.Ref) ([]byte, error) {
+func entryBytes(ref catalog.Ref) ([]byte, error) {
 	r := renders.get(ref)
 	prov := ref.Snap.Provenance(ref.Skill)
 	if e := r.encoded.Load(); e != nil && e.prov == prov {
