@@ -85,8 +85,11 @@ func writeTooManyValues(w http.ResponseWriter) {
 // daemon's front door buffers /mcp bodies): its bytes are used in place.
 type inMemory interface{ Bytes() []byte }
 
-// bodyPool recycles request buffers.
+// bodyPool recycles request buffers, up to maxPooledBody each (requests
+// are small; a large one's buffer is dropped).
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 64 << 10
 
 // serveBody reads the body of a JSON POST once (up to the size limit),
 // bounds its shape (refusing more values than any request has), refuses
@@ -107,7 +110,7 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, statele
 		buf := bodyPool.Get().(*bytes.Buffer)
 		buf.Reset()
 		defer func() {
-			if buf.Cap() <= 64<<10 {
+			if buf.Cap() <= maxPooledBody {
 				bodyPool.Put(buf)
 			}
 		}()

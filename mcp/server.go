@@ -37,8 +37,9 @@ const (
 	// front door's answer sizes, and a small catalog is one page.
 	DefaultPageSize = 200
 	// DefaultMaxBodyBytes caps a request body: far above any request MCP
-	// defines (tool arguments are capped at 64 KiB), and the bound the
-	// daemon's front door buffers /mcp bodies to.
+	// defines (tool arguments are capped at 64 KiB), yet small enough to
+	// buffer whole (the daemon's front door buffers /mcp bodies to the
+	// same bound).
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultSessionTimeout closes a 2025-11-25 session idle this long:
 	// clients reconnect cheaply, and an abandoned session holds memory.
@@ -152,7 +153,11 @@ func New(o Options) *Server {
 		o.Name = "skillreg"
 	}
 	s := &Server{o: o, log: o.Logger}
-	if o.FastPath == nil || *o.FastPath {
+	fast := DefaultFastPath
+	if o.FastPath != nil {
+		fast = *o.FastPath
+	}
+	if fast {
 		s.fast = fastpath.New(fastBackend{s}, fastpath.Options{
 			PageSize:      o.PageSize,
 			LocalhostRule: !o.HostsChecked,

@@ -109,8 +109,11 @@ type fastRequest struct {
 	uri    string // resources/read
 }
 
-// outPool recycles response buffers.
+// outPool recycles response buffers, up to maxPooledOut each: a buffer
+// grown by one huge file is dropped rather than kept for every answer.
 var outPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledOut = 4 << 20
 
 // Serve answers r, whose whole body (within the size limit, within the
 // SDK's depth and of at most MaxTokens values) is body, if the fast path
@@ -138,7 +141,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, sess *sdk.Server
 	out := outPool.Get().(*bytes.Buffer)
 	out.Reset()
 	defer func() {
-		if out.Cap() <= 4<<20 {
+		if out.Cap() <= maxPooledOut {
 			outPool.Put(out)
 		}
 	}()
