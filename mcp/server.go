@@ -257,6 +257,9 @@ func (s *Server) SetCacheTTL(d time.Duration) { s.ttl.Store(int64(d)) }
 
 func (s *Server) cacheTTL() time.Duration { return time.Duration(s.ttl.Load()) }
 
+// FastPath reports whether the fast path (mcp/fastpath) is on.
+func (s *Server) FastPath() bool { return s.fast != nil }
+
 // SDK returns the underlying SDK server (for stdio and in-process use).
 func (s *Server) SDK() *sdk.Server { return s.sdk }
 
