@@ -127,6 +127,9 @@ func answerOf(rec *httptest.ResponseRecorder) httpAnswer {
 	return a
 }
 
+// maxTwinBody is the largest body compare also sends to the twin.
+const maxTwinBody = 64 << 10
+
 // compare sends c through ServeHTTP (the fast path, or the SDK when the
 // fast path declines, reading the body whole again) and to the SDK alone;
 // it requires the same answer, and the fast path to have taken c exactly
@@ -146,7 +149,10 @@ func (c call) compare(t *testing.T, s, twin *Server) (bool, string) {
 	if got, exp := answerOf(rec), answerOf(want); !reflect.DeepEqual(got, exp) {
 		t.Errorf("answers differ\nServeHTTP: %d %s %.600v\nSDK:       %d %s %.600v", got.status, got.contentType, got.body, exp.status, exp.contentType, exp.body)
 	}
-	if twin != nil {
+	// A body past the bound of any request takes the same path on both
+	// servers (the checks every body passes, then the SDK): the SDK-alone
+	// answer above covers it, without a third pass over megabytes.
+	if twin != nil && len(c.body) <= maxTwinBody {
 		other := httptest.NewRecorder()
 		twin.ServeHTTP(other, c.request())
 		if got, exp := answerOf(rec), answerOf(other); !reflect.DeepEqual(got, exp) {
@@ -164,16 +170,14 @@ func (s *Server) sdkOnly(w http.ResponseWriter, r *http.Request) {
 
 // TestFastPathMatchesSDK sends every request three times, through
 // ServeHTTP (the fast path, or the SDK when the fast path declines), to
-// the SDK alone, and through a server with the fast path the other way,
-// and requires the same status, content type and JSON; and it requires
-// the fast path to take exactly the requests it should (none when off).
+// the SDK alone, and to a server with the fast path off, and requires the
+// same status, content type and JSON; and it requires the fast path to
+// take exactly the requests it should. The server with the fast path off
+// is this test run the other way (with it off its ServeHTTP and the SDK
+// alone are one path), so it runs once.
 func TestFastPathMatchesSDK(t *testing.T) {
-	bothWays(t, testFastPathMatchesSDK)
-}
-
-func testFastPathMatchesSDK(t *testing.T, fast bool) {
-	s := fastServer(t, fast)
-	twin := s.withFastPath(!fast)
+	s := fastServer(t, true)
+	twin := s.withFastPath(false)
 	list := func(id, params string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"skills/list","params":{` + meta + params + `}}`
 	}
