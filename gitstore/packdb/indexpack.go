@@ -483,7 +483,8 @@ func checkDeltaSizes(delta []byte, baseLen int) error {
 	}
 	// Each instruction byte makes at most one copy, of at most the whole
 	// base, or inserts at most 127 bytes: a delta claiming more than its
-	// instructions can make is refused before its result is allocated.
+	// instructions can make is refused before it is patched at all
+	// (go-git's PatchDelta reserves at most a few megabytes up front).
 	if most := uint64(r.Len()) * uint64(max(baseLen, 127)); dst > most {
 		return fmt.Errorf("%w: a delta of %d bytes declares a result of %d", ErrMalformed, len(delta), dst)
 	}
