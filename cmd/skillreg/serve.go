@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
@@ -209,7 +210,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 	// restart serves once they are in: every millisecond here is one the
 	// catalog is not served).
 	type loadResult struct {
-		ps  []registry.Persisted
+		ps  []catalog.Persisted
 		err error
 	}
 	loaded := make(chan loadResult, 1)
@@ -221,7 +222,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 	}
 	var mcpSrv *mcp.Server
 	d.metrics = metrics.New(metrics.Options{
-		Catalog: func() *registry.Catalog { return d.Registry.Current() },
+		Catalog: func() *catalog.Catalog { return d.Registry.Current() },
 		Sessions: func() int {
 			if mcpSrv == nil {
 				return 0
@@ -234,7 +235,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 			}
 			return d.store.SizeBytes()
 		},
-		States: func() []registry.State { return d.Registry.States() },
+		States: func() []catalog.State { return d.Registry.States() },
 		Connections: func() metrics.Connections {
 			ln := d.listener.Load()
 			if ln == nil {
@@ -269,7 +270,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		// Open the object stores the restore checks stored commits in
 		// while the stored catalogs load.
 		for _, src := range srcs {
-			if src.Kind == registry.KindGit {
+			if src.Kind == catalog.KindGit {
 				go func() { _, _ = pool.Repo(src.Git.URL) }() // Restore reports errors
 			}
 		}
@@ -279,7 +280,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		return nil, err
 	}
 	ropts.Releases = releaseResolver{client: rel, host: githubHost(cfg.GitHub.APIURL)}
-	ropts.OnSwap = func(old, new *registry.Catalog) {
+	ropts.OnSwap = func(old, new *catalog.Catalog) {
 		if mcpSrv != nil {
 			mcpSrv.CatalogChanged(old, new)
 		}
@@ -327,7 +328,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 			log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
 		}
 		if len(rep.Restored) > 0 {
-			log.Info("serving the stored catalog", "sources", rep.Restored, "skills", d.Registry.Current().Len(registry.Filter{}))
+			log.Info("serving the stored catalog", "sources", rep.Restored, "skills", d.Registry.Current().Len(catalog.Filter{}))
 			go mcpSrv.Warm(d.Registry.Current()) // while the listener comes up
 		}
 		d.deliveries = storeDeliveries{d.store}
@@ -415,7 +416,7 @@ func (d *Daemon) releasesClient() (*releases.Client, error) {
 // they are scrubbed even from what was stored before they were read by a
 // sync (a restored last_error). Tokens read later, rotated ones included,
 // the registry adds at each sync.
-func (d *Daemon) learnTokens(srcs []registry.Source) {
+func (d *Daemon) learnTokens(srcs []catalog.Source) {
 	for _, s := range srcs {
 		if s.Git == nil || s.Git.Token == nil {
 			continue
@@ -451,40 +452,40 @@ func (d *Daemon) skillMeta(cfg *config.Config) ([]mcp.SkillMetaTool, error) {
 
 // sources turns configured sources into registry sources; without any, the
 // embedded examples.
-func sources(cfg *config.Config) ([]registry.Source, error) {
+func sources(cfg *config.Config) ([]catalog.Source, error) {
 	if len(cfg.Sources) == 0 {
-		return []registry.Source{{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills}}, nil
+		return []catalog.Source{{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills}}, nil
 	}
 	ghHost := githubHost(cfg.GitHub.APIURL)
-	var out []registry.Source
+	var out []catalog.Source
 	for _, s := range cfg.Sources {
-		src := registry.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
+		src := catalog.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
 		if s.Dir != "" {
 			abs, err := filepath.Abs(s.Dir)
 			if err != nil {
 				return nil, fmt.Errorf("source %s: %w", s.Name, err)
 			}
-			src.Kind, src.Dir = registry.KindDir, abs
+			src.Kind, src.Dir = catalog.KindDir, abs
 			out = append(out, src)
 			continue
 		}
-		g := &registry.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
+		g := &catalog.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
 		if r := s.Ref; r != nil {
 			switch {
 			case r.Branch != "":
-				g.Pin = registry.Pin{Kind: registry.PinBranch, Value: r.Branch}
+				g.Pin = catalog.Pin{Kind: catalog.PinBranch, Value: r.Branch}
 			case r.Tag != "":
-				g.Pin = registry.Pin{Kind: registry.PinTag, Value: r.Tag}
+				g.Pin = catalog.Pin{Kind: catalog.PinTag, Value: r.Tag}
 			case r.Commit != "":
-				g.Pin = registry.Pin{Kind: registry.PinCommit, Value: r.Commit}
+				g.Pin = catalog.Pin{Kind: catalog.PinCommit, Value: r.Commit}
 			case r.Semver != "":
-				g.Pin = registry.Pin{Kind: registry.PinSemver, Value: r.Semver}
+				g.Pin = catalog.Pin{Kind: catalog.PinSemver, Value: r.Semver}
 			case r.Release != "":
-				g.Pin = registry.Pin{Kind: registry.PinRelease, Value: r.Release}
+				g.Pin = catalog.Pin{Kind: catalog.PinRelease, Value: r.Release}
 			}
 		}
 		g.Token, g.TokenID = tokenSource(s.Auth, s.URL, ghHost, cfg.GitHub.TokenEnv)
-		src.Kind, src.Git = registry.KindGit, g
+		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
 	return out, nil
@@ -750,7 +751,7 @@ func (d *Daemon) callerOf(h http.Header) mcp.Caller {
 	if !ok {
 		// Not reachable through HTTP; over stdio there is no header. Show
 		// nothing rather than everything.
-		return mcp.Caller{Filter: registry.Filter{Only: map[string]bool{}}, Private: true}
+		return mcp.Caller{Filter: catalog.Filter{Only: map[string]bool{}}, Private: true}
 	}
 	return mcp.Caller{Name: c.Name, Filter: c.Filter(), Private: true}
 }
@@ -766,7 +767,7 @@ func remoteHost(r *http.Request) string {
 }
 
 // searchMCP runs search_skills on the registry's index.
-func (d *Daemon) searchMCP(_ context.Context, f registry.Filter, q string, o mcp.SearchOptions) ([]mcp.SearchHit, error) {
+func (d *Daemon) searchMCP(_ context.Context, f catalog.Filter, q string, o mcp.SearchOptions) ([]mcp.SearchHit, error) {
 	hits, err := d.Registry.Search(f, o.Source, q, search.Options{Limit: o.Limit, Tag: o.Tag, IncludeDeprecated: o.IncludeDeprecated})
 	if err != nil {
 		return nil, err
@@ -779,7 +780,7 @@ func (d *Daemon) searchMCP(_ context.Context, f registry.Filter, q string, o mcp
 }
 
 // searchWeb runs the web catalog's search box on the same index.
-func (d *Daemon) searchWeb(f registry.Filter, q string, limit int) ([]web.Hit, error) {
+func (d *Daemon) searchWeb(f catalog.Filter, q string, limit int) ([]web.Hit, error) {
 	hits, err := d.Registry.Search(f, "", q, search.Options{Limit: limit})
 	if err != nil {
 		return nil, err
