@@ -34,24 +34,26 @@ func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
 // objects none of them has: a one-file push costs a few kilobytes whatever
 // the repository's size, and a force-push or moved tag still gets every
 // object it needs, because the server never assumes the store holds
-// history it does not. Calls are serialised per repository.
+// history it does not. Calls are serialised per repository. Every error
+// starts "fetch <commit> from <url>", so callers add only what the
+// repository does not know (the source, say).
 func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 	if err := r.usable(); err != nil {
-		return err
+		return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 	}
 	if !isHexID(res.Commit) {
-		return fmt.Errorf("fetch %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
+		return fmt.Errorf("fetch from %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
 	}
 	if !r.suspect.Load() && r.HasCommit(res.Commit) {
 		return nil
 	}
 	if err := r.lock(ctx); err != nil {
-		return err
+		return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 	}
 	defer r.unlock()
 	if r.suspect.Load() {
 		if err := r.repairLocked(); err != nil {
-			return fmt.Errorf("fetch %s: %w", r.url, err)
+			return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 		}
 	}
 	if r.HasCommit(res.Commit) { // fetched by the call we waited for

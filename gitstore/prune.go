@@ -188,10 +188,10 @@ func (r *Repo) markClean() {
 // are deleted.
 func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	if err := r.usable(); err != nil {
-		return err
+		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	if err := r.lock(ctx); err != nil {
-		return err
+		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	defer r.unlock()
 	if r.suspect.Load() {

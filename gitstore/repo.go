@@ -83,7 +83,7 @@ func (r *Repo) lock(ctx context.Context) error {
 	case r.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%s: waiting for the repository lock: %w", r.url, ctx.Err())
+		return fmt.Errorf("waiting for the repository lock: %w", ctx.Err())
 	}
 }
 
@@ -238,8 +238,17 @@ type Entry struct {
 // ErrPathNotFound if subpath is missing or not a directory; ErrBadTree if
 // a name cannot make a path. Paths are not judged otherwise: an entry
 // named ".", "..", ".git" or anything else git refuses to check out is
-// reported as it is, for the caller to refuse.
+// reported as it is, for the caller to refuse. Errors start "walk
+// <commit>:<subpath> in <url>".
 func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
+	entries, err := r.walk(commit, subpath)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s:%s in %s: %w", commit, subpath, r.url, err)
+	}
+	return entries, nil
+}
+
+func (r *Repo) walk(commit, subpath string) ([]Entry, error) {
 	if err := r.usable(); err != nil {
 		return nil, err
 	}
@@ -253,7 +262,7 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	}
 	s, err := r.db.Snapshot()
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", commit, err)
+		return nil, err
 	}
 	defer s.Release()
 	w := walker{r: r, s: s, max: r.opts.MaxTreeEntries}
@@ -264,7 +273,7 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 			// A held commit must be complete: this store is damaged.
 			r.suspect.Store(true)
 		}
-		return nil, fmt.Errorf("walk %s:%s: %w", commit, subpath, err)
+		return nil, err
 	}
 	return entries, nil
 }

@@ -157,11 +157,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 		}
 	}()
 	if err := repo.Fetch(ctx, res, auth); err != nil {
-		return nil, fmt.Errorf("fetch %s@%s: %w", RedactURL(g.URL), shortCommit(res.Commit), err)
+		return nil, err // "fetch <commit> from <url>: ..." already
 	}
 	entries, err := repo.Walk(res.Commit, g.Path)
 	if err != nil {
-		return nil, fmt.Errorf("walk %s@%s:%s: %w", RedactURL(g.URL), shortCommit(res.Commit), g.Path, err)
+		return nil, err // "walk <commit>:<path> in <url>: ..." already
 	}
 	tree := gitTree{repo: repo, entries: entries}
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
@@ -197,7 +197,7 @@ func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRep
 	}
 	refs, err := repo.ListRemote(ctx, auth)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", RedactURL(g.URL), err)
+		return gitstore.Resolved{}, err // "list refs <url>: ..." already
 	}
 	var pin gitstore.Pin
 	switch g.Pin.Kind {
