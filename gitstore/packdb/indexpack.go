@@ -229,6 +229,12 @@ type packIndexer struct {
 	external    func(plumbing.Hash) (externalObject, bool, error)
 	appended    map[plumbing.Hash]externalObject
 	onTree      func(plumbing.Hash, []byte)
+
+	// While pending deltas resolve: who waits on which base, the ids
+	// resolved by the current try, and the tries made (for tests).
+	waiting     map[plumbing.Hash][]int
+	resolvedNow []plumbing.Hash
+	attempts    int
 }
 
 // indexPack reads a pack from src, writing every byte to f, and returns
@@ -242,7 +248,6 @@ type packIndexer struct {
 // A pack that does not parse fails with ErrMalformed (or ErrTooLarge); a
 // failure of src itself, or of writing f, is returned as it is.
 func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) (*idxfile.Writer, plumbing.Hash, error) {
-	s := newPackStream(io.TeeReader(src, f))
 	ix := &packIndexer{
 		f:           f,
 		streamAbove: streamAbove,
@@ -253,6 +258,12 @@ func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumb
 		appended:    map[plumbing.Hash]externalObject{},
 		onTree:      onTree,
 	}
+	return ix.index(src)
+}
+
+func (ix *packIndexer) index(src io.Reader) (*idxfile.Writer, plumbing.Hash, error) {
+	f := ix.f
+	s := newPackStream(io.TeeReader(src, f))
 	var hdr [packHeaderLen]byte
 	if _, err := io.ReadFull(s, hdr[:]); err != nil {
 		return nil, plumbing.ZeroHash, fmt.Errorf("pack header: %w", s.classify(err))
@@ -279,24 +290,8 @@ func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumb
 	if !ok {
 		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack checksum mismatch", ErrMalformed)
 	}
-	// Deltas whose base came later in the pack (or was a pending delta
-	// itself) resolve now that every entry is known.
-	for len(pending) > 0 {
-		var still []int
-		for _, i := range pending {
-			if _, err := ix.contentOf(i, 0); err != nil {
-				if errors.Is(err, errBaseMissing) {
-					still = append(still, i)
-					continue
-				}
-				return nil, plumbing.ZeroHash, err
-			}
-		}
-		if len(still) == len(pending) {
-			e := ix.entries[still[0]]
-			return nil, plumbing.ZeroHash, fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", ErrMalformed, e.off, e.baseRef)
-		}
-		pending = still
+	if err := ix.resolvePending(pending); err != nil {
+		return nil, plumbing.ZeroHash, err
 	}
 
 	w := new(idxfile.Writer)
@@ -327,6 +322,62 @@ func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumb
 }
 
 var errBaseMissing = errors.New("delta base not yet known")
+
+// missingBaseError is errBaseMissing naming the base.
+type missingBaseError struct{ ref plumbing.Hash }
+
+func (e missingBaseError) Error() string        { return "delta base " + e.ref.String() + " not yet known" }
+func (e missingBaseError) Is(target error) bool { return target == errBaseMissing }
+
+// resolvePending resolves the deltas whose base came later in the pack
+// (or was a pending delta itself), now that every entry is known. A
+// delta whose base is not known yet waits on that base's id and is tried
+// again only once an entry with that id resolves, so each is tried about
+// once: retrying every pending delta until none moves was quadratic in a
+// chain of REF_DELTAs sent in reverse order, each try re-reading and
+// inflating the delta.
+func (ix *packIndexer) resolvePending(pending []int) error {
+	ix.waiting = map[plumbing.Hash][]int{}
+	defer func() { ix.waiting = nil }()
+	ready := slices.Clone(pending)
+	slices.Reverse(ready) // popped from the end: pack order
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		if ix.entries[i].resolved {
+			continue
+		}
+		ix.attempts++
+		_, err := ix.contentOf(i, 0)
+		var missing missingBaseError
+		switch {
+		case errors.As(err, &missing):
+			ix.waiting[missing.ref] = append(ix.waiting[missing.ref], i)
+		case err != nil:
+			return err
+		}
+		for _, id := range ix.resolvedNow {
+			if w, ok := ix.waiting[id]; ok {
+				ready = append(ready, w...)
+				delete(ix.waiting, id)
+			}
+		}
+		ix.resolvedNow = ix.resolvedNow[:0]
+	}
+	if len(ix.waiting) == 0 {
+		return nil
+	}
+	first := -1
+	for _, w := range ix.waiting {
+		for _, i := range w {
+			if first < 0 || ix.entries[i].off < ix.entries[first].off {
+				first = i
+			}
+		}
+	}
+	e := ix.entries[first]
+	return fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", ErrMalformed, e.off, e.baseRef)
+}
 
 // classify names a failure while reading the pack. The source's own
 // failure is returned as it is, whatever wrapped it on the way (zlib
@@ -446,6 +497,9 @@ func (ix *packIndexer) finish(i int, t plumbing.ObjectType, data []byte) {
 	e := &ix.entries[i]
 	e.typ, e.id, e.resolved = t, objectID(t, data), true
 	ix.byID[e.id] = i
+	if ix.waiting != nil {
+		ix.resolvedNow = append(ix.resolvedNow, e.id)
+	}
 	ix.cache.put(e.off, t, data)
 	if t == plumbing.TreeObject && ix.onTree != nil {
 		ix.onTree(e.id, data)
@@ -519,7 +573,7 @@ func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
 				return cachedObject(o), nil
 			}
 		}
-		return cachedObject{}, errBaseMissing
+		return cachedObject{}, missingBaseError{e.baseRef}
 	}
 	return ix.contentOf(j, depth+1)
 }
@@ -538,6 +592,14 @@ func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
 	} else if !e.diskType.IsDelta() {
 		return cachedObject{}, fmt.Errorf("%w: entry at %d unresolved", ErrMalformed, e.off)
 	}
+	var base cachedObject
+	var err error
+	if !e.resolved {
+		// The base first: one not known yet costs a lookup, not a read.
+		if base, err = ix.baseOf(i, depth); err != nil {
+			return cachedObject{}, err
+		}
+	}
 	t, delta, err := ix.readRaw(e.off)
 	if err != nil {
 		return cachedObject{}, err
@@ -549,15 +611,14 @@ func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
 		ix.cache.put(e.off, t, delta)
 		return cachedObject{typ: t, data: delta}, nil
 	}
-	base, err := ix.baseOf(i, depth)
-	if err != nil {
-		return cachedObject{}, err
-	}
 	if !e.resolved {
 		if err := ix.patch(i, base, delta); err != nil {
 			return cachedObject{}, err
 		}
 		return ix.contentOf(i, depth)
+	}
+	if base, err = ix.baseOf(i, depth); err != nil {
+		return cachedObject{}, err
 	}
 	if err := checkDeltaSizes(delta, len(base.data)); err != nil {
 		return cachedObject{}, err

@@ -321,3 +321,57 @@ func TestIndexPackForwardReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexPackReverseChainIsLinear sends a chain of REF_DELTAs in
+// reverse order, each delta before the object it applies to and the
+// whole base last (legal; a hostile sender's choice): each delta is
+// tried about once, where retrying every waiting delta until none moved
+// tried (and re-inflated) n²/2 of them.
+func TestIndexPackReverseChainIsLinear(t *testing.T) {
+	const n = 300
+	content := []byte(strings.Repeat("the base of a long chain\n", 8))
+	base := entryOf(plumbing.BlobObject, int64(len(content)), nil, content)
+	var deltas [][]byte
+	for k := 1; k <= n; k++ {
+		prev := objectID(plumbing.BlobObject, content)
+		add := fmt.Appendf(nil, "%d\n", k)
+		next := append(bytes.Clone(content), add...)
+		d := binary.AppendUvarint(binary.AppendUvarint(nil, uint64(len(content))), uint64(len(next)))
+		d = append(d, 0x80|0x10|0x20, byte(len(content)), byte(len(content)>>8)) // copy the whole base
+		d = append(d, byte(len(add)))                                            // then insert
+		d = append(d, add...)
+		deltas = append(deltas, entryOf(plumbing.REFDeltaObject, int64(len(d)), prev[:], d))
+		content = next
+	}
+	slices.Reverse(deltas)
+	pack := packOf(append(deltas, base)...)
+
+	f, err := os.CreateTemp(t.TempDir(), "tmp_pack_")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ix := &packIndexer{f: f, streamAbove: DefaultStreamAbove, byOff: map[int64]int{}, byID: map[plumbing.Hash]int{},
+		cache: newBaseCache(baseCacheBytes), appended: map[plumbing.Hash]externalObject{}}
+	w, _, err := ix.index(bytes.NewReader(pack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.attempts > 2*n {
+		t.Fatalf("%d tries to resolve %d deltas", ix.attempts, n)
+	}
+	idx, err := w.Index()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := idxEntries(t, idx); len(got) != n+1 {
+		t.Fatalf("%d entries, want %d", len(got), n+1)
+	}
+	want, err := gitIndex(t, pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := want[objectID(plumbing.BlobObject, content)]; !ok {
+		t.Fatal("git does not find the chain's last object: the test pack is wrong")
+	}
+}
