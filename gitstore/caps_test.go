@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // memRemote is an in-memory remote: it advertises main at one commit and
@@ -117,7 +119,7 @@ func TestListingCapabilitiesExpire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := refs.Resolve(Pin{})
+		res, err := refs.Resolve(gitref.Pin{})
 		if err != nil || res.Commit != c1.String() {
 			t.Fatalf("Resolve: %+v, %v", res, err)
 		}

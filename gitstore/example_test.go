@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 )
 
@@ -40,7 +41,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("default branch:", refs.DefaultBranch())
-	res, err := refs.Resolve(gitstore.Pin{Kind: gitstore.PinBranch, Value: "main"})
+	res, err := refs.Resolve(gitref.Pin{Kind: gitref.Branch, Value: "main"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
@@ -41,7 +41,7 @@ func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 	if err := r.usable(); err != nil {
 		return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 	}
-	if !isHexID(res.Commit) {
+	if !gitref.IsCommitID(res.Commit) {
 		return fmt.Errorf("fetch from %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
 	}
 	if !r.suspect.Load() && r.HasCommit(res.Commit) {

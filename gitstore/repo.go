@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
@@ -116,7 +116,7 @@ func (r *Repo) noteError(err error) {
 }
 
 func parseID(id string) (plumbing.Hash, error) {
-	if !isHexID(id) {
+	if !gitref.IsCommitID(id) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %q is not a 40-hex object id", ErrObjectNotFound, id)
 	}
 	return plumbing.NewHash(id), nil
@@ -314,7 +314,7 @@ func (w *walker) commitTree(id plumbing.Hash) (plumbing.Hash, error) {
 	obj.Close()
 	line, _, _ := bytes.Cut(obj.Data, []byte("\n"))
 	tree, ok := bytes.CutPrefix(line, []byte("tree "))
-	if !ok || !isHexID(string(tree)) {
+	if !ok || !gitref.IsCommitID(string(tree)) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: commit %s has no tree line", ErrCorrupt, id)
 	}
 	return plumbing.NewHash(string(tree)), nil

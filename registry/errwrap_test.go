@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
@@ -18,7 +19,7 @@ import (
 // refs of URL: list refs URL: network error".)
 func TestGitErrorNamesEachStepOnce(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	f.srv.SetFailure(gittest.Failure{Status: http.StatusBadGateway})
 	err := f.reg.SyncNow(context.Background(), "s")
 	if !errors.Is(err, gitstore.ErrNetwork) {
