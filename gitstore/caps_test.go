@@ -103,6 +103,7 @@ func commitPack(t *testing.T, content string) (plumbing.Hash, []byte) {
 // capsFresh later lists again first. The minute passes on synctest's
 // clock, over an in-memory remote.
 func TestListingCapabilitiesExpire(t *testing.T) {
+	t.Parallel()
 	c1, p1 := commitPack(t, "one\n")
 	c2, p2 := commitPack(t, "two\n")
 	synctest.Test(t, func(t *testing.T) {

@@ -38,6 +38,7 @@ func deltaRepo(t *testing.T) (*gittest.Repo, []string) {
 // TestDeltifiedServer syncs from a server whose packs are full of deltas
 // (as hosted services' are), first whole, then incrementally.
 func TestDeltifiedServer(t *testing.T) {
+	t.Parallel()
 	r, commits := deltaRepo(t)
 	pool := newPool(t, t.TempDir())
 	repo, err := pool.Repo(r.URL())

@@ -15,6 +15,7 @@ import (
 // the repository does not know. (It read "list refs of URL: list refs
 // URL: network error" once the registry had added its own.)
 func TestErrorsNameTheOperationOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"skills/a/SKILL.md": "---\nname: a\n---\n"})
 	commit := f.remote.Commit("one")

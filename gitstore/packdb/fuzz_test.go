@@ -250,6 +250,7 @@ func TestHostileHeadersAllocateLittle(t *testing.T) {
 // indexes the whole packs as we do, and the thin ones index only with
 // their bases.
 func TestSeedPacks(t *testing.T) {
+	t.Parallel()
 	seeds := seedPacks(t)
 	external := baseStore(t, seeds["base.pack"])
 	for name, pack := range seeds {

@@ -130,6 +130,7 @@ func ourIndex(t *testing.T, pack []byte, external func(plumbing.Hash) (externalO
 }
 
 func TestIndexPackMatchesGit(t *testing.T) {
+	t.Parallel()
 	r, _ := deltaRepo(t)
 	for _, tt := range []struct {
 		name string
@@ -192,6 +193,7 @@ func countDeltas(t *testing.T, r *gittest.Repo, pack []byte) int {
 // TestIndexPackCompletesThinPack feeds a thin pack (deltas against a
 // commit the receiver holds) and checks the written pack stands alone.
 func TestIndexPackCompletesThinPack(t *testing.T) {
+	t.Parallel()
 	r, commits := deltaRepo(t)
 	old, head := commits[2], commits[len(commits)-1]
 	pack := packObjects(t, r, head+"\n^"+old+"\n", "--thin", "--delta-base-offset")
@@ -246,6 +248,7 @@ func catFile(t *testing.T, r *gittest.Repo, id string) (plumbing.ObjectType, []b
 }
 
 func TestIndexPackRejectsDamage(t *testing.T) {
+	t.Parallel()
 	r, _ := deltaRepo(t)
 	pack := packObjects(t, r, "main\n", "--delta-base-offset")
 	cases := map[string][]byte{
@@ -280,6 +283,7 @@ func withCount(b []byte, extra uint32) []byte {
 // delta comes before its base (legal, and what some servers send): the
 // deltas wait until their bases are known.
 func TestIndexPackForwardReferences(t *testing.T) {
+	t.Parallel()
 	r, _ := deltaRepo(t)
 	pack := packObjects(t, r, "main\n") // REF_DELTA only: entries stand alone
 	want, err := gitIndex(t, pack)
@@ -328,6 +332,7 @@ func TestIndexPackForwardReferences(t *testing.T) {
 // tried about once, where retrying every waiting delta until none moved
 // tried (and re-inflated) n²/2 of them.
 func TestIndexPackReverseChainIsLinear(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	content := []byte(strings.Repeat("the base of a long chain\n", 8))
 	base := entryOf(plumbing.BlobObject, int64(len(content)), nil, content)
