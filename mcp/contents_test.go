@@ -3,12 +3,11 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -27,14 +26,7 @@ func testEmptyFileHasText(t *testing.T, fast bool) {
 		"tool/sub/empty.txt":   "",
 		"tool/scripts/run.bin": "\xff\xfe\x00",
 	}
-	for p, c := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.WriteFiles(t, dir, files)
 	r := registry.New(registry.Options{})
 	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/mcp/fastpath"
 	"github.com/skillreg/skillreg/registry"
@@ -519,7 +520,7 @@ func testFastPathMatchesSDKInSession(t *testing.T, fast bool) {
 	del.Header.Set("Mcp-Session-Id", id)
 	del.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	s.ServeHTTP(httptest.NewRecorder(), del)
-	waitUntil(t, func() bool { return s.Sessions() == 0 && !tracked(s, id) })
+	testkit.WaitUntil(t, "the session ended and untracked", func() bool { return s.Sessions() == 0 && !tracked(s, id) })
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, sessionCall(call{body: list("")}).request())
 	if rec.Code != http.StatusNotFound {
@@ -543,8 +544,8 @@ func TestSessionsCloseWhenIdle(t *testing.T) {
 	bothWays(t, func(t *testing.T, fast bool) {
 		s := fastServer(t, fast).withTimeout(20 * time.Millisecond)
 		id := openSession(t, s)
-		waitUntil(t, func() bool { return s.Sessions() == 0 })
-		waitUntil(t, func() bool { return !tracked(s, id) })
+		testkit.WaitUntil(t, "no sessions left", func() bool { return s.Sessions() == 0 })
+		testkit.WaitUntil(t, "the session untracked", func() bool { return !tracked(s, id) })
 	})
 }
 
@@ -567,17 +568,6 @@ func tracked(s *Server, id string) bool {
 		s.sessions.End(sess)
 	}
 	return sess != nil
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // inMemoryBody is a body already read whole, as the daemon's front door

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -61,21 +62,22 @@ type fixture struct {
 	dirs map[string]string
 }
 
+// writeTree writes files under dir, then sets each one's mode (0755 for
+// exec, else 0644) whatever the umask, since the published archives carry the
+// executable bit.
 func writeTree(t testing.TB, dir string, files map[string]file) {
 	t.Helper()
+	data := make(map[string]string, len(files))
 	for p, f := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		data[p] = f.data
+	}
+	testkit.WriteFiles(t, dir, data)
+	for p, f := range files {
 		mode := os.FileMode(0o644)
 		if f.exec {
 			mode = 0o755
 		}
-		if err := os.WriteFile(full, []byte(f.data), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(full, mode); err != nil {
+		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(p)), mode); err != nil {
 			t.Fatal(err)
 		}
 	}

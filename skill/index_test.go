@@ -14,24 +14,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
-
-func write(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func skillMD(name string) string {
-	return "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"
-}
 
 // countingTree counts reads, to prove what was not read.
 type countingTree struct {
@@ -46,15 +31,15 @@ func (c *countingTree) Open(id string) (io.ReadCloser, error) {
 
 func TestIndexNestedAndManifest(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{
+	testkit.WriteFiles(t, root, map[string]string{
 		"README.md":                      "not a skill file",
-		"outer/SKILL.md":                 skillMD("outer"),
+		"outer/SKILL.md":                 testkit.SkillMD("outer"),
 		"outer/scripts/run.sh":           "echo hi\n",
-		"outer/inner/SKILL.md":           skillMD("inner"),
+		"outer/inner/SKILL.md":           testkit.SkillMD("inner"),
 		"outer/inner/references/x.md":    "x",
-		"other/deep/er/SKILL.md":         skillMD("er"),
+		"other/deep/er/SKILL.md":         testkit.SkillMD("er"),
 		"broken/SKILL.md":                "no frontmatter",
-		"mismatch/SKILL.md":              skillMD("other-name"),
+		"mismatch/SKILL.md":              testkit.SkillMD("other-name"),
 		"outer/inner/references/y/z.txt": "z",
 	})
 	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
@@ -117,7 +102,7 @@ func TestIndexRefusesNonRegularFiles(t *testing.T) {
 			}
 		}, RuleSymlink},
 		{"hardlink", func(t *testing.T, dir string) {
-			write(t, dir, map[string]string{"a.txt": "a"})
+			testkit.WriteFiles(t, dir, map[string]string{"a.txt": "a"})
 			if err := os.Link(filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")); err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +114,7 @@ func TestIndexRefusesNonRegularFiles(t *testing.T) {
 		}, RuleSpecialFile},
 		{"symlinked SKILL.md", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "SKILL.md"))
-			write(t, dir, map[string]string{"real.md": skillMD("s")})
+			testkit.WriteFiles(t, dir, map[string]string{"real.md": testkit.SkillMD("s")})
 			if err := os.Symlink("real.md", filepath.Join(dir, "SKILL.md")); err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +123,7 @@ func TestIndexRefusesNonRegularFiles(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
-			write(t, root, map[string]string{"s/SKILL.md": skillMD("s"), "ok/SKILL.md": skillMD("ok")})
+			testkit.WriteFiles(t, root, map[string]string{"s/SKILL.md": testkit.SkillMD("s"), "ok/SKILL.md": testkit.SkillMD("ok")})
 			c.make(t, filepath.Join(root, "s"))
 			res, err := Index(context.Background(), DirTree{Root: root}, Options{})
 			if err != nil {
@@ -156,14 +141,14 @@ func TestIndexRefusesNonRegularFiles(t *testing.T) {
 
 func TestIndexLimits(t *testing.T) {
 	root := t.TempDir()
-	files := map[string]string{"many/SKILL.md": skillMD("many"), "big/SKILL.md": skillMD("big"), "edge/SKILL.md": skillMD("edge")}
+	files := map[string]string{"many/SKILL.md": testkit.SkillMD("many"), "big/SKILL.md": testkit.SkillMD("big"), "edge/SKILL.md": testkit.SkillMD("edge")}
 	for i := range MaxFiles {
 		files[fmt.Sprintf("many/f/%03d.txt", i)] = "x"
 	}
 	for i := range MaxFiles - 1 {
 		files[fmt.Sprintf("edge/f/%03d.txt", i)] = "x"
 	}
-	write(t, root, files)
+	testkit.WriteFiles(t, root, files)
 	big, err := os.Create(filepath.Join(root, "big", "blob.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +187,7 @@ func TestIndexTreeError(t *testing.T) {
 
 func TestIndexRootSkill(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{"SKILL.md": skillMD("pdf")})
+	testkit.WriteFiles(t, root, map[string]string{"SKILL.md": testkit.SkillMD("pdf")})
 	res, err := Index(context.Background(), DirTree{Root: root}, Options{RootName: "pdf"})
 	if err != nil || len(res.Skills) != 1 || res.Skills[0].Path != "" {
 		t.Fatalf("root skill named after its source must be served: %+v %v", res, err)
@@ -215,9 +200,9 @@ func TestIndexRootSkill(t *testing.T) {
 
 func TestIndexIncremental(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{
-		"a/SKILL.md": skillMD("a"), "a/ref.md": "a",
-		"b/SKILL.md": skillMD("b"), "b/ref.md": "b",
+	testkit.WriteFiles(t, root, map[string]string{
+		"a/SKILL.md": testkit.SkillMD("a"), "a/ref.md": "a",
+		"b/SKILL.md": testkit.SkillMD("b"), "b/ref.md": "b",
 	})
 	cache := &mapCache{m: map[string]Digest{}}
 	tree := &countingTree{Tree: DirTree{Root: root}}
@@ -239,7 +224,7 @@ func TestIndexIncremental(t *testing.T) {
 	}
 	// One file changed: only its skill is rebuilt, and of that skill only
 	// the changed file and SKILL.md (for its frontmatter) are read.
-	write(t, root, map[string]string{"b/ref.md": "b changed"})
+	testkit.WriteFiles(t, root, map[string]string{"b/ref.md": "b changed"})
 	tree.opens.Store(0)
 	third, err := Index(context.Background(), tree, Options{Cache: cache, Previous: again.Skills})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/skilluri"
 )
 
@@ -274,37 +275,37 @@ func FuzzCheckPath(f *testing.F) {
 // excluded with that rule, and only that skill; its neighbours are served.
 func TestIndexPathRules(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{
-		"good/SKILL.md":                    skillMD("good"),
+	testkit.WriteFiles(t, root, map[string]string{
+		"good/SKILL.md":                    testkit.SkillMD("good"),
 		"good/.github/ci.yml":              "x",
 		"good/.gitignore":                  "x",
-		"upper/SKILL.md":                   skillMD("upper"),
+		"upper/SKILL.md":                   testkit.SkillMD("upper"),
 		"upper/.GIT/config":                "[core]\n\tfsmonitor = evil\n",
-		"hfs/SKILL.md":                     skillMD("hfs"),
+		"hfs/SKILL.md":                     testkit.SkillMD("hfs"),
 		"hfs/.g\u200cit/config":            "x",
-		"short/SKILL.md":                   skillMD("short"),
+		"short/SKILL.md":                   testkit.SkillMD("short"),
 		"short/git~1/config":               "x",
-		"modules/SKILL.md":                 skillMD("modules"),
+		"modules/SKILL.md":                 testkit.SkillMD("modules"),
 		"modules/.gitmodules":              "x",
-		"newline/SKILL.md":                 skillMD("newline"),
+		"newline/SKILL.md":                 testkit.SkillMD("newline"),
 		"newline/a\nb":                     "x",
-		"latin1/SKILL.md":                  skillMD("latin1"),
+		"latin1/SKILL.md":                  testkit.SkillMD("latin1"),
 		"latin1/\xff\xfe":                  "x",
-		"backslash/SKILL.md":               skillMD("backslash"),
+		"backslash/SKILL.md":               testkit.SkillMD("backslash"),
 		"backslash/a\\b":                   "x",
-		"device/SKILL.md":                  skillMD("device"),
+		"device/SKILL.md":                  testkit.SkillMD("device"),
 		"device/aux.md":                    "x",
-		"case/SKILL.md":                    skillMD("case"),
+		"case/SKILL.md":                    testkit.SkillMD("case"),
 		"case/Notes.md":                    "x",
 		"case/notes.md":                    "x",
-		"nfc/SKILL.md":                     skillMD("nfc"),
+		"nfc/SKILL.md":                     testkit.SkillMD("nfc"),
 		"nfc/\u00e9.md":                    "x",
 		"nfc/e\u0301.md":                   "x",
-		"long/SKILL.md":                    skillMD("long"),
+		"long/SKILL.md":                    testkit.SkillMD("long"),
 		"long/" + strings.Repeat("n", 255): "x",
-		"checkout/SKILL.md":                skillMD("checkout"),
+		"checkout/SKILL.md":                testkit.SkillMD("checkout"),
 		"checkout/.git/config":             "[core]\n\tfsmonitor = evil\n",
-		"gitfile/SKILL.md":                 skillMD("gitfile"),
+		"gitfile/SKILL.md":                 testkit.SkillMD("gitfile"),
 		"gitfile/.git":                     "gitdir: ../.git/worktrees/x\n",
 	})
 	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
@@ -349,11 +350,11 @@ func TestIndexPathRules(t *testing.T) {
 // and frontmatter rules, not kept because its entries did not change.
 func TestIndexRejudgesReusedSkills(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{
-		"a/SKILL.md":    skillMD("a"),
+	testkit.WriteFiles(t, root, map[string]string{
+		"a/SKILL.md":    testkit.SkillMD("a"),
 		"a/.GIT/config": "x",
-		"b/SKILL.md":    skillMD("b"),
-		"c/SKILL.md":    skillMD("c"),
+		"b/SKILL.md":    testkit.SkillMD("b"),
+		"c/SKILL.md":    testkit.SkillMD("c"),
 	})
 	tree := DirTree{Root: root}
 	entries, err := tree.Entries(context.Background())
@@ -392,7 +393,7 @@ func TestIndexRejudgesReusedSkills(t *testing.T) {
 // .git symlink is listed (and so refused).
 func TestDirTreeSkipsOnlyExactGit(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, map[string]string{"a/.git/HEAD": "x", "b/.git": "gitdir: x", "c/.GIT/HEAD": "x"})
+	testkit.WriteFiles(t, root, map[string]string{"a/.git/HEAD": "x", "b/.git": "gitdir: x", "c/.GIT/HEAD": "x"})
 	if err := os.MkdirAll(filepath.Join(root, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
