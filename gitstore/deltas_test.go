@@ -2,7 +2,6 @@ package gitstore
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -77,7 +76,7 @@ func snapshotCLI(t *testing.T, r *gittest.Repo, commit string) map[string]string
 	for _, line := range strings.Split(r.GitBare("ls-tree", "-r", commit), "\n") {
 		meta, path, _ := strings.Cut(line, "\t")
 		f := strings.Fields(meta)
-		data, err := exec.Command("git", "-C", r.BareDir(), "cat-file", "blob", f[2]).Output()
+		data, err := gitCmd("-C", r.BareDir(), "cat-file", "blob", f[2]).Output()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,16 +3,19 @@ package gitstore
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
-func TestMain(m *testing.M) {
-	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Exit(m.Run())
+// gitCmd is the git CLI with the machine's git configuration kept out,
+// for the tests that run git themselves (the store's own code never does).
+func gitCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(os.Environ(), gittest.Env()...)
+	return cmd
 }
 
 // fixture is a server with one repository and a pool with its Repo.

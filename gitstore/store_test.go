@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -561,13 +560,13 @@ func TestStoreIsAGitRepository(t *testing.T) {
 
 	fsck := func() {
 		t.Helper()
-		cmd := exec.Command("git", "-C", f.repo.Dir(), "fsck", "--full", "--strict", "--no-dangling")
+		cmd := gitCmd("-C", f.repo.Dir(), "fsck", "--full", "--strict", "--no-dangling")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git fsck: %v: %s", err, out)
 		}
 	}
 	fsck()
-	refs, err := exec.Command("git", "-C", f.repo.Dir(), "for-each-ref", "--format=%(refname)").Output()
+	refs, err := gitCmd("-C", f.repo.Dir(), "for-each-ref", "--format=%(refname)").Output()
 	if err != nil || strings.Count(string(refs), commitRefDir) != 2 {
 		t.Fatalf("refs: %s, %v", refs, err)
 	}

@@ -21,11 +21,13 @@ import (
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
-func TestMain(m *testing.M) {
-	// The tests run git themselves (pack-objects, index-pack, cat-file).
-	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Exit(m.Run())
+// gitCmd is the git CLI with the machine's git configuration kept out,
+// for the tests that run git themselves (pack-objects, index-pack,
+// verify-pack, cat-file) to check the package against it.
+func gitCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(os.Environ(), gittest.Env()...)
+	return cmd
 }
 
 // deltaRepo builds a history whose objects delta well (a long file edited
@@ -57,7 +59,7 @@ func deltaRepo(t *testing.T) (*gittest.Repo, []string) {
 // stdin and returns the pack.
 func packObjects(t *testing.T, r *gittest.Repo, revs string, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", r.BareDir(), "pack-objects", "--stdout", "--revs", "--quiet"}, args...)...)
+	cmd := gitCmd(append([]string{"-C", r.BareDir(), "pack-objects", "--stdout", "--revs", "--quiet"}, args...)...)
 	cmd.Stdin = strings.NewReader(revs)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -75,7 +77,7 @@ func gitIndex(t *testing.T, pack []byte, extra ...string) (map[plumbing.Hash]idx
 	if err := os.WriteFile(p, pack, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("git", append([]string{"index-pack", "-o", filepath.Join(dir, "x.idx")}, append(extra, p)...)...)
+	cmd := gitCmd(append([]string{"index-pack", "-o", filepath.Join(dir, "x.idx")}, append(extra, p)...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("git index-pack: %v: %s", err, out)
 	}
@@ -173,10 +175,10 @@ func countDeltas(t *testing.T, r *gittest.Repo, pack []byte) int {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.pack")
 	os.WriteFile(p, pack, 0o644)
-	if out, err := exec.Command("git", "index-pack", p).CombinedOutput(); err != nil {
+	if out, err := gitCmd("index-pack", p).CombinedOutput(); err != nil {
 		t.Fatalf("index-pack: %v: %s", err, out)
 	}
-	out, err := exec.Command("git", "verify-pack", "-v", filepath.Join(dir, "x.idx")).Output()
+	out, err := gitCmd("verify-pack", "-v", filepath.Join(dir, "x.idx")).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ func TestIndexPackCompletesThinPack(t *testing.T) {
 func catFile(t *testing.T, r *gittest.Repo, id string) (plumbing.ObjectType, []byte) {
 	t.Helper()
 	typ := r.GitBare("cat-file", "-t", id)
-	out, err := exec.Command("git", "-C", r.BareDir(), "cat-file", typ, id).Output()
+	out, err := gitCmd("-C", r.BareDir(), "cat-file", typ, id).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
