@@ -39,7 +39,6 @@ func benchSnapshot(b *testing.B) *catalog.Snapshot {
 // codec is one way to store the skills of a snapshot as records.
 type codec struct {
 	name   string
-	blob   bool // one record for the whole snapshot
 	encode func(*skill.Skill) ([]byte, error)
 	decode func(path string, v []byte) (*skill.Skill, error)
 }
