@@ -22,6 +22,7 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // caller is who sent a request and what they may see.
@@ -330,7 +331,11 @@ func (h *Handler) fileV1(c echo.Context, cl caller) error {
 	}
 	hd := c.Response().Header()
 	hd.Set("Content-Type", fileType(f.Path))
-	hd.Set("ETag", `"`+strings.TrimPrefix(f.Digest, "sha256:")+`"`)
+	// The file's digest comes from the index, maybe from the digest cache
+	// unchecked: an invalid one makes no ETag rather than a wrong one.
+	if hexd := gitref.Digest(f.Digest).Hex(); hexd != "" {
+		hd.Set("ETag", `"`+hexd+`"`)
+	}
 	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, bytes.NewReader(data))
 	return nil

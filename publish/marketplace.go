@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // A Claude Code plugin marketplace: one plugin per skill (named as in the
@@ -153,6 +154,6 @@ func (v *view) allPlugins(cl caller, sc scope) []*sourcePlugin {
 }
 
 func archiveSource(base, digest string) pluginSource {
-	hexd := strings.TrimPrefix(digest, "sha256:")
+	hexd := gitref.Digest(digest).Hex() // an archive's: publish hashed it
 	return pluginSource{Source: "archive", URL: base + "/artifacts/sha256/" + hexd + ".zip", SHA256: hexd}
 }

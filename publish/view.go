@@ -45,7 +45,11 @@ type entry struct {
 	files  []skill.File
 
 	// mdDigest is SKILL.md's digest (the skill-md artifact's); zipDigest
-	// the skill archive's. Both are "sha256:" + hex.
+	// the skill archive's. Both are "sha256:" + hex. zipDigest is always
+	// valid (publish hashes the archive itself); mdDigest is the index's
+	// File.Digest, which may come from the digest cache unchecked, so its
+	// artifact path is cut with mdHex, never gitref.Digest.Hex (which would
+	// fold every invalid one into the same "").
 	mdDigest  string
 	zipDigest string
 	skillMD   bool // SKILL.md is the only file: type skill-md
@@ -71,10 +75,15 @@ func (e *entry) kind() string {
 // artifactURL is the entry's discovery artifact, root-relative.
 func (e *entry) artifactURL() string {
 	if e.skillMD {
-		return "/artifacts/sha256/" + strings.TrimPrefix(e.mdDigest, "sha256:") + ".md"
+		return "/artifacts/sha256/" + mdHex(e.mdDigest) + ".md"
 	}
-	return "/artifacts/sha256/" + strings.TrimPrefix(e.zipDigest, "sha256:") + ".zip"
+	return "/artifacts/sha256/" + gitref.Digest(e.zipDigest).Hex() + ".zip"
 }
+
+// mdHex is SKILL.md's digest without its "sha256:" prefix: whatever the
+// index holds, so that two skills with different (even invalid) digests
+// never share an artifact.
+func mdHex(d string) string { return strings.TrimPrefix(d, "sha256:") }
 
 // discoveryDigest is the digest the v0.2 index states.
 func (e *entry) discoveryDigest() string {
@@ -416,9 +425,9 @@ func (h *Handler) digestEntry(ctx context.Context, v *view, e *entry) {
 		return
 	}
 	e.zipDigest = s
-	v.addArtifact(strings.TrimPrefix(s, "sha256:")+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
+	v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
 	md, _ := e.ref.Skill.File("SKILL.md")
-	v.addArtifact(strings.TrimPrefix(e.mdDigest, "sha256:")+".md", &artifact{ext: "md", size: md.Size, sources: []string{e.source}, md: md, mdRef: e.ref})
+	v.addArtifact(mdHex(e.mdDigest)+".md", &artifact{ext: "md", size: md.Size, sources: []string{e.source}, md: md, mdRef: e.ref})
 }
 
 // plugins digests the marketplace's archives on first use: one per skill
@@ -441,7 +450,7 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 				return
 			}
 			e.pluginDigest = s
-			v.addArtifact(strings.TrimPrefix(s, "sha256:")+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
+			v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
 		})
 		for _, snap := range v.cat.Sources(catalog.Filter{}) {
 			sp := v.all[snap.Source]
@@ -463,7 +472,7 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 				continue
 			}
 			sp.digest = s
-			v.addArtifact(strings.TrimPrefix(s, "sha256:")+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{snap.Source}, entries: entries})
+			v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{snap.Source}, entries: entries})
 		}
 	})
 }

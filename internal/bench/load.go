@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/corpus"
 )
 
@@ -391,8 +390,7 @@ func (m *mutator) step(ctx context.Context) error {
 	uri := m.hot[(n-1)%hotSkills]
 	rel := strings.TrimSuffix(strings.TrimPrefix(uri, hotPrefix), "/SKILL.md")
 	data := []byte(fmt.Sprintf("generation %d\n", n))
-	sum := sha256.Sum256(data)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
+	digest := gitref.Sum(data).String()
 	m.mu.Lock()
 	m.versions[digest] = n
 	m.mu.Unlock()
@@ -577,8 +575,7 @@ func (c *loadClient) getAndRead() {
 		c.st.fail("resources/read", fmt.Errorf("%s: neither text nor blob", file))
 		return
 	}
-	sum := sha256.Sum256(data)
-	got := "sha256:" + hex.EncodeToString(sum[:])
+	got := gitref.Sum(data).String()
 	matches := func(e loadEntry) bool {
 		for _, r := range e.Resources {
 			if r.URI == file {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
@@ -155,8 +156,7 @@ func webhookPushes(env *Env, name, config string, remote *gittest.Repo, example 
 		skillDir := corpus.SkillDir(k, 0)
 		file := skillDir + "/references/file-1.md"
 		content := fmt.Sprintf("edited by %s push %d at %s\n%s\n", name, i, time.Now().Format(time.RFC3339Nano), strings.Repeat("more words ", 50+i))
-		sum := sha256.Sum256([]byte(content))
-		want := "sha256:" + hex.EncodeToString(sum[:])
+		want := gitref.Sum([]byte(content)).String()
 		remote.WriteFiles(map[string]string{file: content})
 		after := remote.Commit(fmt.Sprintf("edit %s", file))
 		remote.Push("main")
