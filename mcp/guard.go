@@ -25,12 +25,12 @@ import (
 //     recursive decoder of ours; the SDK refuses it itself with a linear
 //     scan that stops at depth 1,001, so it is handed on untouched and the
 //     SDK stays the one that answers it. Two million '[' used to overflow
-//     the fast path decoder's stack (one million took it to 800 MB);
-//   - its number of values: the SDK bounds none, and decodes a body of two
-//     million values (under 4 MiB) into 130 MB for one tools/call; more
-//     than maxBodyValues, far more than any MCP request carries (tool
-//     arguments are capped at 64 KiB, so 32 Ki values), is refused with
-//     HTTP 400 the way the SDK refuses an over-deep body;
+//     the fast path decoder's stack;
+//   - its number of values: the SDK bounds none, and decodes a small body
+//     of millions of tiny values into a heap many times its size for one
+//     tools/call; more than maxBodyValues, far more than any MCP request
+//     carries (tool arguments are capped at 64 KiB, so 32 Ki values), is
+//     refused with HTTP 400 the way the SDK refuses an over-deep body;
 //   - its JSON-RPC ids: the SDK (go-sdk v1.8.0, jsonrpc2.MakeID) turns every
 //     number into an int64 through a float64, so 1.5 came back as 1 and
 //     1e300 and 2**70 as -9223372036854775808, and a client matched the

@@ -64,7 +64,8 @@ const (
 	// checked as it is read, before go-github's decoder walks it: a release
 	// nests four levels and holds at most a thousand assets of some fifty
 	// values each, while go-github's decoder allocates a struct per asset
-	// (2^17 empty assets take 20 MiB; an 8 MiB answer of them, 430).
+	// (an answer of empty assets, small in bytes, costs many times its size
+	// in memory).
 	maxBodyDepth  = 64
 	maxBodyValues = 1 << 18
 )

@@ -16,13 +16,14 @@
 // NewIndex over all segments when the catalog is swapped, and Search with
 // the segments a caller may see and that Index.
 //
-// Why not a library: bleve v2.6.3, measured on the same 10,000 generated
-// skills, took minutes to index them in memory, answered in tens of
-// milliseconds at the median, ranked the quality test set worse, and
-// scores each index of an alias with that index's own statistics, which
-// per-source indexes cannot afford. Why a trie for typos: a deletion
-// neighbourhood answers a little faster but on a 250,000-word vocabulary
-// took over a minute and 1.8 GiB to build (see typo_bench_test.go).
+// Why not a library: bleve v2.6.3, tried on the same generated skills,
+// indexed them far slower than BuildSegment, answered slower, ranked the
+// quality test set worse, and scores each index of an alias with that
+// index's own statistics, which per-source indexes cannot afford (the
+// `make bench` rows "search_skills p50/p99" and "search: build all ...
+// segments" give this package's figures). Why a trie for typos: a deletion
+// neighbourhood answers a little faster but on a large vocabulary costs
+// far more time and memory to build (typo_bench_test.go measures both).
 package search
 
 import (

@@ -85,8 +85,10 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 // Reload makes the packs now on disk current, keeping the packs that did
 // not change open. verified holds indexes the caller has just decoded
 // (by pack name, as Verify returned them), which are used instead of
-// decoding them again: 8-12 ms each for a 10,000-skill store, on the path
-// a restart waits for. Snapshots in use keep their packs.
+// decoding them again: decoding an index is a real part of a restart,
+// which waits for it (the `make bench` row "restart to first skills/list
+// answer, ... of a git source" is that restart). Snapshots in use keep
+// their packs.
 func (db *DB) Reload(verified map[string]*idxfile.MemoryIndex) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -92,9 +92,10 @@ func (db *DB) Ingest(ctx context.Context, src io.Reader, opts IngestOptions) (st
 // Verify checks that the pack name ("pack-<checksum>") has an index that
 // decodes and belongs to it, and that its trailer is its name; with full,
 // also that the pack's content hashes to its trailer. It returns the
-// decoded index, for Reload. The full check re-reads the whole pack
-// (25 ms for a 10,000-skill store, a fifth of a restart): it is for a
-// store whose last process did not close it cleanly. After a clean close
+// decoded index, for Reload. The full check re-reads and hashes the whole
+// pack, a large share of a restart (the `make bench` row "restart to first
+// skills/list answer, ... of a git source" is a clean restart, without
+// it): it is for a store whose last process did not close it cleanly. After a clean close
 // every pack was synced before it was renamed into place, and every
 // object read checks the object's id anyway. File system errors are
 // returned as they are, for the caller to tell a disk that refuses for
