@@ -388,9 +388,9 @@ func (h *Handler) list(ctx context.Context, out *bytes.Buffer, cursor string, mo
 
 // Warm renders cat's first skills/list page (as a caller who sees every
 // source gets it) into the page cache, so the first request after a
-// restart does not pay for it (`make bench` reports what a 10,000-skill
-// catalog's first page costs). Later pages render as they are asked for,
-// once per skill.
+// restart does not pay for it (the `make bench` rows "restart to first
+// skills/list answer, ..." include that first page). Later pages render as
+// they are asked for, once per skill.
 func (h *Handler) Warm(cat *catalog.Catalog) {
 	if rest, err := h.renderPage(cat, catalog.Filter{}, 0); err == nil {
 		h.pages.put(cat, h.b.Current, pageKey{}, rest)
