@@ -39,7 +39,7 @@ type LiveOptions struct {
 	OnSwap func(old, new *Catalog)
 	// Resync is asked to sync a source again when one of its files no
 	// longer matches what the current generation states (nil: nobody is).
-	Resync func(source, reason string)
+	Resync func(source string, why Trigger)
 	Now    func() time.Time
 }
 
@@ -185,7 +185,7 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	rc, err := f.Snap.tree.Open(f.File.ID)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			l.resync(f.Snap.Source, "file vanished")
+			l.resync(f.Snap.Source)
 			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 		}
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
@@ -198,15 +198,15 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	sum := sha256.Sum256(data)
 	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		l.resync(f.Snap.Source, "file changed")
+		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
 	l.content.put(f.File.Digest, data)
 	return data, nil
 }
 
-func (l *Live) resync(source, reason string) {
+func (l *Live) resync(source string) {
 	if l.o.Resync != nil {
-		l.o.Resync(source, reason)
+		l.o.Resync(source, TriggerChanged)
 	}
 }

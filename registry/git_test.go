@@ -198,21 +198,24 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 		name   string
 		break_ func(f *gitFixture)
 		want   error
+		// stall is the class of the failure: why it is stalled, or ""
+		// for a transient failure retried with backoff.
+		stall catalog.StallReason
 	}{
 		{"deleted branch", func(f *gitFixture) {
 			f.remote.Branch("other")
 			f.remote.Push("other")
 			f.remote.DeleteRef("refs/heads/main")
-		}, gitstore.ErrRefNotFound},
-		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitstore.ErrRepoNotFound},
+		}, gitstore.ErrRefNotFound, catalog.StallRefNotFound},
+		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitstore.ErrRepoNotFound, catalog.StallRepoNotFound},
 		{"server error", func(f *gitFixture) {
 			f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "x"})
 			f.remote.Commit("x")
 			f.remote.Push("main")
 			f.srv.SetFailure(gittest.Failure{Status: 500, FetchOnly: true})
-		}, gitstore.ErrNetwork},
-		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitstore.ErrAuth},
-		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded},
+		}, gitstore.ErrNetwork, ""},
+		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitstore.ErrAuth, catalog.StallAuthRefused},
+		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -235,8 +238,14 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 				t.Fatal("a failed sync changed what is served")
 			}
 			st := f.reg.States()[0]
-			if st.LastResult != "failed" || st.LastError == "" || st.LastErrorAt.IsZero() || st.Failures != 1 || st.Commit == "" {
+			if st.LastError == "" || st.LastErrorAt.IsZero() || st.Failures != 1 || st.Commit == "" {
 				t.Fatalf("state after failure: %+v", st)
+			}
+			if c.stall == "" && (st.LastResult != catalog.ResultFailed || st.Stalled != "" || st.NextRetry.IsZero()) {
+				t.Fatalf("a transient failure must be retried with backoff: %+v", st)
+			}
+			if c.stall != "" && (st.LastResult != catalog.ResultStalled || st.Stalled != c.stall || st.Hint == "" || !st.NextRetry.IsZero()) {
+				t.Fatalf("want stalled (%s) with a hint and no retry scheduled: %+v", c.stall, st)
 			}
 			if !f.reg.Ready() {
 				t.Fatal("not ready despite a last good snapshot")

@@ -43,7 +43,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
 	f.remote.Commit("add c")
 	f.remote.Push("main")
-	r.RequestSync("good", "webhook push refs/heads/main")
+	r.RequestSync("good", catalog.TriggerWebhook)
 
 	deadline := time.Now().Add(time.Minute) // a guard against hanging, not a measurement
 	for stateOf(r, "good").Commit != f.remote.Head() {

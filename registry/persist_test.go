@@ -37,7 +37,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	waitFor(t, "first sync", func() bool { st := d1.state(); return st.LastResult == "updated" && st.Skills == 5 })
 	free := fulldisk.Fill(t, mnt)
 	addSkills(t, root, 5, 300)
-	d1.reg.RequestSync("local", "test")
+	d1.reg.RequestSync("local", catalog.TriggerManual)
 	waitFor(t, "a sync of 305 skills whose persist fails", func() bool {
 		st := d1.state()
 		return st.Skills == 305 && st.PersistFailures > 0 && d1.reg.Current().Len(catalog.Filter{}) == 305
@@ -70,7 +70,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	// stores it without any sync.
 	free = fulldisk.Fill(t, mnt)
 	addSkills(t, root, 305, 600)
-	d2.reg.RequestSync("local", "test")
+	d2.reg.RequestSync("local", catalog.TriggerManual)
 	waitFor(t, "a sync of 905 skills whose persist fails", func() bool {
 		st := d2.state()
 		return st.Skills == 905 && st.PersistFailures > 0 && d2.reg.Current().Len(catalog.Filter{}) == 905

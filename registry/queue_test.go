@@ -169,7 +169,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 		name string
 		repo *fakeRepo
 	}{
-		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitstore.ErrAuth)}},
+		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 502 Bad Gateway", gitstore.ErrNetwork)}},
 		{"hangs", &fakeRepo{hang: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -249,7 +249,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 			t.Fatalf("good synced in a third slot without being urgent: %+v (grants %v)", st, grants)
 		}
 		// ...and a push to it does not.
-		r.RequestSync("good", "webhook push refs/heads/main")
+		r.RequestSync("good", catalog.TriggerWebhook)
 		synctest.Wait()
 		if _, ok := r.Current().Snapshot("good"); !ok || stateOf(r, "good").LastResult != "updated" {
 			t.Fatalf("webhook sync of good did not complete while the remotes hang: %+v (grants %v)", stateOf(r, "good"), grants)
@@ -263,7 +263,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		time.Sleep(61 * time.Second)
 		for range 20 {
 			healthy.setFiles(map[string]string{"a/SKILL.md": md("a"), "b/SKILL.md": md("b"), "n": time.Now().String()})
-			r.RequestSync("good", "poll-like ordinary request")
+			r.RequestSync("good", catalog.TriggerPoll)
 			synctest.Wait()
 			if n := h1.Inflight() + h2.Inflight(); n > 1 {
 				t.Fatalf("%d failing syncs hold slots at once; the lane is one slot", n)

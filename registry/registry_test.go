@@ -203,9 +203,9 @@ func TestRequestSyncCoalesces(t *testing.T) {
 	// Hold the source's sync lock so requests pile up while "a sync runs".
 	run := r.sources["local"]
 	run.syncMu.Lock()
-	r.RequestSync("local", "test") // starts a worker that blocks on syncMu
+	r.RequestSync("local", catalog.TriggerManual) // starts a worker that blocks on syncMu
 	for range 100 {
-		r.RequestSync("local", "test")
+		r.RequestSync("local", catalog.TriggerManual)
 	}
 	close(gate)
 	run.syncMu.Unlock()
