@@ -55,6 +55,7 @@ type Live struct {
 	swapMu  sync.Mutex // held while a swap builds the next generation
 	mu      sync.Mutex
 	history []retired
+	search  searchState
 }
 
 type retired struct {
@@ -77,6 +78,7 @@ func NewLive(o LiveOptions) *Live {
 	first := NewCatalog(0, o.Now(), nil)
 	first.instance = newInstance()
 	l.cur.Store(first)
+	l.search = searchState{cur: first, segs: map[*Snapshot]*segmentOnce{}}
 	return l
 }
 
@@ -151,14 +153,12 @@ func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
 		return
 	}
 	l.cur.Store(nc)
+	l.search.swapped(nc)
 	l.mu.Lock()
 	l.history = append(l.history, retired{old, now})
 	l.pruneHistory()
 	l.mu.Unlock()
 	l.swapMu.Unlock()
-	// Outside the swap lock: it waits for a search index being built on
-	// old, if any, and other sources' swaps need not.
-	retireSearch(old, nc)
 	if l.o.OnSwap != nil {
 		l.o.OnSwap(old, nc)
 	}

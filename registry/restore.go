@@ -142,7 +142,7 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) RestoreR
 		})
 		// Index for search once the first requests are answered, not
 		// while the restarted daemon is meant to answer at once.
-		time.AfterFunc(searchWarmDelay, func() { r.Current().WarmSearch() })
+		time.AfterFunc(searchWarmDelay, func() { r.live.WarmSearch() })
 	}
 	return rep
 }

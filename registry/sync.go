@@ -86,7 +86,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	r.persistStep(run, o, next)
 	if o.snap != nil {
 		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, o.snap) })
-		r.Current().WarmSearch()
+		r.live.WarmSearch()
 	}
 	r.record(run, o, next)
 	return o.err
