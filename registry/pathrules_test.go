@@ -371,7 +371,10 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 
 	r := New(Options{})
 	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
-	rep := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, State: catalog.State{Source: "local"}}})
+	rep, err := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, State: catalog.State{Source: "local"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rep.Restored) != 0 || !strings.Contains(rep.Dropped["local"], "git-metadata") {
 		t.Fatalf("restore %+v, want the stored catalog dropped for git-metadata", rep)
 	}
@@ -387,7 +390,7 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 	r2 := New(Options{})
 	r2.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	good := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
-	if rep := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); len(rep.Restored) != 1 {
+	if rep, err := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); err != nil || len(rep.Restored) != 1 {
 		t.Fatalf("restore of a clean store: %+v", rep)
 	}
 }

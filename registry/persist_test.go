@@ -120,7 +120,10 @@ func openRegistry(t *testing.T, dbPath string, src catalog.Source) *testDaemon {
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(registry.Options{Store: st, Logger: log})
 	reg.SetSources([]catalog.Source{src})
-	d := &testDaemon{st: st, reg: reg, report: reg.Restore(context.Background(), ps)}
+	d := &testDaemon{st: st, reg: reg}
+	if d.report, err = reg.Restore(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(d.stop)
 	return d
 }
