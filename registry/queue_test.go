@@ -58,6 +58,8 @@ type fakeRepo struct {
 	mu   sync.Mutex
 	hang bool
 	fail error
+	// gate, when set, holds each listing until it receives
+	gate chan struct{}
 	// files of the commit the remote's main branch points at
 	files  map[string]string
 	commit string
@@ -109,11 +111,18 @@ func (f *fakeRepo) ListRemote(ctx context.Context, _ gitstore.Auth) (*gitstore.R
 	}
 	f.mu.Lock()
 	f.listings = append(f.listings, listing{at: time.Now(), state: st})
-	hang, fail, commit := f.hang, f.fail, f.commit
+	hang, fail, commit, gate := f.hang, f.fail, f.commit, f.gate
 	if hang {
 		f.inflight++
 	}
 	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list refs %s: %w", f.url, ctx.Err())
+		}
+	}
 	if hang {
 		<-ctx.Done()
 		f.mu.Lock()
@@ -421,6 +430,52 @@ func TestReconfiguredWhileWaiting(t *testing.T) {
 		defer r.slots.mu.Unlock()
 		if len(r.slots.waiting) != 0 || r.slots.busy != 0 || r.slots.express {
 			t.Fatalf("slots left: %d waiting, %d busy, express %v", len(r.slots.waiting), r.slots.busy, r.slots.express)
+		}
+	})
+}
+
+// TestRequestsCoalesceWhileASyncRuns: the queue is the one place sync
+// requests coalesce. However many arrive while a sync of a source runs,
+// exactly one follow-up sync runs after it; none arriving while none runs
+// starts nothing.
+func TestRequestsCoalesceWhileASyncRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		git := &fakeGit{}
+		r := New(Options{Git: git})
+		repo := &fakeRepo{}
+		src := git.add("team", repo)
+		src.Poll = 0
+		repo.setFiles(map[string]string{"a/SKILL.md": md("a")})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		r.SetSources([]catalog.Source{src})
+		go r.Run(ctx)
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 1 {
+			t.Fatalf("%d syncs at start, want 1", n)
+		}
+
+		gate := make(chan struct{})
+		repo.mu.Lock()
+		repo.gate = gate
+		repo.mu.Unlock()
+		r.RequestSync("team", catalog.TriggerPoll)
+		synctest.Wait() // the sync waits in its listing
+		for _, why := range []catalog.Trigger{catalog.TriggerWebhook, catalog.TriggerPoll, catalog.TriggerRetry, catalog.TriggerChanged} {
+			for range 25 {
+				r.RequestSync("team", why)
+			}
+		}
+		gate <- struct{}{} // the running sync ends
+		gate <- struct{}{} // the one follow-up
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 3 {
+			t.Fatalf("100 requests during a sync ran %d syncs after it, want exactly 1", n-2)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 3 {
+			t.Fatalf("syncs ran without requests: %d listings", n)
 		}
 	})
 }
