@@ -50,7 +50,7 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	reg := registry.New(registry.Options{Git: registry.GitPool(pool), ContentCacheBytes: -1})
+	reg := registry.New(registry.Options{Git: pool, ContentCacheBytes: -1})
 	reg.SetSources([]catalog.Source{
 		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "skills"}},
 		{Name: "secret", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "private"}},

@@ -45,14 +45,16 @@ func RedactURL(u string) string {
 	return p.String()
 }
 
-// GitStores hands out the object store of each remote repository. GitPool
-// adapts a *gitstore.Pool; tests give the registry in-memory fakes.
+// GitStores hands out the object store of each remote repository; a
+// *gitstore.Pool is one.
 type GitStores interface {
-	Repo(url string) (GitRepo, error)
+	Repo(url string) (*gitstore.Repo, error)
 }
 
 // GitRepo is what a sync needs of one repository's object store: the
-// methods of *gitstore.Repo the registry calls.
+// methods of *gitstore.Repo the registry calls. The registry reaches the
+// stores only through it, so its tests run syncs over in-memory remotes
+// (Options.gitRepos).
 type GitRepo interface {
 	URL() string
 	HasCommit(commit string) bool
@@ -64,22 +66,22 @@ type GitRepo interface {
 	Prune(ctx context.Context, keep []string) error
 }
 
-// GitPool returns p as GitStores (nil for a nil pool).
-func GitPool(p *gitstore.Pool) GitStores {
-	if p == nil {
-		return nil
+// errNoGit: a git source is configured without Options.Git.
+var errNoGit = errors.New("no git object store configured")
+
+// gitRepo returns the object store of the repository at url.
+func (r *Registry) gitRepo(url string) (GitRepo, error) {
+	if r.o.gitRepos != nil {
+		return r.o.gitRepos(url)
 	}
-	return poolStores{p}
-}
-
-type poolStores struct{ p *gitstore.Pool }
-
-func (s poolStores) Repo(url string) (GitRepo, error) {
-	r, err := s.p.Repo(url)
+	if r.o.Git == nil {
+		return nil, errNoGit
+	}
+	repo, err := r.o.Git.Repo(url)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *gitstore.Repo in a non-nil GitRepo
 	}
-	return r, nil
+	return repo, nil
 }
 
 // gitTree is a skill.Tree over one commit's tree in a git object store:
@@ -125,10 +127,7 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 // indexes it, reusing every skill whose blobs did not change.
 func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (snap *catalog.Snapshot, err error) {
 	g := src.Git
-	if r.o.Git == nil {
-		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
-	}
-	repo, err := r.o.Git.Repo(g.URL)
+	repo, err := r.gitRepo(g.URL)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}

@@ -49,7 +49,7 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	o.Git = GitPool(pool)
+	o.Git = pool
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 

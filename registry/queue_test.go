@@ -184,7 +184,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				git := &fakeGit{}
-				r := New(Options{Git: git})
+				r := New(Options{gitRepos: git.Repo})
 				dead := git.add("dead", c.repo)
 				dead.Timeout = 20 * time.Second
 				alive := &fakeRepo{}
@@ -231,7 +231,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git, MaxParallelSyncs: 2})
+		r := New(Options{gitRepos: git.Repo, MaxParallelSyncs: 2})
 		var grants []string
 		r.slots.onGrant = func(name string, c syncClass, k slotKind) {
 			grants = append(grants, fmt.Sprintf("%s:%s:%d", name, c, k))
@@ -366,7 +366,7 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 	pair := base64.StdEncoding.EncodeToString([]byte(gitstore.TokenUser + ":" + token))
 	git := &fakeGit{}
 	var logs bytes.Buffer
-	r := New(Options{Git: git, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	r := New(Options{gitRepos: git.Repo, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	repo := &fakeRepo{fail: fmt.Errorf("list refs: %w: echoed Basic %s, %s, %s, https://u:%s@h/\x1b[2J\n",
 		gitstore.ErrAuth, pair, token, url.QueryEscape(token), url.PathEscape(token))}
 	src := git.add("s", repo)
@@ -394,7 +394,7 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 func TestReconfiguredWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git, MaxParallelSyncs: 2})
+		r := New(Options{gitRepos: git.Repo, MaxParallelSyncs: 2})
 		h1, h2, h3 := &fakeRepo{hang: true}, &fakeRepo{hang: true}, &fakeRepo{hang: true}
 		s1, s2, s3 := git.add("hung1", h1), git.add("hung2", h2), git.add("hung3", h3)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -441,7 +441,7 @@ func TestReconfiguredWhileWaiting(t *testing.T) {
 func TestRequestsCoalesceWhileASyncRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git})
+		r := New(Options{gitRepos: git.Repo})
 		repo := &fakeRepo{}
 		src := git.add("team", repo)
 		src.Poll = 0

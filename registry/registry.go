@@ -47,8 +47,8 @@ type Options struct {
 	// Digests caches file digests by key across syncs (and, when the store
 	// provides it, across restarts). Nil means an in-memory cache.
 	Digests skill.DigestCache
-	// Git gives git sources their object stores (GitPool(pool) for a
-	// *gitstore.Pool); required only when git sources are configured.
+	// Git gives git sources their object stores (a *gitstore.Pool);
+	// required only when git sources are configured.
 	Git GitStores
 	// Redact scrubs secrets from sync errors before they become a source's
 	// state or a log line. The token a git source presents is added to it
@@ -73,6 +73,9 @@ type Options struct {
 	OnSwap  func(old, new *catalog.Catalog)
 	Metrics Metrics
 	Now     func() time.Time
+
+	// gitRepos, set by tests, stands in for Git with in-memory remotes.
+	gitRepos func(url string) (GitRepo, error)
 }
 
 // Registry owns the sources, the current catalog and its recent history.

@@ -212,10 +212,7 @@ func (r *Registry) markStale(name string, p catalog.Persisted) {
 func (r *Registry) verify(ctx context.Context, src *catalog.Source, snap *catalog.Snapshot) (skill.Tree, error) {
 	switch src.Kind {
 	case catalog.KindGit:
-		if r.o.Git == nil {
-			return nil, errors.New("no git object store")
-		}
-		repo, err := r.o.Git.Repo(src.Git.URL)
+		repo, err := r.gitRepo(src.Git.URL)
 		if err != nil {
 			return nil, err
 		}

@@ -31,7 +31,7 @@ func TestShutdownStopsSyncWithoutRecord(t *testing.T) {
 	}
 	defer pool.Close()
 	hung := gittest.NewHungServer(t)
-	reg := registry.New(registry.Options{Store: st, Git: registry.GitPool(pool)})
+	reg := registry.New(registry.Options{Store: st, Git: pool})
 	reg.SetSources([]catalog.Source{{Name: "team", Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{URL: hung.URL()}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

@@ -26,7 +26,7 @@ func TestShutdownDuringSyncRecordsNothing(t *testing.T) {
 	src := git.add("team", repo)
 	repo.setFiles(map[string]string{"a/SKILL.md": md("a")})
 	src.Poll = 0
-	r := New(Options{Git: git, Store: st})
+	r := New(Options{gitRepos: git.Repo, Store: st})
 	r.SetSources([]catalog.Source{src})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)

@@ -21,7 +21,7 @@ import (
 func TestStalledWaitsForAChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git})
+		r := New(Options{gitRepos: git.Repo})
 		repo := &fakeRepo{fail: fmt.Errorf("resolve branch:main: %w: branch \"main\"", gitstore.ErrRefNotFound)}
 		src := git.add("team", repo)
 		src.Poll = 0
@@ -73,7 +73,7 @@ func TestStalledWaitsForAChange(t *testing.T) {
 func TestStalledRetriedOncePerPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git})
+		r := New(Options{gitRepos: git.Repo})
 		repo := &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitstore.ErrAuth)}
 		src := git.add("team", repo)
 		src.Poll = 5 * time.Minute

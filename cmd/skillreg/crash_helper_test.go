@@ -164,7 +164,7 @@ func crashHelper(cfgPath string) int {
 		Logger:  log,
 		Store:   phaseStore{st, p, &writes},
 		Digests: registry.NewDigestMapFrom(digests),
-		Git:     registry.GitPool(pool),
+		Git:     pool,
 	})
 	srcs, err := sources(cfg)
 	if err != nil {

@@ -265,7 +265,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	d.pool = pool
-	ropts.Git = registry.GitPool(pool)
+	ropts.Git = pool
 	if d.store != nil {
 		// Open the object stores the restore checks stored commits in
 		// while the stored catalogs load.

@@ -50,7 +50,7 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 		return nil, err
 	}
 	defer pool.Close()
-	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
+	reg := registry.New(registry.Options{Git: pool})
 	reg.SetSources([]catalog.Source{{Name: "corpus", Kind: catalog.KindGit,
 		Git: &catalog.GitSource{URL: remote.URL(), Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {
