@@ -212,7 +212,7 @@ func (r *Registry) markStale(name string, p catalog.Persisted) {
 func (r *Registry) verify(ctx context.Context, src *catalog.Source, snap *catalog.Snapshot) (skill.Tree, error) {
 	switch src.Kind {
 	case catalog.KindGit:
-		repo, err := r.gitRepo(src.Git.URL)
+		repo, err := r.gitRepo(src.Git.Repo.URL())
 		if err != nil {
 			return nil, err
 		}

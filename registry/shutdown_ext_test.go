@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
@@ -32,7 +33,11 @@ func TestShutdownStopsSyncWithoutRecord(t *testing.T) {
 	defer pool.Close()
 	hung := gittest.NewHungServer(t)
 	reg := registry.New(registry.Options{Store: st, Git: pool})
-	reg.SetSources([]catalog.Source{{Name: "team", Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{URL: hung.URL()}}})
+	repo, err := gitref.ParseRepo(hung.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.SetSources([]catalog.Source{{Name: "team", Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{Repo: repo}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- reg.Run(ctx) }()
