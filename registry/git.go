@@ -105,69 +105,119 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 	return rc, err
 }
 
-// syncGit lists the remote's refs, resolves the pin and stops there when
-// the commit has not moved (no fetch, no hashing); otherwise it fetches
-// only what is new, walks the commit's tree under the source's path and
-// indexes it, reusing every skill whose blobs did not change.
+// syncGit runs the git steps of a sync in order: resolve the pin with one
+// ref listing, skip when the commit has not moved (no fetch, no hashing),
+// fetch only what is new, walk the commit's tree under the source's path,
+// and index it, reusing every skill whose blobs did not change.
 func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (snap *catalog.Snapshot, err error) {
+	s, err := r.openGit(src, prev)
+	if err != nil {
+		return nil, err
+	}
+	if s.res, err = r.resolve(ctx, src, s.repo, s.auth, prev); err != nil {
+		return nil, err
+	}
+	if s.unchanged() {
+		return nil, nil
+	}
+	// The commit is needed before any catalog serves it: a prune (ours or
+	// another source's on the same repository) must keep it meanwhile.
+	r.holdCommit(s.res.Commit)
+	defer func() {
+		if err != nil {
+			r.releaseCommit(s.res.Commit)
+		}
+	}()
+	if err := s.fetch(ctx); err != nil {
+		return nil, err
+	}
+	tree, err := s.walk()
+	if err != nil {
+		return nil, err
+	}
+	if snap, err = s.index(ctx, tree); err != nil {
+		return nil, err
+	}
+	r.maybePrune(ctx, s.repo)
+	return snap, nil
+}
+
+// gitSync is one sync of a git source, filled in step by step.
+type gitSync struct {
+	r    *Registry
+	src  *catalog.Source
+	prev *catalog.Snapshot
+	repo GitRepo
+	auth gitstore.Auth
+	res  gitstore.Resolved
+}
+
+// openGit finds the source's object store and the credential to present.
+func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSync, error) {
 	g := src.Git
 	repo, err := r.gitRepo(g.Repo.URL())
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
-	var auth gitstore.Auth
+	s := &gitSync{r: r, src: src, prev: prev, repo: repo}
 	if g.Token != nil {
-		if auth.Token, err = g.Token(); err != nil {
+		if s.auth.Token, err = g.Token(); err != nil {
 			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
 		}
 		// Known before anything can echo it: every error of this sync and
 		// of later ones is scrubbed of it (rotated tokens included).
-		r.redact.AddBasic(gitstore.TokenUser, auth.Token)
+		r.redact.AddBasic(gitstore.TokenUser, s.auth.Token)
 	}
-	res, err := r.resolve(ctx, src, repo, auth, prev)
+	return s, nil
+}
+
+// unchanged reports whether the pin resolved to the commit served.
+func (s *gitSync) unchanged() bool {
+	return s.prev != nil && s.prev.Kind == catalog.KindGit && s.prev.Commit == s.res.Commit
+}
+
+// fetch brings the resolved commit into the object store (only what is new).
+func (s *gitSync) fetch(ctx context.Context) error {
+	if err := s.repo.Fetch(ctx, s.res, s.auth); err != nil {
+		return fmt.Errorf("fetch %s@%s: %w", s.src.Git.Repo, shortCommit(s.res.Commit), err)
+	}
+	return nil
+}
+
+// walk lists the commit's tree under the source's path.
+func (s *gitSync) walk() (gitTree, error) {
+	g := s.src.Git
+	entries, err := s.repo.Walk(s.res.Commit, g.Path)
 	if err != nil {
-		return nil, err
+		return gitTree{}, fmt.Errorf("walk %s@%s:%s: %w", g.Repo, shortCommit(s.res.Commit), g.Path, err)
 	}
-	if prev != nil && prev.Commit == res.Commit && prev.Kind == catalog.KindGit {
-		return nil, nil
-	}
-	// The commit is needed before any catalog serves it: a prune (ours or
-	// another source's on the same repository) must keep it meanwhile.
-	r.holdCommit(res.Commit)
-	defer func() {
-		if err != nil {
-			r.releaseCommit(res.Commit)
-		}
-	}()
-	if err := repo.Fetch(ctx, res, auth); err != nil {
-		return nil, fmt.Errorf("fetch %s@%s: %w", g.Repo, shortCommit(res.Commit), err)
-	}
-	entries, err := repo.Walk(res.Commit, g.Path)
-	if err != nil {
-		return nil, fmt.Errorf("walk %s@%s:%s: %w", g.Repo, shortCommit(res.Commit), g.Path, err)
-	}
-	tree := gitTree{repo: repo, entries: entries}
-	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
-	if prev != nil {
-		o.Previous = prev.Skills
+	return gitTree{repo: s.repo, entries: entries}, nil
+}
+
+// index finds the tree's skills, hashing only blobs it has not seen, and
+// seals them as the source's next snapshot.
+func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, error) {
+	g := s.src.Git
+	o := skill.Options{Cache: s.r.o.Digests, RootName: s.src.Name}
+	if s.prev != nil {
+		o.Previous = s.prev.Skills
 	}
 	idx, err := skill.Index(ctx, tree, o)
 	if err != nil {
-		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
+		return nil, fmt.Errorf("index %s@%s: %w", s.src.Name, shortCommit(s.res.Commit), err)
 	}
-	snap = catalog.NewSnapshot(&catalog.Snapshot{
-		Source: src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
-		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
-		IndexedAt: r.o.Now(),
+	snap := catalog.NewSnapshot(&catalog.Snapshot{
+		Source: s.src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
+		Commit: s.res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
+		IndexedAt: s.r.o.Now(),
 	}, tree)
-	if ct, ok := repo.(interface {
+	if ct, ok := s.repo.(interface {
 		CommitTime(string) (time.Time, error)
 	}); ok {
-		if t, err := ct.CommitTime(res.Commit); err == nil {
+		if t, err := ct.CommitTime(s.res.Commit); err == nil {
 			snap.Committed = t
 		}
 	}
-	r.maybePrune(ctx, repo)
 	return snap, nil
 }
 
