@@ -83,12 +83,12 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	if !ok {
 		return nil
 	}
-	r.persistStep(run, o, next)
+	persistErr := r.persistStep(run, o, next)
 	if o.snap != nil {
 		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, o.snap) })
 		r.live.WarmSearch()
 	}
-	r.record(run, o, next)
+	r.record(run, o, next, persistErr)
 	return o.err
 }
 
@@ -173,41 +173,49 @@ func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok 
 }
 
 // persistStep stores what the sync changed: the new snapshot with its
-// state, or the state of a failure (nothing for an unchanged source).
-func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) {
+// state, or the state of a failure (nothing for an unchanged source). It
+// returns the error of storing the snapshot, which record notes: a failed
+// persist is recorded and retried, and the snapshot served anyway (its
+// bytes match its manifest).
+func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) error {
 	switch {
+	case r.o.Store == nil:
 	case o.snap != nil:
-		// A failed persist is recorded and retried; the snapshot is
-		// served anyway (its bytes match its manifest).
-		r.persist(run, o.snap, next)
-	case o.err != nil && r.o.Store != nil:
+		return r.storeSnapshot(o.snap, next)
+	case o.err != nil:
 		if err := r.o.Store.SaveState(next); err != nil {
 			r.log.Error("save source state", "source", run.src.Name, "err", err)
 		}
 	}
+	return nil
 }
 
-// record makes the outcome the source's state, in one update, then logs
-// it and counts it. Attempted, which readiness waits for, is part of it:
-// set only once the outcome is visible.
-func (r *Registry) record(run *sourceRun, o outcome, next catalog.State) {
+// record makes the outcome the source's state, in one update (the
+// persist's outcome included), then logs it and counts it. Attempted,
+// which readiness waits for, is part of it: set only once the outcome is
+// visible.
+func (r *Registry) record(run *sourceRun, o outcome, next catalog.State, persistErr error) {
 	src := run.src
 	r.mu.Lock()
 	if run.removed {
 		r.mu.Unlock()
 		return
 	}
-	cur := run.state
-	// Since nextState, only the poller (NextPoll) and persist (its own
-	// fields, under this sync's lock) have written the state.
-	next.NextPoll = cur.NextPoll
-	next.PersistError, next.PersistErrorAt, next.PersistFailures, next.NextPersist, next.Stale =
-		cur.PersistError, cur.PersistErrorAt, cur.PersistFailures, cur.NextPersist, cur.Stale
+	// Since nextState, only the poller has written the state (NextPoll).
+	next.NextPoll = run.state.NextPoll
+	var note persistNote
+	stored := o.snap != nil && r.o.Store != nil
+	if stored {
+		note = r.notePersistLocked(src.Name, &next, persistErr)
+	}
 	run.state = next
 	if next.NextRetry.IsZero() && run.retry != nil {
 		run.retry.Stop() // a retry after a success would only repeat it, and a stalled source waits for a change
 	}
 	r.mu.Unlock()
+	if stored {
+		r.reportPersist(src.Name, o.snap, note)
+	}
 
 	dur := o.dur().Round(time.Millisecond).String()
 	switch {
