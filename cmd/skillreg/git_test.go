@@ -108,7 +108,7 @@ func TestSyncCommand(t *testing.T) {
 		t.Fatalf("sync team: %d %q", code, out)
 	}
 	code, out, _ = runCLI(t, "sync", "--config", cfg, "--data", dir+"/data")
-	if code != exitProblems || !strings.Contains(out, "gone: failed") || !strings.Contains(out, "repository not found") {
+	if code != exitProblems || !strings.Contains(out, "gone: stalled (repository_not_found)") || !strings.Contains(out, "repository not found") {
 		t.Fatalf("sync all: %d %q", code, out)
 	}
 	if code, _, _ := runCLI(t, "sync", "--config", cfg, "--data", dir+"/data", "nope"); code != exitUsage {
