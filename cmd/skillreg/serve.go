@@ -304,6 +304,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		Logger:   log,
 		Version:  buildVersion(),
 		CacheTTL: cfg.MCP.CacheTTL.D(),
+		FastPath: cfg.MCP.FastPath,
 		// The front door buffers /mcp bodies up to the same bound.
 		MaxBodyBytes: mcpMaxBody,
 		SkillMeta:    metaTools,
