@@ -21,6 +21,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // fakeGit is an in-memory git layer: one fakeRepo per URL.
@@ -189,7 +190,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 				dead := git.add("dead", c.repo)
 				dead.Timeout = 20 * time.Second
 				alive := &fakeRepo{}
-				alive.setFiles(map[string]string{"a/SKILL.md": md("a")})
+				alive.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 				c.repo.state = func() catalog.State { return stateOf(r, "dead") }
 				ctx, cancel := context.WithCancel(t.Context())
 				r.SetSources([]catalog.Source{dead, git.add("alive", alive)})
@@ -240,7 +241,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		h1, h2 := &fakeRepo{hang: true}, &fakeRepo{hang: true}
 		hung1, hung2 := git.add("hung1", h1), git.add("hung2", h2)
 		healthy := &fakeRepo{}
-		healthy.setFiles(map[string]string{"a/SKILL.md": md("a")})
+		healthy.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 		good := git.add("good", healthy)
 		good.Poll = time.Hour
 		ctx, cancel := context.WithCancel(t.Context())
@@ -272,7 +273,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		// failing lane (one slot), retrying, and the other slot is free.
 		time.Sleep(61 * time.Second)
 		for range 20 {
-			healthy.setFiles(map[string]string{"a/SKILL.md": md("a"), "b/SKILL.md": md("b"), "n": time.Now().String()})
+			healthy.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a"), "b/SKILL.md": testkit.SkillMD("b"), "n": time.Now().String()})
 			r.RequestSync("good", catalog.TriggerPoll)
 			synctest.Wait()
 			if n := h1.Inflight() + h2.Inflight(); n > 1 {
@@ -446,7 +447,7 @@ func TestRequestsCoalesceWhileASyncRuns(t *testing.T) {
 		repo := &fakeRepo{}
 		src := git.add("team", repo)
 		src.Poll = 0
-		repo.setFiles(map[string]string{"a/SKILL.md": md("a")})
+		repo.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		r.SetSources([]catalog.Source{src})

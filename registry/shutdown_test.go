@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/store"
 )
 
@@ -24,21 +25,21 @@ func TestShutdownDuringSyncRecordsNothing(t *testing.T) {
 	git := &fakeGit{}
 	repo := &fakeRepo{}
 	src := git.add("team", repo)
-	repo.setFiles(map[string]string{"a/SKILL.md": md("a")})
+	repo.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 	src.Poll = 0
 	r := New(Options{gitRepos: git.Repo, Store: st})
 	r.SetSources([]catalog.Source{src})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }()
-	waitFor(t, func() bool { return stateOf(r, "team").LastResult == "updated" })
+	testkit.WaitUntil(t, "the first sync", func() bool { return stateOf(r, "team").LastResult == "updated" })
 	want := stateOf(r, "team")
 
 	repo.mu.Lock()
 	repo.hang = true // the next listing waits until its context ends
 	repo.mu.Unlock()
 	r.RequestSync("team", catalog.TriggerWebhook)
-	waitFor(t, func() bool { return repo.Inflight() == 1 })
+	testkit.WaitUntil(t, "the sync to wait in its listing", func() bool { return repo.Inflight() == 1 })
 	cancel()
 	<-done
 

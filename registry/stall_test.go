@@ -12,6 +12,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // TestStalledWaitsForAChange: a sync that fails because of the
@@ -58,7 +59,7 @@ func TestStalledWaitsForAChange(t *testing.T) {
 		repo.mu.Lock()
 		repo.fail = nil
 		repo.mu.Unlock()
-		repo.setFiles(map[string]string{"a/SKILL.md": md("a")})
+		repo.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 		r.RequestSync("team", catalog.TriggerWebhook)
 		synctest.Wait()
 		if st := stateOf(r, "team"); st.LastResult != catalog.ResultUpdated || st.Stalled != "" || st.Hint != "" || st.Failures != 0 {
@@ -140,7 +141,7 @@ func TestDirSourceMissingStalls(t *testing.T) {
 	if st := stateOf(r, "local"); st.LastResult != catalog.ResultStalled || st.Stalled != catalog.StallPathMissing || !st.NextRetry.IsZero() {
 		t.Fatalf("state %+v, want stalled (path_missing)", st)
 	}
-	writeFiles(t, root, map[string]string{"a/SKILL.md": md("a")})
+	testkit.WriteFiles(t, root, map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
