@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -195,8 +194,7 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
-	sum := sha256.Sum256(data)
-	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
+	if int64(len(data)) != f.File.Size || gitref.Sum(data) != gitref.Digest(f.File.Digest) {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
 		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
