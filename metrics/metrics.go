@@ -22,7 +22,8 @@ type Options struct {
 	Catalog   func() *catalog.Catalog
 	Sessions  func() int
 	StoreSize func() (int64, error)
-	// States gives the sources' sync states, for the persist gauges.
+	// States gives the sources' sync states, for the persist and stall
+	// gauges.
 	States func() []catalog.State
 	// Connections reports the HTTP front door's connection counts.
 	Connections func() Connections

@@ -35,7 +35,9 @@ type Store interface {
 	DeleteSource(name string) error
 }
 
-// Metrics receives what the registry does; nil means none.
+// Metrics receives what the registry does; nil means none. A sync's
+// result is one of catalog.ResultUpdated, ResultUnchanged, ResultFailed and
+// ResultStalled; snap is the snapshot served after it (nil after a failure).
 type Metrics interface {
 	SyncFinished(source, result string, d time.Duration, snap *catalog.Snapshot)
 }
