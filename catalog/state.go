@@ -75,8 +75,10 @@ const (
 	StallPathMissing  StallReason = "path_missing"         // the source's directory or subpath does not exist
 )
 
-// Hint says, for people, what to fix and when the source is tried again.
-func (r StallReason) Hint() string {
+// Hint says, for people, what to fix and when the source is tried again:
+// at its polls when polled is set, else only on a change of configuration
+// or a webhook.
+func (r StallReason) Hint(polled bool) string {
 	var fix string
 	switch r {
 	case StallInvalidPin:
@@ -94,5 +96,8 @@ func (r StallReason) Hint() string {
 	default:
 		return ""
 	}
-	return fix + "; tried again when the configuration changes, when a webhook names the source, or at its next poll"
+	if polled {
+		return fix + "; tried again when the configuration changes, when a webhook names the source, or at its next poll"
+	}
+	return fix + "; tried again when the configuration changes or a webhook names the source"
 }

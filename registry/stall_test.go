@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,5 +148,22 @@ func TestDirSourceMissingStalls(t *testing.T) {
 	}
 	if st := stateOf(r, "local"); st.LastResult != catalog.ResultUpdated || st.Stalled != "" || st.Skills != 1 {
 		t.Fatalf("state %+v after the directory appeared", st)
+	}
+}
+
+// TestStalledHintSaysWhen: the hint of a source without polling does not
+// promise a poll.
+func TestStalledHintSaysWhen(t *testing.T) {
+	for _, poll := range []time.Duration{0, time.Minute} {
+		git := &fakeGit{}
+		r := New(Options{gitRepos: git.Repo})
+		src := git.add("team", &fakeRepo{fail: fmt.Errorf("list refs: %w", gitstore.ErrAuth)})
+		src.Poll = poll
+		r.SetSources([]catalog.Source{src})
+		_ = r.SyncNow(context.Background(), "team")
+		hint := stateOf(r, "team").Hint
+		if strings.Contains(hint, "poll") != (poll > 0) || !strings.Contains(hint, "webhook") {
+			t.Errorf("poll %v: hint %q", poll, hint)
+		}
 	}
 }

@@ -150,7 +150,7 @@ func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok 
 	st.Syncing = false
 	st.LastEnd = o.end
 	st.LastResult = o.result
-	st.Stalled, st.Hint = o.stall, o.stall.Hint()
+	st.Stalled, st.Hint = o.stall, o.stall.Hint(run.src.Poll > 0)
 	if o.err != nil {
 		st.LastError = o.err.Error()
 		st.LastErrorAt = o.end
