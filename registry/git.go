@@ -178,10 +178,7 @@ func (s *gitSync) unchanged() bool {
 
 // fetch brings the resolved commit into the object store (only what is new).
 func (s *gitSync) fetch(ctx context.Context) error {
-	if err := s.repo.Fetch(ctx, s.res, s.auth); err != nil {
-		return fmt.Errorf("fetch %s@%s: %w", s.src.Git.Repo, shortCommit(s.res.Commit), err)
-	}
-	return nil
+	return s.repo.Fetch(ctx, s.res, s.auth) // "fetch <commit> from <url>: ..." already
 }
 
 // walk lists the commit's tree under the source's path.
@@ -189,7 +186,7 @@ func (s *gitSync) walk() (gitTree, error) {
 	g := s.src.Git
 	entries, err := s.repo.Walk(s.res.Commit, g.Path)
 	if err != nil {
-		return gitTree{}, fmt.Errorf("walk %s@%s:%s: %w", g.Repo, shortCommit(s.res.Commit), g.Path, err)
+		return gitTree{}, err // "walk <commit>:<path> in <url>: ..." already
 	}
 	return gitTree{repo: s.repo, entries: entries}, nil
 }
@@ -230,7 +227,7 @@ func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRep
 	}
 	refs, err := repo.ListRemote(ctx, auth)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", g.Repo, err)
+		return gitstore.Resolved{}, err // "list refs <url>: ..." already
 	}
 	pin := g.Pin
 	if pin.Kind == gitref.Release {
