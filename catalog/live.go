@@ -194,7 +194,7 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
-	if int64(len(data)) != f.File.Size || gitref.Sum(data) != gitref.Digest(f.File.Digest) {
+	if int64(len(data)) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
 		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
