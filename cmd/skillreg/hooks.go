@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-
 	"os"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
@@ -32,6 +32,14 @@ func (d *Daemon) webhookSecrets() ([]string, error) {
 		}
 	}
 	return webhook.ParseSecrets(raw), nil
+}
+
+// webhookSyncer asks the registry for the syncs webhook deliveries name,
+// as urgent: someone pushed and waits to see it.
+type webhookSyncer struct{ reg *registry.Registry }
+
+func (w webhookSyncer) RequestSync(source, _ string) {
+	w.reg.RequestSync(source, catalog.TriggerWebhook)
 }
 
 // webhookTargets shows the registry's git sources to the webhook handler,
@@ -70,7 +78,7 @@ func (d *Daemon) setupWebhook() error {
 	h, err := webhook.New(webhook.Options{
 		Secrets:    secrets,
 		Sources:    webhookTargets{d.Registry},
-		Syncer:     d.Registry,
+		Syncer:     webhookSyncer{d.Registry},
 		Releases:   rel,
 		Log:        d.deliveries,
 		Logger:     d.log,

@@ -265,7 +265,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	d.pool = pool
-	ropts.Git = registry.GitPool(pool)
+	ropts.Git = pool
 	if d.store != nil {
 		// Open the object stores the restore checks stored commits in
 		// while the stored catalogs load.
@@ -324,7 +324,12 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		if l.err != nil {
 			return nil, fmt.Errorf("load catalog from %s: %w", d.store.Path(), l.err)
 		}
-		rep := d.Registry.Restore(context.Background(), l.ps)
+		// Under the signal context once the runtime builder takes one, so
+		// that SIGTERM stops a slow restore.
+		rep, err := d.Registry.Restore(context.Background(), l.ps)
+		if err != nil {
+			return nil, fmt.Errorf("restore catalog from %s: %w", d.store.Path(), err)
+		}
 		for name, why := range rep.Dropped {
 			log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
 		}
