@@ -2,7 +2,8 @@
 // checks the signature before anything else, parses the event, deduplicates
 // by delivery id, and then only asks for work: syncs of the git sources the
 // event moves, and updates of the releases cache. It never runs git or
-// indexing itself, so it answers at once whatever the sync queue is doing.
+// indexing itself: the registry's queue takes its requests, so it answers
+// at once whatever the syncs are doing.
 //
 // The package declares the small interfaces it needs (Sources, Syncer,
 // Releases, DeliveryLog) with plain types; cmd plugs in the registry, the
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -89,9 +91,10 @@ var (
 	errUnsupported  = errors.New("unsupported content type")
 )
 
-// Syncer asks for a sync of one source. RequestSync must not block for
-// long; the handler calls it from one background goroutine, so a slow
-// Syncer delays later requests but never a webhook answer.
+// Syncer asks for a sync of one source. The handler calls RequestSync on
+// the request path, once per source a delivery moves, so it must only
+// queue the request and return (the registry's does): the Syncer's queue is
+// where requests for one source coalesce.
 type Syncer interface {
 	RequestSync(source string, reason string)
 }
@@ -159,17 +162,19 @@ type Handler struct {
 	metrics  func(event, outcome string)
 	budget   *netlimit.Budget
 
-	queue   *syncQueue
+	syncer  Syncer
 	refresh *refresher
 	cancel  context.CancelFunc
 	once    sync.Once
+	closed  atomic.Bool // set by Close: no more sync requests
 
 	mu       sync.Mutex
 	inFlight map[string]struct{} // delivery ids being handled
 }
 
 // New returns a Handler, or ErrNoSecret when opts has no secret. It starts
-// one goroutine that hands sync requests to the Syncer; Close stops it.
+// no goroutine: release refreshes run in the background only once a
+// delivery asks for one, and Close stops them.
 func New(opts Options) (*Handler, error) {
 	var secrets [][]byte
 	for _, s := range opts.Secrets {
@@ -215,13 +220,13 @@ func New(opts Options) (*Handler, error) {
 		now:      now,
 		metrics:  opts.Metrics,
 		budget:   opts.Budget,
-		queue:    newSyncQueue(syncer, logger),
+		syncer:   syncer,
 		cancel:   cancel,
 		inFlight: make(map[string]struct{}),
 	}
 	h.refresh = &refresher{
 		releases: opts.Releases,
-		queue:    h.queue,
+		request:  h.requestSyncs,
 		logger:   logger,
 		timeout:  timeout,
 		ctx:      ctx,
@@ -235,14 +240,17 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST(Path, h.Handle)
 }
 
-// Close cancels background release refreshes, waits for them, then hands
-// the pending sync requests to the Syncer and stops. Call it after the HTTP
-// server has shut down; requests handled afterwards ask for nothing.
+// Close cancels background release refreshes and waits for them; from then
+// on the handler asks the Syncer for nothing, neither for the syncs a
+// cancelled refresh was to be followed by nor for deliveries handled
+// afterwards. Call it after the HTTP server has shut down and before the
+// Syncer stops, so a stopping registry is handed no request that it could
+// only start and cancel.
 func (h *Handler) Close() {
 	h.once.Do(func() {
+		h.closed.Store(true)
 		h.cancel()
 		h.refresh.wait()
-		h.queue.close()
 	})
 }
 
@@ -469,7 +477,7 @@ func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
 		if len(srcs) == 0 {
 			return Reply{Outcome: OutcomeUntracked, Sources: srcs}
 		}
-		h.queue.add(srcs, reason)
+		h.requestSyncs(srcs, reason)
 		return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 	case "release":
 		return h.applyRelease(p, reason, redelivery)
@@ -522,11 +530,11 @@ func (h *Handler) applyRelease(p *payload, reason string, redelivery bool) Reply
 	}
 
 	if refresh {
-		h.queue.add(names(onSemver), reason)
+		h.requestSyncs(names(onSemver), reason)
 		h.refresh.schedule(p.repo.fullName, names(onRelease), reason)
 		cacheTouched = true
 	} else {
-		h.queue.add(srcs, reason)
+		h.requestSyncs(srcs, reason)
 	}
 	if len(srcs) == 0 && !cacheTouched {
 		return Reply{Outcome: OutcomeUntracked, Sources: srcs}
