@@ -343,6 +343,7 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 		Catalog:          d.Registry,
 		States:           d.Registry.States,
 		Deliveries:       d.recentDeliveries,
+		Search:           d.searchWeb, // the ranked index search_skills uses
 		Logger:           log,
 		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
 		Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
