@@ -19,7 +19,7 @@ func (h *Handler) requestSyncs(sources []string, reason string) {
 	if len(sources) == 0 {
 		return
 	}
-	if h.closed.Load() {
+	if h.closed.Load() || h.stop.Err() != nil {
 		h.logger.Debug("webhook closed, sync request dropped", "sources", sources)
 		return
 	}
@@ -43,7 +43,7 @@ type refresher struct {
 
 	mu      sync.Mutex
 	running map[string]*refreshJob // by lower-case repo
-	wg      sync.WaitGroup
+	idle    *sync.Cond             // on mu: broadcast when running empties
 }
 
 type refreshJob struct {
@@ -64,7 +64,6 @@ func (r *refresher) schedule(repo string, sources []string, reason string) {
 	} else {
 		job = &refreshJob{repo: repo, sources: make(map[string]string)}
 		r.running[key] = job
-		r.wg.Add(1)
 		go r.run(key, job)
 	}
 	for _, s := range sources {
@@ -73,7 +72,6 @@ func (r *refresher) schedule(repo string, sources []string, reason string) {
 }
 
 func (r *refresher) run(key string, job *refreshJob) {
-	defer r.wg.Done()
 	for {
 		r.mu.Lock()
 		sources := job.sources
@@ -100,6 +98,9 @@ func (r *refresher) run(key string, job *refreshJob) {
 		r.mu.Lock()
 		if !job.again {
 			delete(r.running, key)
+			if len(r.running) == 0 {
+				r.idle.Broadcast()
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -108,4 +109,10 @@ func (r *refresher) run(key string, job *refreshJob) {
 }
 
 // wait returns once no refresh runs.
-func (r *refresher) wait() { r.wg.Wait() }
+func (r *refresher) wait() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.running) > 0 {
+		r.idle.Wait()
+	}
+}

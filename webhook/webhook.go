@@ -147,6 +147,12 @@ type Options struct {
 	// answered 503 with Retry-After. nil reads without a shared bound
 	// (each body is still grown only as its bytes arrive).
 	Budget *netlimit.Budget
+	// Context, once done, stops the handler asking for syncs and cancels
+	// its background refreshes, as Close does. A daemon that replaces
+	// handlers on reload passes one context to all of them and ends it as
+	// it shuts down, before the Syncer stops, so that no handler, current
+	// or replaced, hands a request to a stopping Syncer. nil means none.
+	Context context.Context
 }
 
 // Handler is the webhook endpoint. Create it with New, mount it with
@@ -164,6 +170,7 @@ type Handler struct {
 
 	syncer  Syncer
 	refresh *refresher
+	stop    context.Context // Options.Context
 	cancel  context.CancelFunc
 	once    sync.Once
 	closed  atomic.Bool // set by Close: no more sync requests
@@ -209,7 +216,11 @@ func New(opts Options) (*Handler, error) {
 	if timeout <= 0 {
 		timeout = DefaultRefreshTimeout
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	stop := opts.Context
+	if stop == nil {
+		stop = context.Background()
+	}
+	ctx, cancel := context.WithCancel(stop)
 	h := &Handler{
 		secrets:  secrets,
 		sources:  opts.Sources,
@@ -221,6 +232,7 @@ func New(opts Options) (*Handler, error) {
 		metrics:  opts.Metrics,
 		budget:   opts.Budget,
 		syncer:   syncer,
+		stop:     stop,
 		cancel:   cancel,
 		inFlight: make(map[string]struct{}),
 	}
@@ -232,6 +244,7 @@ func New(opts Options) (*Handler, error) {
 		ctx:      ctx,
 		running:  make(map[string]*refreshJob),
 	}
+	h.refresh.idle = sync.NewCond(&h.refresh.mu)
 	return h, nil
 }
 
@@ -252,6 +265,16 @@ func (h *Handler) Close() {
 		h.cancel()
 		h.refresh.wait()
 	})
+}
+
+// Drain waits for the release refreshes running now to finish (each
+// bounded by RefreshTimeout) and to ask for the syncs that follow them.
+// Call it on a handler that a new one replaced: deliveries it still
+// handles ask for syncs as before, but a refresh one of them starts from
+// now on is not run.
+func (h *Handler) Drain() {
+	h.refresh.wait()
+	h.cancel()
 }
 
 // Reply is the JSON body of a 200 or 202 answer.

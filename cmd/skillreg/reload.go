@@ -38,16 +38,7 @@ func (o overrides) apply(cfg *config.Config) {
 // apply is refused and the running one stays. cfg is the effective
 // configuration: the flags' overrides already applied (reloadFile does).
 func (d *Daemon) Reload(cfg *config.Config) error {
-	srcs, err := sources(cfg)
-	if err != nil {
-		return err
-	}
-	d.learnTokens(srcs)
-	metaTools, err := d.skillMeta(cfg)
-	if err != nil {
-		return err
-	}
-	old := d.cfg
+	old := d.running().cfg
 	for _, k := range []struct {
 		key      string
 		old, new any
@@ -80,25 +71,15 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
 	if d.certs != nil {
-		d.certs.reload() // SIGHUP also reloads the certificate
+		d.certs.reload() // SIGHUP also reloads the certificate, which has its own refusal
 	}
-	if err := d.setClients(cfg.Clients); err != nil {
+	// Build the whole runtime first: whatever fails, nothing has changed.
+	rt, err := d.build(cfg)
+	if err != nil {
 		return err
 	}
-	d.cfg = cfg
-	d.setPublic(cfg)
-	if err := d.setupWebhook(); err != nil {
-		return err
-	}
-	d.setFrontPolicy(cfg)
-	d.web.ResetSessions()
-	d.MCP.SetCacheTTL(cfg.MCP.CacheTTL.D())
-	d.MCP.SetSkillMeta(metaTools)
-	if d.level != nil {
-		_ = d.level.UnmarshalText([]byte(cfg.Log.Level))
-	}
-	d.Registry.SetSources(srcs)
-	d.log.Info("configuration reloaded", "sources", len(srcs), "clients", len(cfg.Clients), "skill_meta", len(metaTools))
+	d.install(rt)
+	d.log.Info("configuration reloaded", "sources", len(rt.sources), "clients", len(cfg.Clients), "skill_meta", len(rt.meta))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -151,7 +152,7 @@ func TestTLS(t *testing.T) {
 	}
 	// SIGHUP's reload loads the pair too.
 	ca.issue(t, certFile, keyFile, 102, "127.0.0.1")
-	cfg := *d.cfg
+	cfg := *d.running().cfg
 	if err := d.Reload(&cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestTLSProbesUnderFlood(t *testing.T) {
 	}
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := newDaemon(cfg, log, false, func(d *Daemon) { d.tuning.peekTimeout = 2 * time.Second })
+	d, err := openDaemon(context.Background(), cfg, log, serveSurfaces, false, func(d *Daemon) { d.tuning.peekTimeout = 2 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
