@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // Client is one configured caller.
@@ -29,15 +29,15 @@ type Client struct {
 }
 
 // Filter is what the client may see.
-func (c Client) Filter() registry.Filter {
+func (c Client) Filter() catalog.Filter {
 	only := map[string]bool{}
 	for _, s := range c.Sources {
 		if s == "*" {
-			return registry.Filter{}
+			return catalog.Filter{}
 		}
 		only[s] = true
 	}
-	return registry.Filter{Only: only}
+	return catalog.Filter{Only: only}
 }
 
 // Clients is the set of configured clients. The zero value (none) means

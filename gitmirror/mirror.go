@@ -21,15 +21,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
 // Catalog is what the mirror reads: the current generation and file
 // bytes (verified against the manifest's digests).
 type Catalog interface {
-	Current() *registry.Catalog
-	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
+	Current() *catalog.Catalog
+	ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error)
 }
 
 // History persists each source's mirror commits, so a restart continues
@@ -75,9 +75,9 @@ type Mirror struct {
 
 // sourceState is one source's mirror.
 type sourceState struct {
-	snap    *registry.Snapshot // the snapshot the newest generation was built from
-	history []histEntry        // oldest first, bounded
-	held    []*generation      // newest first: what can be served in full
+	snap    *catalog.Snapshot // the snapshot the newest generation was built from
+	history []histEntry       // oldest first, bounded
+	held    []*generation     // newest first: what can be served in full
 }
 
 // histEntry is one persisted mirror commit.
@@ -93,7 +93,7 @@ type generation struct {
 	commit, tree, parent string
 	objects              map[string][]byte // trees, the commit, generated blobs
 	types                map[string]int
-	blobs                map[string]registry.FileRef // served blobs by id
+	blobs                map[string]catalog.FileRef // served blobs by id
 }
 
 // New returns a Mirror.
@@ -129,8 +129,8 @@ func (m *Mirror) Update(ctx context.Context) {
 	if cat == nil {
 		return
 	}
-	for _, s := range cat.Sources(registry.Filter{}) {
-		if s.Kind != registry.KindGit {
+	for _, s := range cat.Sources(catalog.Filter{}) {
+		if s.Kind != catalog.KindGit {
 			continue
 		}
 		if _, err := m.head(ctx, s); err != nil {
@@ -141,7 +141,7 @@ func (m *Mirror) Update(ctx context.Context) {
 
 // head returns the newest generation of a source's mirror, building a new
 // commit when the snapshot's served tree changed.
-func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation, error) {
+func (m *Mirror) head(ctx context.Context, snap *catalog.Snapshot) (*generation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st, err := m.state(snap.Source)
@@ -181,7 +181,7 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 	st.snap = snap
 	st.held = append([]*generation{g}, st.held...)
 	keep := m.o.Held
-	if snap.Kind != registry.KindGit {
+	if snap.Kind != catalog.KindGit {
 		// A directory keeps only its current bytes: an older tree's
 		// files may be gone, so only the newest generation is servable.
 		keep = 1
@@ -193,7 +193,7 @@ func (m *Mirror) head(ctx context.Context, snap *registry.Snapshot) (*generation
 }
 
 // record appends a commit to the source's history and persists it.
-func (m *Mirror) record(st *sourceState, snap *registry.Snapshot, g *generation) {
+func (m *Mirror) record(st *sourceState, snap *catalog.Snapshot, g *generation) {
 	st.history = append(st.history, histEntry{Commit: g.commit, Tree: g.tree, Upstream: snap.Commit, Raw: g.objects[g.commit]})
 	if len(st.history) > m.o.MaxHistory {
 		st.history = st.history[len(st.history)-m.o.MaxHistory:]
@@ -238,8 +238,8 @@ func (m *Mirror) state(source string) (*sourceState, error) {
 }
 
 // message names what a mirror commit is a copy of.
-func message(snap *registry.Snapshot) string {
-	if snap.Kind == registry.KindGit {
+func message(snap *catalog.Snapshot) string {
+	if snap.Kind == catalog.KindGit {
 		return fmt.Sprintf("skillreg mirror of %s\n\nsource: %s\nrepository: %s\nref: %s\ncommit: %s\n",
 			snap.Source, snap.Source, snap.Repository, snap.Ref, snap.Commit)
 	}
@@ -247,7 +247,7 @@ func message(snap *registry.Snapshot) string {
 }
 
 // seal writes the commit object on top of the tree.
-func (g *generation) seal(parent string, snap *registry.Snapshot) {
+func (g *generation) seal(parent string, snap *catalog.Snapshot) {
 	when := snap.Committed
 	if when.IsZero() {
 		// A directory has no commit time; the first second of the
@@ -265,8 +265,8 @@ func (g *generation) seal(parent string, snap *registry.Snapshot) {
 }
 
 // build assembles the tree of what a snapshot serves.
-func (m *Mirror) build(ctx context.Context, snap *registry.Snapshot) (*generation, error) {
-	g := &generation{objects: map[string][]byte{}, types: map[string]int{}, blobs: map[string]registry.FileRef{}}
+func (m *Mirror) build(ctx context.Context, snap *catalog.Snapshot) (*generation, error) {
+	g := &generation{objects: map[string][]byte{}, types: map[string]int{}, blobs: map[string]catalog.FileRef{}}
 	root := newDir()
 	var plugins []plugin
 	for _, sk := range snap.Skills {
@@ -277,7 +277,7 @@ func (m *Mirror) build(ctx context.Context, snap *registry.Snapshot) (*generatio
 				// Index refuses these already; never let one reach a tree.
 				return nil, fmt.Errorf("source %s: %s: %s", snap.Source, p, pr.Detail)
 			}
-			ref := registry.FileRef{Ref: registry.Ref{Snap: snap, Skill: sk}, File: f, URI: snap.FileURI(sk, f)}
+			ref := catalog.FileRef{Ref: catalog.Ref{Snap: snap, Skill: sk}, File: f, URI: snap.FileURI(sk, f)}
 			id, err := m.blobID(ctx, snap, ref)
 			if err != nil {
 				return nil, err
@@ -315,8 +315,8 @@ func (m *Mirror) build(ctx context.Context, snap *registry.Snapshot) (*generatio
 
 // blobID names a served file's blob: the upstream id for a git source;
 // for a directory, the bytes hashed once (cached by content digest).
-func (m *Mirror) blobID(ctx context.Context, snap *registry.Snapshot, ref registry.FileRef) (string, error) {
-	if snap.Kind == registry.KindGit {
+func (m *Mirror) blobID(ctx context.Context, snap *catalog.Snapshot, ref catalog.FileRef) (string, error) {
+	if snap.Kind == catalog.KindGit {
 		if b, err := hex.DecodeString(ref.File.ID); err == nil && len(b) == sha1.Size {
 			return ref.File.ID, nil
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
@@ -50,9 +51,9 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 	}
 	t.Cleanup(func() { pool.Close() })
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool), ContentCacheBytes: -1})
-	reg.SetSources([]registry.Source{
-		{Name: "team", Kind: registry.KindGit, Git: &registry.GitSource{URL: url, Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}, Path: "skills"}},
-		{Name: "secret", Kind: registry.KindGit, Git: &registry.GitSource{URL: url, Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}, Path: "private"}},
+	reg.SetSources([]catalog.Source{
+		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "skills"}},
+		{Name: "secret", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "private"}},
 	})
 	m, err := New(Options{Catalog: reg})
 	if err != nil {
@@ -129,7 +130,7 @@ func servedFiles(t *testing.T, reg *registry.Registry, source, prefix string) ma
 	for _, sk := range snap.Skills {
 		for i := range sk.Files {
 			f := &sk.Files[i]
-			b, err := reg.ReadFile(context.Background(), registry.FileRef{Ref: registry.Ref{Snap: snap, Skill: sk}, File: f, URI: snap.FileURI(sk, f)})
+			b, err := reg.ReadFile(context.Background(), catalog.FileRef{Ref: catalog.Ref{Snap: snap, Skill: sk}, File: f, URI: snap.FileURI(sk, f)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -445,7 +446,7 @@ func TestDirectorySourceAfterAChange(t *testing.T) {
 	write("tool/run.sh", "#!/bin/sh\necho one\n")
 	os.Chmod(filepath.Join(dir, "tool/run.sh"), 0o755)
 	reg := registry.New(registry.Options{ContentCacheBytes: -1})
-	reg.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	reg.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	sync := func() {
 		if err := reg.SyncNow(context.Background(), "local"); err != nil {
 			t.Fatal(err)

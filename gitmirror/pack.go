@@ -10,7 +10,7 @@ import (
 	"hash"
 	"io"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // sideband writes pack bytes as side-band-64k data packets.
@@ -40,8 +40,8 @@ func (s sideband) Write(p []byte) (int, error) {
 type packObject struct {
 	id   string
 	typ  int
-	data []byte            // trees, commits, generated blobs
-	file *registry.FileRef // a served file, read when written
+	data []byte           // trees, commits, generated blobs
+	file *catalog.FileRef // a served file, read when written
 }
 
 // writePack streams a pack of objs (no deltas: memory stays one object

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // Defaults of ServeOptions.
@@ -114,7 +114,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	g, err := h.generation(r.Context(), name, allow)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, catalog.ErrNotFound) {
 		if anonymous {
 			return &httpError{http.StatusUnauthorized, "authentication required"}
 		}
@@ -147,13 +147,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 // identify returns what the caller may see and whether it came without a
 // credential. Git sends the token as HTTP Basic (any user name, the token
 // as password) or, with http.extraHeader, as a bearer token.
-func (h *Handler) identify(r *http.Request) (registry.Filter, bool, error) {
+func (h *Handler) identify(r *http.Request) (catalog.Filter, bool, error) {
 	var cs *access.Clients
 	if h.o.Clients != nil {
 		cs = h.o.Clients()
 	}
 	if !cs.Required() {
-		return registry.Filter{}, false, nil
+		return catalog.Filter{}, false, nil
 	}
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
@@ -165,11 +165,11 @@ func (h *Handler) identify(r *http.Request) (registry.Filter, bool, error) {
 				}
 			}
 		}
-		return registry.Filter{Only: only}, true, nil
+		return catalog.Filter{Only: only}, true, nil
 	}
 	addr := h.o.RemoteAddr(r)
 	if h.o.Limiter != nil && !h.o.Limiter.Allow(addr) {
-		return registry.Filter{}, false, &httpError{http.StatusTooManyRequests, "too many failed authentication attempts"}
+		return catalog.Filter{}, false, &httpError{http.StatusTooManyRequests, "too many failed authentication attempts"}
 	}
 	cl, ok := cs.Check(token(auth))
 	if !ok {
@@ -179,7 +179,7 @@ func (h *Handler) identify(r *http.Request) (registry.Filter, bool, error) {
 		if h.o.OnAuthFailure != nil {
 			h.o.OnAuthFailure()
 		}
-		return registry.Filter{}, false, &httpError{http.StatusUnauthorized, "invalid token"}
+		return catalog.Filter{}, false, &httpError{http.StatusUnauthorized, "invalid token"}
 	}
 	return cl.Filter(), false, nil
 }
@@ -206,19 +206,19 @@ func token(auth string) string {
 }
 
 // generation returns the newest mirror generation of a repository the
-// caller may see; registry.ErrNotFound for one it may not or that does
+// caller may see; catalog.ErrNotFound for one it may not or that does
 // not exist, alike.
-func (h *Handler) generation(ctx context.Context, name string, allow registry.Filter) (*served, error) {
+func (h *Handler) generation(ctx context.Context, name string, allow catalog.Filter) (*served, error) {
 	cat := h.m.o.Catalog.Current()
 	if cat == nil {
-		return nil, registry.ErrNotFound
+		return nil, catalog.ErrNotFound
 	}
 	if name == AllRepository {
 		return h.m.all(ctx, cat, allow)
 	}
 	snap, ok := cat.Snapshot(name)
 	if !ok || !allow.Allows(name) {
-		return nil, registry.ErrNotFound
+		return nil, catalog.ErrNotFound
 	}
 	g, err := h.m.head(ctx, snap)
 	if err != nil {
@@ -262,8 +262,8 @@ func (m *Mirror) chain(source string, g *generation) *served {
 
 // all builds the repository of every visible source: one folder per
 // source, one marketplace over them all, a single commit (no history).
-func (m *Mirror) all(ctx context.Context, cat *registry.Catalog, allow registry.Filter) (*served, error) {
-	all := &generation{objects: map[string][]byte{}, types: map[string]int{}, blobs: map[string]registry.FileRef{}}
+func (m *Mirror) all(ctx context.Context, cat *catalog.Catalog, allow catalog.Filter) (*served, error) {
+	all := &generation{objects: map[string][]byte{}, types: map[string]int{}, blobs: map[string]catalog.FileRef{}}
 	var entries []treeEntry
 	var plugins []plugin
 	var when time.Time

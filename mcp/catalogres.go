@@ -8,7 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // The resources skillreg serves besides skill files.
@@ -79,7 +79,7 @@ func (s *Server) readCatalogResource(ctx context.Context, uri string) (*sdk.Reso
 		}
 		return &sdk.ResourceContents{URI: uri, MIMEType: "text/markdown", Text: b.String(), Meta: sdk.Meta{MetaUntrusted: true}}, nil
 	}
-	return nil, fmt.Errorf("%s: %w", uri, registry.ErrNotFound)
+	return nil, fmt.Errorf("%s: %w", uri, catalog.ErrNotFound)
 }
 
 // oneLine keeps repository text from opening sections of its own.

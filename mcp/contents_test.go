@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -31,7 +32,7 @@ func TestEmptyFileHasText(t *testing.T) {
 		}
 	}
 	r := registry.New(registry.Options{})
-	r.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // JSON-RPC error codes skillreg answers with.
@@ -27,17 +27,17 @@ func rpcError(err error, uri string) error {
 		data, _ = json.Marshal(map[string]string{"uri": uri})
 	}
 	switch {
-	case errors.Is(err, registry.ErrBadURI):
+	case errors.Is(err, catalog.ErrBadURI):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: err.Error(), Data: data}
-	case errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, catalog.ErrNotFound):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "Resource not found", Data: data}
-	case errors.Is(err, registry.ErrNotDirectory):
+	case errors.Is(err, catalog.ErrNotDirectory):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "not a directory of a served skill", Data: data}
-	case errors.Is(err, registry.ErrBadCursor):
+	case errors.Is(err, catalog.ErrBadCursor):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "invalid cursor"}
-	case errors.Is(err, registry.ErrCatalogMoved):
+	case errors.Is(err, catalog.ErrCatalogMoved):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "catalog changed, list again"}
-	case errors.Is(err, registry.ErrChanged):
+	case errors.Is(err, catalog.ErrChanged):
 		return &jsonrpc.Error{Code: codeInternal, Message: "file changed since it was indexed; the catalog is being refreshed, fetch the entry again", Data: data}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &jsonrpc.Error{Code: codeInternal, Message: "request cancelled"}

@@ -18,7 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // The fast path answers the two requests a catalog mostly gets, skills/list
@@ -396,7 +396,7 @@ func (s *Server) fastList(ctx context.Context, out *bytes.Buffer, cursor string,
 
 // renderPage renders the members of a skills/list result that follow the
 // hints: the page's entries, its next cursor, and the closing brace.
-func (s *Server) renderPage(cat *registry.Catalog, filter registry.Filter, off int) ([]byte, error) {
+func (s *Server) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
 	refs, next := cat.Page(filter, off, s.o.PageSize)
 	entries := make([][]byte, len(refs))
 	size := 64
@@ -432,7 +432,7 @@ func (s *Server) renderPage(cat *registry.Catalog, filter registry.Filter, off i
 // never keeps a superseded generation alive.
 type pageCache struct {
 	mu    sync.Mutex
-	cat   *registry.Catalog
+	cat   *catalog.Catalog
 	pages map[pageKey][]byte
 	bytes int
 }
@@ -451,7 +451,7 @@ func (c *pageCache) clear() {
 	c.cat, c.pages, c.bytes = nil, nil, 0
 }
 
-func filterKey(f registry.Filter) string {
+func filterKey(f catalog.Filter) string {
 	if f.Only == nil {
 		return ""
 	}
@@ -465,7 +465,7 @@ func filterKey(f registry.Filter) string {
 	return "only:" + strings.Join(names, "/") // source names have no slash
 }
 
-func (c *pageCache) get(cat *registry.Catalog, k pageKey) ([]byte, bool) {
+func (c *pageCache) get(cat *catalog.Catalog, k pageKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cat != cat {
@@ -476,7 +476,7 @@ func (c *pageCache) get(cat *registry.Catalog, k pageKey) ([]byte, bool) {
 }
 
 // put keeps a page of cat if cat is the current generation.
-func (c *pageCache) put(cat *registry.Catalog, current func() *registry.Catalog, k pageKey, b []byte) {
+func (c *pageCache) put(cat *catalog.Catalog, current func() *catalog.Catalog, k pageKey, b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cat != current() {
@@ -539,7 +539,7 @@ func encodeJSON(v any) ([]byte, error) {
 // entryBytes returns a skill's entry as skills/list writes it, encoded
 // once per skill and provenance (a resync that keeps a skill but moves
 // the commit encodes it again).
-func entryBytes(ref registry.Ref) ([]byte, error) {
+func entryBytes(ref catalog.Ref) ([]byte, error) {
 	r := renders.get(ref)
 	prov := ref.Snap.Provenance(ref.Skill)
 	if e := r.encoded.Load(); e != nil && e.prov == prov {
@@ -560,6 +560,6 @@ func entryBytes(ref registry.Ref) ([]byte, error) {
 
 // encodedEntry is a skill's entry bytes for one provenance.
 type encodedEntry struct {
-	prov registry.Provenance
+	prov catalog.Provenance
 	b    []byte
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/registry"
@@ -27,9 +28,9 @@ import (
 func fastServer(t testing.TB) *Server {
 	t.Helper()
 	r := registry.New(registry.Options{})
-	r.SetSources([]registry.Source{
-		{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills},
-		{Name: "more", Kind: registry.KindEmbedded, FS: examples.Skills},
+	r.SetSources([]catalog.Source{
+		{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills},
+		{Name: "more", Kind: catalog.KindEmbedded, FS: examples.Skills},
 	})
 	for _, name := range []string{"examples", "more"} {
 		if err := r.SyncNow(context.Background(), name); err != nil {
@@ -41,7 +42,7 @@ func fastServer(t testing.TB) *Server {
 		PageSize: 3,
 		CallerOf: func(h http.Header) Caller {
 			if src := h.Get("X-Only"); src != "" {
-				return Caller{Name: "t", Filter: registry.Filter{Only: map[string]bool{src: true}}}
+				return Caller{Name: "t", Filter: catalog.Filter{Only: map[string]bool{src: true}}}
 			}
 			return Caller{}
 		},
@@ -292,12 +293,12 @@ func TestFastPathAfterSwap(t *testing.T) {
 	b := *a
 	b.Commit = "def"
 	sk := a.Skills[0]
-	for _, snap := range []*registry.Snapshot{a, &b, a} {
-		got, err := entryBytes(registry.Ref{Snap: snap, Skill: sk})
+	for _, snap := range []*catalog.Snapshot{a, &b, a} {
+		got, err := entryBytes(catalog.Ref{Snap: snap, Skill: sk})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := encodeJSON(newWireEntry(registry.Ref{Snap: snap, Skill: sk}))
+		want, _ := encodeJSON(newWireEntry(catalog.Ref{Snap: snap, Skill: sk}))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("commit %s: entry bytes\n%s\nwant\n%s", snap.Commit, got, want)
 		}
@@ -392,12 +393,12 @@ func TestFastPathFollowsSwaps(t *testing.T) {
 	write("alpha", "First.")
 	var s *Server
 	announce := true
-	r := registry.New(registry.Options{OnSwap: func(old, new *registry.Catalog) {
+	r := registry.New(registry.Options{OnSwap: func(old, new *catalog.Catalog) {
 		if s != nil && announce {
 			s.CatalogChanged(old, new)
 		}
 	}})
-	r.SetSources([]registry.Source{{Name: "local", Kind: registry.KindDir, Dir: dir}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	s = New(Options{Catalogs: r})
 	resync := func() {
 		if err := r.SyncNow(context.Background(), "local"); err != nil {
@@ -570,9 +571,9 @@ func waitUntil(t *testing.T, cond func() bool) {
 // TestPageCacheBounds checks the page cache's limits: pages of the current
 // generation only, at most maxPageBytes in all, nothing after clear.
 func TestPageCacheBounds(t *testing.T) {
-	cur := registry.NewCatalog(2, time.Now(), nil)
-	old := registry.NewCatalog(1, time.Now(), nil)
-	current := func() *registry.Catalog { return cur }
+	cur := catalog.NewCatalog(2, time.Now(), nil)
+	old := catalog.NewCatalog(1, time.Now(), nil)
+	current := func() *catalog.Catalog { return cur }
 	var c pageCache
 	c.put(old, current, pageKey{}, []byte("old"))
 	if _, ok := c.get(old, pageKey{}); ok {

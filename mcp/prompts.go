@@ -6,13 +6,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // promptNames names each skill the caller sees as a prompt: its name, or
 // <source>-<name> when two visible skills share a name, or
 // <source>-<path> when even that clashes (nested skills of one source).
-func promptNames(refs []registry.Ref) []string {
+func promptNames(refs []catalog.Ref) []string {
 	count := map[string]int{}
 	for _, r := range refs {
 		count[r.Skill.Name()]++
@@ -47,7 +47,7 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 	refs := cat.All(callerFrom(ctx).Filter)
 	names := promptNames(refs)
 	if off > len(refs) {
-		return nil, rpcError(registry.ErrBadCursor, "")
+		return nil, rpcError(catalog.ErrBadCursor, "")
 	}
 	end := min(off+s.o.PageSize, len(refs))
 	res := &sdk.ListPromptsResult{Prompts: make([]*sdk.Prompt, 0, end-off), Cacheable: s.cacheable(ctx)}
@@ -84,7 +84,7 @@ func (s *Server) getPrompt(ctx context.Context, ss sdk.Session, p *sdk.GetPrompt
 		}
 		r := refs[i]
 		md, _ := r.Skill.File("SKILL.md")
-		fr := registry.FileRef{Ref: r, File: md, URI: r.URI()}
+		fr := catalog.FileRef{Ref: r, File: md, URI: r.URI()}
 		data, err := s.o.Catalogs.ReadFile(ctx, fr)
 		if err != nil {
 			return nil, rpcError(err, fr.URI)
@@ -115,8 +115,8 @@ func (s *Server) getPrompt(ctx context.Context, ss sdk.Session, p *sdk.GetPrompt
 // promptsDiffer reports whether two generations show different prompts
 // (names or descriptions), so a swap that changed only file contents does
 // not announce a prompt change.
-func promptsDiffer(old, new *registry.Catalog) bool {
-	a, b := old.All(registry.Filter{}), new.All(registry.Filter{})
+func promptsDiffer(old, new *catalog.Catalog) bool {
+	a, b := old.All(catalog.Filter{}), new.All(catalog.Filter{})
 	if len(a) != len(b) {
 		return true
 	}

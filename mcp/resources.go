@@ -7,7 +7,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // resourcesMiddleware answers the resource and prompt lists and resource
@@ -138,5 +138,5 @@ type readResourceResult struct {
 }
 
 func isClientError(err error) bool {
-	return errorsIsAny(err, registry.ErrNotFound, registry.ErrBadURI, registry.ErrChanged)
+	return errorsIsAny(err, catalog.ErrNotFound, catalog.ErrBadURI, catalog.ErrChanged)
 }

@@ -14,7 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // ExtensionID is the Skills extension's capability key.
@@ -26,15 +26,15 @@ const statelessVersion = "2026-07-28"
 // Catalogs is what the MCP surface reads: the registry's generations and
 // verified file bytes.
 type Catalogs interface {
-	Current() *registry.Catalog
-	Resume(c registry.Cursor) (*registry.Catalog, bool)
-	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
+	Current() *catalog.Catalog
+	Resume(c catalog.Cursor) (*catalog.Catalog, bool)
+	ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error)
 }
 
 // Caller identifies who is asking, as the HTTP layer authenticated it.
 type Caller struct {
 	Name   string
-	Filter registry.Filter
+	Filter catalog.Filter
 	// Private marks answers that depend on the caller (access control is
 	// on): their cacheScope is "private".
 	Private bool
@@ -64,11 +64,11 @@ type Options struct {
 	// available.
 	Search Searcher
 	// States reports the sources' sync states (for diagnose).
-	States func() []registry.State
+	States func() []catalog.State
 	// Unpublished says what the installers' indexes (discovery index,
 	// marketplace) leave out, and why, for a caller who sees f (for
 	// diagnose; nil: nothing reported).
-	Unpublished func(ctx context.Context, f registry.Filter, source string) []Unpublished
+	Unpublished func(ctx context.Context, f catalog.Filter, source string) []Unpublished
 	// Observe, when set, is told the method, outcome ("ok" or "error")
 	// and duration of every request.
 	Observe func(method, outcome string, d time.Duration)
@@ -364,7 +364,7 @@ func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheab
 // CatalogChanged tells connected sessions that the resource list changed,
 // and the prompt list when the skills' names or descriptions did. Call it
 // after every swap (a swap only happens when something changed).
-func (s *Server) CatalogChanged(old, new *registry.Catalog) {
+func (s *Server) CatalogChanged(old, new *catalog.Catalog) {
 	s.pages.clear()
 	s.notifier.resourcesChanged()
 	if promptsDiffer(old, new) {

@@ -16,7 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -43,12 +43,12 @@ type ResourceRef struct {
 
 // EntryMeta is the _meta skillreg attaches to skill content.
 type EntryMeta struct {
-	Provenance registry.Provenance `json:"dev.skillreg/provenance"`
-	Untrusted  bool                `json:"dev.skillreg/untrusted"`
+	Provenance catalog.Provenance `json:"dev.skillreg/provenance"`
+	Untrusted  bool               `json:"dev.skillreg/untrusted"`
 }
 
 // NewEntry renders one skill as its extension entry.
-func NewEntry(ref registry.Ref) Entry {
+func NewEntry(ref catalog.Ref) Entry {
 	r := renders.get(ref)
 	return Entry{
 		URI:         r.uri,
@@ -72,7 +72,7 @@ type wireEntry struct {
 	Meta        EntryMeta     `json:"_meta"`
 }
 
-func newWireEntry(ref registry.Ref) wireEntry {
+func newWireEntry(ref catalog.Ref) wireEntry {
 	r := renders.get(ref)
 	return wireEntry{
 		URI:         r.uri,
@@ -86,8 +86,8 @@ func newWireEntry(ref registry.Ref) wireEntry {
 // source gets it) into the page cache, so the first request after a
 // restart does not pay for it: 4-9 ms of a 10,000-skill catalog's first
 // answer. Later pages render as they are asked for, once per skill.
-func (s *Server) Warm(cat *registry.Catalog) {
-	if rest, err := s.renderPage(cat, registry.Filter{}, 0); err == nil {
+func (s *Server) Warm(cat *catalog.Catalog) {
+	if rest, err := s.renderPage(cat, catalog.Filter{}, 0); err == nil {
 		s.pages.put(cat, s.o.Catalogs.Current, pageKey{}, rest)
 	}
 }
@@ -113,7 +113,7 @@ type skillRender struct {
 	encoded     atomic.Pointer[encodedEntry] // the entry's bytes, for the fast path
 }
 
-func (c *renderCache) get(ref registry.Ref) *skillRender {
+func (c *renderCache) get(ref catalog.Ref) *skillRender {
 	k := weak.Make(ref.Skill)
 	if v, ok := c.m.Load(k); ok {
 		if r := v.(*skillRender); r.source == ref.Snap.Source {
@@ -132,7 +132,7 @@ func (c *renderCache) get(ref registry.Ref) *skillRender {
 	return r
 }
 
-func newRender(ref registry.Ref) *skillRender {
+func newRender(ref catalog.Ref) *skillRender {
 	sk := ref.Skill
 	r := &skillRender{source: ref.Snap.Source, uri: ref.URI(), resources: make([]ResourceRef, len(sk.Files))}
 	for i := range sk.Files {
@@ -356,17 +356,17 @@ type getSkillWire struct {
 
 // page resolves a cursor to the generation it belongs to and an offset in
 // it; no cursor means the current generation from the start.
-func (s *Server) page(cursor string) (*registry.Catalog, int, error) {
+func (s *Server) page(cursor string) (*catalog.Catalog, int, error) {
 	if cursor == "" {
 		return s.o.Catalogs.Current(), 0, nil
 	}
-	c, err := registry.DecodeCursor(cursor)
+	c, err := catalog.DecodeCursor(cursor)
 	if err != nil {
 		return nil, 0, err
 	}
 	cat, ok := s.o.Catalogs.Resume(c)
 	if !ok {
-		return nil, 0, registry.ErrCatalogMoved
+		return nil, 0, catalog.ErrCatalogMoved
 	}
 	return cat, c.Offset, nil
 }
@@ -439,7 +439,7 @@ func (s *Server) readDirectory(ctx context.Context, ss *sdk.ServerSession, p *Re
 	}
 	res := &ReadDirectoryResult{CacheHints: s.hintsFor(ctx, ss), Resources: []DirResource{}}
 	if off > len(children) {
-		return nil, rpcError(registry.ErrBadCursor, "")
+		return nil, rpcError(catalog.ErrBadCursor, "")
 	}
 	end := min(off+s.o.PageSize, len(children))
 	for _, c := range children[off:end] {

@@ -9,7 +9,7 @@ import (
 	"time"
 	"weak"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -28,7 +28,7 @@ var frontmatters = []string{
 	"name: %s\ndescription: |\n  line one\n  line two\n",
 }
 
-func testSnapshot(t testing.TB, source, prefix string) *registry.Snapshot {
+func testSnapshot(t testing.TB, source, prefix string) *catalog.Snapshot {
 	t.Helper()
 	var skills []*skill.Skill
 	for i, f := range frontmatters {
@@ -47,7 +47,7 @@ func testSnapshot(t testing.TB, source, prefix string) *registry.Snapshot {
 			{Path: "x.md", Size: 1, Digest: "sha256:02"},
 		}})
 	}
-	return registry.NewSnapshot(&registry.Snapshot{Source: source, Kind: registry.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Path: prefix, Skills: skills, IndexedAt: time.Now()}, nil)
+	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Path: prefix, Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
 func encode(t testing.TB, v any, escapeHTML bool) []byte {
@@ -66,8 +66,8 @@ func encode(t testing.TB, v any, escapeHTML bool) []byte {
 func TestWireEntriesMatchEntries(t *testing.T) {
 	for _, prefix := range []string{"", "skills/sub"} {
 		snap := testSnapshot(t, "acme", prefix)
-		cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})
-		refs := cat.All(registry.Filter{})
+		cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap})
+		refs := cat.All(catalog.Filter{})
 		ttl := int64(30000)
 		hints := CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: "public"}
 		for round := range 2 { // the second round reads the render cache
@@ -99,7 +99,7 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 // changing what later answers serve.
 func TestNewEntryOwnsResources(t *testing.T) {
 	snap := testSnapshot(t, "acme", "")
-	ref := registry.Ref{Snap: snap, Skill: snap.Skills[0]}
+	ref := catalog.Ref{Snap: snap, Skill: snap.Skills[0]}
 	e := NewEntry(ref)
 	e.Resources[0].URI = "changed"
 	if NewEntry(ref).Resources[0].URI == "changed" || newWireEntry(ref).Resources[0].URI == "changed" {
@@ -111,11 +111,11 @@ func TestNewEntryOwnsResources(t *testing.T) {
 // source name gets URIs of that name.
 func TestRenderCacheFollowsSource(t *testing.T) {
 	a := testSnapshot(t, "one", "")
-	b := registry.NewSnapshot(&registry.Snapshot{Source: "two", Skills: a.Skills}, nil)
+	b := catalog.NewSnapshot(&catalog.Snapshot{Source: "two", Skills: a.Skills}, nil)
 	sk := a.Skills[0]
-	for _, s := range []*registry.Snapshot{a, b, a} {
-		want := registry.FileURI(s.Source, sk.Path+"/SKILL.md")
-		if u := newWireEntry(registry.Ref{Snap: s, Skill: sk}).URI; u != want {
+	for _, s := range []*catalog.Snapshot{a, b, a} {
+		want := catalog.FileURI(s.Source, sk.Path+"/SKILL.md")
+		if u := newWireEntry(catalog.Ref{Snap: s, Skill: sk}).URI; u != want {
 			t.Fatalf("uri = %s, want %s", u, want)
 		}
 	}
@@ -162,8 +162,8 @@ func BenchmarkListPageEncode(b *testing.B) {
 			{Path: "scripts/file-2.sh", Digest: "sha256:c16cf4c6d40d46ab6931b3c4b03648f7acb8c988b86b28b8902b6090c1889826", Size: 1678},
 		}})
 	}
-	snap := registry.NewSnapshot(&registry.Snapshot{Source: "bench", Kind: registry.KindDir, Skills: skills}, nil)
-	refs := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap}).All(registry.Filter{})
+	snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "bench", Kind: catalog.KindDir, Skills: skills}, nil)
+	refs := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap}).All(catalog.Filter{})
 	ttl := int64(30000)
 	hints := CacheHints{ResultType: "complete", TTLMs: &ttl, CacheScope: "public"}
 	b.Run("entries", func(b *testing.B) {
@@ -187,14 +187,14 @@ func BenchmarkListPageEncode(b *testing.B) {
 }
 
 // oneCatalog serves one generation and no files.
-type oneCatalog struct{ cat *registry.Catalog }
+type oneCatalog struct{ cat *catalog.Catalog }
 
-func (o oneCatalog) Current() *registry.Catalog { return o.cat }
-func (o oneCatalog) Resume(registry.Cursor) (*registry.Catalog, bool) {
+func (o oneCatalog) Current() *catalog.Catalog { return o.cat }
+func (o oneCatalog) Resume(catalog.Cursor) (*catalog.Catalog, bool) {
 	return nil, false
 }
-func (o oneCatalog) ReadFile(context.Context, registry.FileRef) ([]byte, error) {
-	return nil, registry.ErrNotFound
+func (o oneCatalog) ReadFile(context.Context, catalog.FileRef) ([]byte, error) {
+	return nil, catalog.ErrNotFound
 }
 
 // TestWarmRendersTheFirstPage: after Warm, the first page is in the page
@@ -202,13 +202,13 @@ func (o oneCatalog) ReadFile(context.Context, registry.FileRef) ([]byte, error) 
 // was rendered.
 func TestWarmRendersTheFirstPage(t *testing.T) {
 	snap := testSnapshot(t, "warm", "")
-	cat := registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})
+	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap})
 	s := &Server{o: Options{PageSize: 4, Catalogs: oneCatalog{cat}}}
 	s.Warm(cat)
 	if _, ok := s.pages.get(cat, pageKey{}); !ok {
 		t.Error("the first page is not in the page cache after Warm")
 	}
-	refs := cat.All(registry.Filter{})
+	refs := cat.All(catalog.Filter{})
 	for i, r := range refs {
 		_, cached := renders.m.Load(weak.Make(r.Skill))
 		if cached != (i < 4) {

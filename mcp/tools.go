@@ -12,7 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -46,7 +46,7 @@ type SearchHit struct {
 }
 
 // Searcher runs ranked keyword searches over the catalog a filter allows.
-type Searcher func(ctx context.Context, f registry.Filter, query string, o SearchOptions) ([]SearchHit, error)
+type Searcher func(ctx context.Context, f catalog.Filter, query string, o SearchOptions) ([]SearchHit, error)
 
 // Meta is the _meta skillreg attaches to an item of skill content.
 type Meta = EntryMeta
@@ -63,7 +63,7 @@ type SkillSummary struct {
 	Meta        Meta     `json:"_meta"`
 }
 
-func summary(r registry.Ref) SkillSummary {
+func summary(r catalog.Ref) SkillSummary {
 	fm := r.Skill.Frontmatter
 	return SkillSummary{
 		URI: r.URI(), Name: fm.Name, Description: fm.Description, Source: r.Snap.Source,
@@ -181,7 +181,7 @@ type Unpublished struct {
 
 // SourceState is what diagnose says of a source.
 type SourceState struct {
-	registry.State
+	catalog.State
 	Serving bool `json:"serving"`
 }
 
@@ -286,13 +286,13 @@ func answer[In, Out any](fn func(ctx context.Context, in In) (Out, error)) sdk.T
 // rpcMessage turns a catalog error into what the tool answers.
 func rpcMessage(err error) string {
 	switch {
-	case errors.Is(err, registry.ErrBadURI):
+	case errors.Is(err, catalog.ErrBadURI):
 		return err.Error()
-	case errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrNotDirectory):
+	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, catalog.ErrNotDirectory):
 		return "no such skill or file in this catalog"
-	case errors.Is(err, registry.ErrBadCursor), errors.Is(err, registry.ErrCatalogMoved):
+	case errors.Is(err, catalog.ErrBadCursor), errors.Is(err, catalog.ErrCatalogMoved):
 		return "the cursor is no longer valid: the catalog changed; list again without a cursor"
-	case errors.Is(err, registry.ErrChanged):
+	case errors.Is(err, catalog.ErrChanged):
 		return "the file changed since it was indexed and the catalog is being refreshed; try again shortly"
 	}
 	return "internal error"
@@ -338,7 +338,7 @@ func (s *Server) listSkillsTool(ctx context.Context, in ListSkillsInput) (ListSk
 	return out, nil
 }
 
-func matches(r registry.Ref, source, tag string, deprecated bool) bool {
+func matches(r catalog.Ref, source, tag string, deprecated bool) bool {
 	fm := r.Skill.Frontmatter
 	if source != "" && r.Snap.Source != source {
 		return false
@@ -385,28 +385,28 @@ func (s *Server) searchSkillsTool(ctx context.Context, in SearchSkillsInput) (Se
 
 // findSkill resolves a skill URI or name for the caller; an ambiguous name
 // is an error listing the candidates.
-func (s *Server) findSkill(ctx context.Context, uri, name string) (registry.Ref, error) {
+func (s *Server) findSkill(ctx context.Context, uri, name string) (catalog.Ref, error) {
 	if err := checkLen("uri", uri, MaxPathBytes); err != nil {
-		return registry.Ref{}, err
+		return catalog.Ref{}, err
 	}
 	if err := checkLen("name", name, MaxPathBytes); err != nil {
-		return registry.Ref{}, err
+		return catalog.Ref{}, err
 	}
 	f := callerFrom(ctx).Filter
 	cat := s.o.Catalogs.Current()
 	switch {
 	case uri != "" && name != "":
-		return registry.Ref{}, toolErrorf("give uri or name, not both")
+		return catalog.Ref{}, toolErrorf("give uri or name, not both")
 	case uri != "":
-		if !strings.HasPrefix(uri, registry.Scheme) && skill.ValidName(uri) {
+		if !strings.HasPrefix(uri, catalog.Scheme) && skill.ValidName(uri) {
 			name = uri // a name given where a URI goes
 			break
 		}
 		return cat.Skill(f, uri)
 	case name == "":
-		return registry.Ref{}, toolErrorf("give the skill's uri or its name")
+		return catalog.Ref{}, toolErrorf("give the skill's uri or its name")
 	}
-	var found []registry.Ref
+	var found []catalog.Ref
 	for _, r := range cat.All(f) {
 		if r.Skill.Frontmatter.Name == name {
 			found = append(found, r)
@@ -414,7 +414,7 @@ func (s *Server) findSkill(ctx context.Context, uri, name string) (registry.Ref,
 	}
 	switch len(found) {
 	case 0:
-		return registry.Ref{}, toolErrorf("no skill named %q in this catalog; try search_skills", name)
+		return catalog.Ref{}, toolErrorf("no skill named %q in this catalog; try search_skills", name)
 	case 1:
 		return found[0], nil
 	}
@@ -422,7 +422,7 @@ func (s *Server) findSkill(ctx context.Context, uri, name string) (registry.Ref,
 	for i, r := range found {
 		uris[i] = r.URI()
 	}
-	return registry.Ref{}, toolErrorf("%d skills are named %q; call again with one uri: %s", len(found), name, strings.Join(uris, ", "))
+	return catalog.Ref{}, toolErrorf("%d skills are named %q; call again with one uri: %s", len(found), name, strings.Join(uris, ", "))
 }
 
 func (s *Server) getSkillTool(ctx context.Context, in GetSkillInput) (GetSkillOutput, error) {
@@ -463,9 +463,9 @@ func (s *Server) readSkillFileTool(ctx context.Context, in ReadSkillFileInput) (
 		if in.Skill == "" || in.Path == "" {
 			return ReadSkillFileOutput{}, toolErrorf("give the file's uri, or skill and path")
 		}
-		var r registry.Ref
+		var r catalog.Ref
 		var err error
-		if strings.HasPrefix(in.Skill, registry.Scheme) {
+		if strings.HasPrefix(in.Skill, catalog.Scheme) {
 			r, err = s.findSkill(ctx, in.Skill, "")
 		} else {
 			r, err = s.findSkill(ctx, "", in.Skill)
@@ -477,7 +477,7 @@ func (s *Server) readSkillFileTool(ctx context.Context, in ReadSkillFileInput) (
 		if _, ok := r.Skill.File(rel); !ok {
 			return ReadSkillFileOutput{}, toolErrorf("%s has no file %q; get_skill lists its files", r.URI(), in.Path)
 		}
-		uri = registry.FileURI(r.Snap.Source, joinSkillPath(r.Skill.Path, rel))
+		uri = catalog.FileURI(r.Snap.Source, joinSkillPath(r.Skill.Path, rel))
 	}
 	fr, err := cat.File(f, uri)
 	if err != nil {

@@ -13,17 +13,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // Options says where the scrape-time gauges come from; nil funcs are
 // skipped.
 type Options struct {
-	Catalog   func() *registry.Catalog
+	Catalog   func() *catalog.Catalog
 	Sessions  func() int
 	StoreSize func() (int64, error)
 	// States gives the sources' sync states, for the persist gauges.
-	States func() []registry.State
+	States func() []catalog.State
 	// Connections reports the HTTP front door's connection counts.
 	Connections func() Connections
 	// BodyBytes reports the request body bytes held in memory and the
@@ -131,7 +131,7 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // SyncFinished counts a sync (registry.Metrics).
-func (m *Metrics) SyncFinished(source, result string, d time.Duration, _ *registry.Snapshot) {
+func (m *Metrics) SyncFinished(source, result string, d time.Duration, _ *catalog.Snapshot) {
 	m.syncs.WithLabelValues(source, result).Inc()
 	m.syncDuration.WithLabelValues(source).Observe(d.Seconds())
 }
@@ -193,7 +193,7 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.o.Catalog != nil {
 		cat := c.o.Catalog()
 		ch <- prometheus.MustNewConstMetric(genDesc, prometheus.GaugeValue, float64(cat.Gen))
-		for _, s := range cat.Sources(registry.Filter{}) {
+		for _, s := range cat.Sources(catalog.Filter{}) {
 			ch <- prometheus.MustNewConstMetric(skillsDesc, prometheus.GaugeValue, float64(len(s.Skills)), s.Source, "served")
 			ch <- prometheus.MustNewConstMetric(skillsDesc, prometheus.GaugeValue, float64(len(s.Excluded)), s.Source, "excluded")
 			ch <- prometheus.MustNewConstMetric(filesDesc, prometheus.GaugeValue, float64(s.Stats.Files), s.Source)

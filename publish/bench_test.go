@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/registry"
 )
@@ -17,7 +18,7 @@ func BenchmarkBuildView(b *testing.B) {
 		b.Fatal(err)
 	}
 	reg := registry.New(registry.Options{})
-	reg.SetSources([]registry.Source{{Name: "bench", Kind: registry.KindDir, Dir: dir}})
+	reg.SetSources([]catalog.Source{{Name: "bench", Kind: catalog.KindDir, Dir: dir}})
 	if err := reg.SyncNow(context.Background(), "bench"); err != nil {
 		b.Fatal(err)
 	}

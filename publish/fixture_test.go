@@ -18,6 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -88,7 +89,7 @@ func newFixture(t testing.TB, sources map[string]map[string]file, mod func(*Opti
 	t.Helper()
 	f := &fixture{t: t, dirs: map[string]string{}}
 	f.reg = registry.New(registry.Options{ContentCacheBytes: -1})
-	var srcs []registry.Source
+	var srcs []catalog.Source
 	names := make([]string, 0, len(sources))
 	for name := range sources {
 		names = append(names, name)
@@ -98,7 +99,7 @@ func newFixture(t testing.TB, sources map[string]map[string]file, mod func(*Opti
 		dir := t.TempDir()
 		writeTree(t, dir, sources[name])
 		f.dirs[name] = dir
-		srcs = append(srcs, registry.Source{Name: name, Kind: registry.KindDir, Dir: dir})
+		srcs = append(srcs, catalog.Source{Name: name, Kind: catalog.KindDir, Dir: dir})
 	}
 	f.reg.SetSources(srcs)
 	for _, name := range names {

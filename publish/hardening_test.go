@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // gatedCatalog is the real registry with every read counted by file path,
@@ -38,7 +38,7 @@ func gate(o *Options) *gatedCatalog {
 	return g
 }
 
-func (g *gatedCatalog) ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error) {
+func (g *gatedCatalog) ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error) {
 	g.mu.Lock()
 	n := g.reads[f.File.Path]
 	g.reads[f.File.Path]++
@@ -75,7 +75,7 @@ func TestPluginsFirstCallerGone(t *testing.T) {
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	firsts := map[string]func(f *fixture){
-		"notes": func(f *fixture) { f.h.Notes(gone, registry.Filter{}, "") },
+		"notes": func(f *fixture) { f.h.Notes(gone, catalog.Filter{}, "") },
 		"artifact": func(f *fixture) {
 			req := httptest.NewRequestWithContext(gone, http.MethodGet, "/artifacts/sha256/"+strings.Repeat("0", 64)+".zip", nil)
 			f.srv.Config.Handler.ServeHTTP(httptest.NewRecorder(), req)
@@ -98,7 +98,7 @@ func TestPluginsFirstCallerGone(t *testing.T) {
 			if want := []string{"shared-name", "solo", "deploy", "dotty", "lint", "review", "other-all", "team-all"}; !slices.Equal(got, want) {
 				t.Errorf("plugins after a cancelled first caller = %v, want %v", got, want)
 			}
-			for _, n := range f.h.Notes(context.Background(), registry.Filter{}, "") {
+			for _, n := range f.h.Notes(context.Background(), catalog.Filter{}, "") {
 				if strings.Contains(n.Reason, "context") || strings.Contains(n.Reason, "unreadable") {
 					t.Errorf("note %+v", n)
 				}

@@ -21,12 +21,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // caller is who sent a request and what they may see.
 type caller struct {
-	filter    registry.Filter
+	filter    catalog.Filter
 	open      bool // access control is off: everything is visible to all
 	anonymous bool // access control is on and no token came
 }
@@ -80,7 +80,7 @@ func (h *Handler) identify(r *http.Request) (caller, error) {
 				}
 			}
 		}
-		return caller{filter: registry.Filter{Only: only}, anonymous: true}, nil
+		return caller{filter: catalog.Filter{Only: only}, anonymous: true}, nil
 	}
 	addr := h.o.RemoteAddr(r)
 	if h.o.Limiter != nil && !h.o.Limiter.Allow(addr) {
@@ -162,7 +162,7 @@ func (v *view) entriesFor(cl caller, sc scope) ([]*entry, error) {
 	case sc.skill != nil:
 		return []*entry{sc.skill}, nil
 	case sc.source != "":
-		if !registry.ValidSourceName(sc.source) || !cl.filter.Allows(sc.source) {
+		if !catalog.ValidSourceName(sc.source) || !cl.filter.Allows(sc.source) {
 			return nil, hidden(cl)
 		}
 		es, ok := v.sources[sc.source]
@@ -463,7 +463,7 @@ func (h *Handler) skillScoped(c echo.Context, cl caller) error {
 		segs[i] = d
 	}
 	source, path := segs[0], strings.Join(segs[1:], "/")
-	if !registry.ValidSourceName(source) || !cl.filter.Allows(source) {
+	if !catalog.ValidSourceName(source) || !cl.filter.Allows(source) {
 		return hidden(cl)
 	}
 	v := h.view(c.Request().Context())

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // Channels a Note names.
@@ -31,7 +31,7 @@ type Note struct {
 // out of one source (or of all, source ""), and why: the installers' own
 // limits and rules, unreadable files, and names that another visible skill
 // took first. It builds what is not built yet.
-func (h *Handler) Notes(ctx context.Context, f registry.Filter, source string) []Note {
+func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []Note {
 	v := h.view(ctx)
 	h.plugins(ctx, v)
 	want := func(e *entry) bool { return f.Allows(e.source) && (source == "" || e.source == source) }

@@ -22,14 +22,14 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // Catalog is what the publisher reads: the current generation and verified
-// file bytes. *registry.Registry implements it.
+// file bytes. *catalog.Live implements it (and *registry.Registry, which holds one).
 type Catalog interface {
-	Current() *registry.Catalog
-	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
+	Current() *catalog.Catalog
+	ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error)
 }
 
 // Limits are the limits an installer enforces; a skill beyond them is left

@@ -14,7 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -158,7 +158,7 @@ func TestIndexV1(t *testing.T) {
 			t.Errorf("GET %s = %d, want 404", p, r.code)
 		}
 	}
-	notes := f.h.Notes(context.Background(), registry.Filter{}, "team")
+	notes := f.h.Notes(context.Background(), catalog.Filter{}, "team")
 	if !hasNote(notes, "dotty", ChannelSkillsV01, "..") || hasNote(notes, "dotty", ChannelAgentSkills, "") {
 		t.Errorf("notes = %+v", notes)
 	}
@@ -336,7 +336,7 @@ func TestLimits(t *testing.T) {
 	if slices.Contains(got, "deploy") || !slices.Contains(got, "review") || !slices.Contains(got, "lint") {
 		t.Fatalf("names with a 2-file limit = %v", got)
 	}
-	if !hasNote(f.h.Notes(context.Background(), registry.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-files: 3 files, more than the 2") {
+	if !hasNote(f.h.Notes(context.Background(), catalog.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-files: 3 files, more than the 2") {
 		t.Errorf("no limit note")
 	}
 	g := newFixture(t, defaultSources(), func(o *Options) { o.Limits = Limits{Files: 100, Bytes: 40} })
@@ -344,7 +344,7 @@ func TestLimits(t *testing.T) {
 	if slices.Contains(got, "deploy") {
 		t.Errorf("names with a 40-byte limit = %v", got)
 	}
-	if !hasNote(g.h.Notes(context.Background(), registry.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-bytes: ") {
+	if !hasNote(g.h.Notes(context.Background(), catalog.Filter{}, ""), "deploy", ChannelAgentSkills, "limit-bytes: ") {
 		t.Errorf("no limit-bytes note for deploy")
 	}
 }
@@ -434,7 +434,7 @@ func TestHostileNames(t *testing.T) {
 	if want := []string{"dup-name", "longer", "ok"}; !slices.Equal(v1, want) {
 		t.Fatalf("v0.1 names = %v, want %v", v1, want)
 	}
-	notes := f.h.Notes(context.Background(), registry.Filter{}, "")
+	notes := f.h.Notes(context.Background(), catalog.Filter{}, "")
 	// bs, ctl and upper are excluded by the indexer's path rule, so no
 	// index, archive or note of publish ever holds them.
 	for _, n := range notes {

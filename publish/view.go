@@ -12,7 +12,7 @@ import (
 	"sync"
 	"unicode/utf16"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -21,7 +21,7 @@ import (
 // built once per generation (digests need every file's bytes) and then
 // only read; the marketplace's plugin archives are digested on first use.
 type view struct {
-	cat     *registry.Catalog
+	cat     *catalog.Catalog
 	entries []*entry            // catalog order: source, then skill path
 	sources map[string][]*entry // by source, catalog order
 
@@ -37,7 +37,7 @@ type view struct {
 
 // entry is one skill as the installers see it.
 type entry struct {
-	ref    registry.Ref
+	ref    catalog.Ref
 	source string
 	name   string
 	desc   string
@@ -102,11 +102,11 @@ type artifact struct {
 	entries []zipEntry // for ext "zip"
 	// For ext "md": the SKILL.md and its skill.
 	md    *skill.File
-	mdRef registry.Ref
+	mdRef catalog.Ref
 }
 
 // visibleTo reports whether a caller with filter f may see the artifact.
-func (a *artifact) visibleTo(f registry.Filter) bool {
+func (a *artifact) visibleTo(f catalog.Filter) bool {
 	return slices.ContainsFunc(a.sources, f.Allows)
 }
 
@@ -201,13 +201,13 @@ func (d *digester) putArchiveDigest(key, s string) {
 }
 
 // fileRef names one file of a skill for the registry's verified read.
-func fileRef(r registry.Ref, f *skill.File) registry.FileRef {
-	return registry.FileRef{Ref: r, File: f, URI: r.Snap.FileURI(r.Skill, f)}
+func fileRef(r catalog.Ref, f *skill.File) catalog.FileRef {
+	return catalog.FileRef{Ref: r, File: f, URI: r.Snap.FileURI(r.Skill, f)}
 }
 
 // layoutFile is one skill file placed in an archive.
 type layoutFile struct {
-	ref  registry.Ref
+	ref  catalog.Ref
 	file *skill.File
 	name string // path inside the archive
 }
@@ -256,7 +256,7 @@ func (d *digester) digestLayout(ctx context.Context, key string, files []layoutF
 
 // skillLayout places a skill's files at the archive root (prefix "") or
 // under prefix + "/".
-func skillLayout(r registry.Ref, prefix string) []layoutFile {
+func skillLayout(r catalog.Ref, prefix string) []layoutFile {
 	out := make([]layoutFile, len(r.Skill.Files))
 	for i := range r.Skill.Files {
 		f := &r.Skill.Files[i]
@@ -336,9 +336,9 @@ func pathProblem(files []skill.File) string {
 
 // buildView indexes a generation: the rules and layouts first, then every
 // discovery artifact's digest, on all cores.
-func (h *Handler) buildView(ctx context.Context, cat *registry.Catalog) *view {
+func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog) *view {
 	v := &view{cat: cat, sources: map[string][]*entry{}, artifacts: map[string]*artifact{}, all: map[string]*sourcePlugin{}}
-	for _, r := range cat.All(registry.Filter{}) {
+	for _, r := range cat.All(catalog.Filter{}) {
 		e := &entry{ref: r, source: r.Snap.Source, name: r.Skill.Name(), desc: r.Skill.Frontmatter.Description, files: r.Skill.Files}
 		e.skip, e.skipV1 = h.o.Limits.rules(r.Skill)
 		if md, ok := r.Skill.File("SKILL.md"); ok {
@@ -356,7 +356,7 @@ func (h *Handler) buildView(ctx context.Context, cat *registry.Catalog) *view {
 		v.entries = append(v.entries, e)
 		v.sources[e.source] = append(v.sources[e.source], e)
 	}
-	for _, snap := range cat.Sources(registry.Filter{}) {
+	for _, snap := range cat.Sources(catalog.Filter{}) {
 		sp := &sourcePlugin{source: snap.Source, name: allPluginName(snap.Source)}
 		v.all[snap.Source] = sp
 		seen := map[string]bool{}
@@ -442,7 +442,7 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 			e.pluginDigest = s
 			v.addArtifact(strings.TrimPrefix(s, "sha256:")+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
 		})
-		for _, snap := range v.cat.Sources(registry.Filter{}) {
+		for _, snap := range v.cat.Sources(catalog.Filter{}) {
 			sp := v.all[snap.Source]
 			if sp.skip != "" {
 				continue

@@ -9,54 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/skill"
 )
-
-// PinKind is what a git source is pinned to.
-type PinKind string
-
-// Pin kinds, as written in the configuration.
-const (
-	PinDefault PinKind = ""        // the remote's default branch
-	PinBranch  PinKind = "branch"  // a branch head
-	PinTag     PinKind = "tag"     // one tag
-	PinCommit  PinKind = "commit"  // one commit
-	PinSemver  PinKind = "semver"  // the highest tag in a semver range
-	PinRelease PinKind = "release" // the latest GitHub release ("latest")
-)
-
-// Pin is a git source's ref as configured.
-type Pin struct {
-	Kind  PinKind
-	Value string
-}
-
-// String renders the pin as configured, e.g. "branch:main".
-func (p Pin) String() string {
-	if p.Kind == PinDefault {
-		return "default-branch"
-	}
-	return string(p.Kind) + ":" + p.Value
-}
-
-// GitSource is the git part of a source.
-type GitSource struct {
-	URL  string // https or file URL, without credentials
-	Pin  Pin
-	Path string // subdirectory holding the skills ("" = root)
-	// Token returns the credential to present, or "" for none. It is read
-	// at each sync so rotated tokens take effect; it is never logged.
-	Token func() (string, error)
-	// TokenID identifies where the token comes from (for detecting config
-	// changes), never the token itself.
-	TokenID string
-}
-
-// Equal reports whether two git sources are configured the same way.
-func (g GitSource) Equal(o GitSource) bool {
-	return g.URL == o.URL && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
-}
 
 // ReleaseResolver gives the tag of a repository's latest GitHub release.
 type ReleaseResolver interface {
@@ -167,7 +123,7 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 // the commit has not moved (no fetch, no hashing); otherwise it fetches
 // only what is new, walks the commit's tree under the source's path and
 // indexes it, reusing every skill whose blobs did not change.
-func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (snap *Snapshot, err error) {
+func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (snap *catalog.Snapshot, err error) {
 	g := src.Git
 	if r.o.Git == nil {
 		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
@@ -189,7 +145,7 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && prev.Commit == res.Commit && prev.Kind == KindGit {
+	if prev != nil && prev.Commit == res.Commit && prev.Kind == catalog.KindGit {
 		return nil, nil
 	}
 	// The commit is needed before any catalog serves it: a prune (ours or
@@ -216,8 +172,8 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 	if err != nil {
 		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
 	}
-	snap = NewSnapshot(&Snapshot{
-		Source: src.Name, Kind: KindGit, Repository: RedactURL(g.URL), Ref: g.Pin.String(),
+	snap = catalog.NewSnapshot(&catalog.Snapshot{
+		Source: src.Name, Kind: catalog.KindGit, Repository: RedactURL(g.URL), Ref: g.Pin.String(),
 		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: r.o.Now(),
 	}, tree)
@@ -234,9 +190,9 @@ func (r *Registry) syncGit(ctx context.Context, src *Source, prev *Snapshot) (sn
 
 // resolve turns the source's pin into a commit with one ref listing (none
 // at all for a commit pin already served).
-func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth gitstore.Auth, prev *Snapshot) (gitstore.Resolved, error) {
+func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRepo, auth gitstore.Auth, prev *catalog.Snapshot) (gitstore.Resolved, error) {
 	g := src.Git
-	if g.Pin.Kind == PinCommit {
+	if g.Pin.Kind == catalog.PinCommit {
 		return gitstore.Resolved{Commit: g.Pin.Value}, nil
 	}
 	refs, err := repo.ListRemote(ctx, auth)
@@ -245,7 +201,7 @@ func (r *Registry) resolve(ctx context.Context, src *Source, repo GitRepo, auth 
 	}
 	var pin gitstore.Pin
 	switch g.Pin.Kind {
-	case PinRelease:
+	case catalog.PinRelease:
 		tag, err := r.latestRelease(ctx, g.URL, refs)
 		if err != nil {
 			return gitstore.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, RedactURL(g.URL), err)
@@ -356,8 +312,8 @@ func (r *Registry) keptCommits(url string) []string {
 	}
 	r.mu.Unlock()
 	for _, cat := range r.Retained() {
-		for _, s := range cat.sources {
-			if s.Kind != KindGit || seen[s.Commit] {
+		for _, s := range cat.Sources(catalog.Filter{}) {
+			if s.Kind != catalog.KindGit || seen[s.Commit] {
 				continue
 			}
 			if n, err := gitstore.NormalizeURL(s.Repository); err == nil && n == norm {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/skill"
@@ -52,8 +53,8 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 
-func (f *gitFixture) source(name string, pin Pin, path string) Source {
-	return Source{Name: name, Kind: KindGit, Git: &GitSource{URL: f.remote.URL(), Pin: pin, Path: path}}
+func (f *gitFixture) source(name string, pin catalog.Pin, path string) catalog.Source {
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{URL: f.remote.URL(), Pin: pin, Path: path}}
 }
 
 func mustSync(t *testing.T, r *Registry, name string) {
@@ -63,7 +64,7 @@ func mustSync(t *testing.T, r *Registry, name string) {
 	}
 }
 
-func skillNames(c *Catalog, source string) string {
+func skillNames(c *catalog.Catalog, source string) string {
 	s, ok := c.Snapshot(source)
 	if !ok {
 		return "<none>"
@@ -89,18 +90,18 @@ func TestGitEveryPinKind(t *testing.T) {
 	f.remote.Push("stable")
 
 	cases := []struct {
-		pin    Pin
+		pin    catalog.Pin
 		skills string
 	}{
-		{Pin{}, "a,b,c"},
-		{Pin{PinBranch, "main"}, "a,b,c"},
-		{Pin{PinTag, "v1.0.0"}, "a,b"},
-		{Pin{PinCommit, first}, "a,b"},
-		{Pin{PinSemver, ">=1.0.0 <1.1.0"}, "a,b"},
-		{Pin{PinSemver, "^1"}, "a,b,c"},
-		{Pin{PinRelease, "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
+		{catalog.Pin{}, "a,b,c"},
+		{catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "a,b,c"},
+		{catalog.Pin{Kind: catalog.PinTag, Value: "v1.0.0"}, "a,b"},
+		{catalog.Pin{Kind: catalog.PinCommit, Value: first}, "a,b"},
+		{catalog.Pin{Kind: catalog.PinSemver, Value: ">=1.0.0 <1.1.0"}, "a,b"},
+		{catalog.Pin{Kind: catalog.PinSemver, Value: "^1"}, "a,b,c"},
+		{catalog.Pin{Kind: catalog.PinRelease, Value: "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
 	}
-	var srcs []Source
+	var srcs []catalog.Source
 	for i, c := range cases {
 		srcs = append(srcs, f.source(string(rune('a'+i))+"-src", c.pin, "skills"))
 	}
@@ -125,7 +126,7 @@ func TestGitEveryPinKind(t *testing.T) {
 
 func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	gen := f.reg.Current().Gen
 	f.srv.ResetRequests()
@@ -140,10 +141,10 @@ func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 
 func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	old := f.reg.Current()
-	oldA, _ := old.File(Filter{}, "skill://s/a/ref.md")
+	oldA, _ := old.File(catalog.Filter{}, "skill://s/a/ref.md")
 	f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "alpha two"})
 	f.remote.Commit("change a")
 	f.remote.Push("main")
@@ -154,7 +155,7 @@ func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	if snap.Stats.Hashed != 2 || snap.Stats.Reused != 1 {
 		t.Fatalf("one-file push hashed %d files and reused %d skills; want 2 and 1", snap.Stats.Hashed, snap.Stats.Reused)
 	}
-	newA, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	newA, _ := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	if newA.File.Digest == oldA.File.Digest {
 		t.Fatal("digest did not move")
 	}
@@ -177,7 +178,7 @@ func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
 	f.remote.Commit("bad skills")
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("s", Pin{}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{}, "skills")})
 	mustSync(t, f.reg, "s")
 	snap, _ := f.reg.Current().Snapshot("s")
 	rules := map[string]skill.Rule{}
@@ -216,10 +217,10 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newGitFixture(t, Options{})
-			src := f.source("s", Pin{PinBranch, "main"}, "skills")
+			src := f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")
 			src.Timeout = 2 * time.Second
 			src.Git.Token = func() (string, error) { return "wrong-token-s3cr3t", nil }
-			f.reg.SetSources([]Source{src})
+			f.reg.SetSources([]catalog.Source{src})
 			mustSync(t, f.reg, "s")
 			good := f.reg.Current()
 			c.break_(f)
@@ -248,7 +249,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	f := newGitFixture(t, Options{})
 	f.remote.Tag("v1", false)
 	f.remote.Push("main")
-	f.reg.SetSources([]Source{f.source("b", Pin{PinBranch, "main"}, "skills"), f.source("t", Pin{PinTag, "v1"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("b", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills"), f.source("t", catalog.Pin{Kind: catalog.PinTag, Value: "v1"}, "skills")})
 	mustSync(t, f.reg, "b")
 	mustSync(t, f.reg, "t")
 	// Rewrite history: a new root commit with other content, force-pushed,
@@ -266,7 +267,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	if b, tg := skillNames(f.reg.Current(), "b"), skillNames(f.reg.Current(), "t"); b != "z" || tg != "z" {
 		t.Fatalf("after force-push: branch %s, tag %s", b, tg)
 	}
-	ref, _ := f.reg.Current().File(Filter{}, "skill://b/z/SKILL.md")
+	ref, _ := f.reg.Current().File(catalog.Filter{}, "skill://b/z/SKILL.md")
 	if data, err := f.reg.ReadFile(context.Background(), ref); err != nil || !strings.Contains(string(data), "name: z") {
 		t.Fatalf("read after force-push: %q %v", data, err)
 	}
@@ -274,10 +275,10 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 
 func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	repo, _ := f.reg.o.Git.Repo(f.remote.URL())
-	first, _ := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	first, _ := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	for i := range 5 {
 		f.remote.WriteFiles(map[string]string{"skills/a/ref.md": strings.Repeat("x", 1000+i)})
 		f.remote.Commit("push")
@@ -302,7 +303,7 @@ func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 // catalog serves yet.
 func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]Source{f.source("s", Pin{PinBranch, "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	f.reg.mu.Lock()
 	f.reg.pruned = map[string]int64{}
@@ -322,7 +323,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	if f.reg.pruned[n] == 0 {
 		t.Fatal("the sync did not prune; the test proves nothing")
 	}
-	ref, err := f.reg.Current().File(Filter{}, "skill://s/a/ref.md")
+	ref, err := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
 	if err != nil {
 		t.Fatal(err)
 	}

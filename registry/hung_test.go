@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -17,10 +18,10 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 	f := newGitFixture(t, Options{MaxParallelSyncs: 2})
 	r := f.reg
 	h1, h2 := gittest.NewHungServer(t), gittest.NewHungServer(t)
-	hung := func(name, url string) Source {
-		return Source{Name: name, Kind: KindGit, Timeout: time.Hour, Git: &GitSource{URL: url}}
+	hung := func(name, url string) catalog.Source {
+		return catalog.Source{Name: name, Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{URL: url}}
 	}
-	srcs := []Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
+	srcs := []catalog.Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- r.Run(ctx) }()
@@ -37,7 +38,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 		}
 	}
 
-	good := f.source("good", Pin{PinBranch, "main"}, "skills")
+	good := f.source("good", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")
 	r.SetSources(append(srcs, good)) // an ordinary sync: it waits for a slot
 	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
 	f.remote.Commit("add c")

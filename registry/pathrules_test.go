@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/skill"
@@ -189,7 +190,7 @@ func TestGitSourceExcludesBadPaths(t *testing.T) {
 		"skills/trail/notes.":                     "x",
 	}
 	pushPlumbedCommit(t, f.remote, nodeFromFiles(files))
-	f.reg.SetSources([]Source{f.source("rules", Pin{Kind: PinBranch, Value: "main"}, "")})
+	f.reg.SetSources([]catalog.Source{f.source("rules", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "")})
 	mustSync(t, f.reg, "rules")
 
 	snap, ok := f.reg.Current().Snapshot("rules")
@@ -226,7 +227,7 @@ func TestGitSourceExcludesBadPaths(t *testing.T) {
 	if names := skillNames(f.reg.Current(), "rules"); names != "also-good,good" {
 		t.Fatalf("served %q, want also-good,good", names)
 	}
-	ref, err := f.reg.Current().File(Filter{}, "skill://rules/skills/good/.github/ci.yml")
+	ref, err := f.reg.Current().File(catalog.Filter{}, "skill://rules/skills/good/.github/ci.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestGitSourceBadTreeName(t *testing.T) {
 	for _, name := range []string{"a/b", "x/", "/"} {
 		t.Run(name, func(t *testing.T) {
 			f := newGitFixture(t, Options{})
-			f.reg.SetSources([]Source{f.source("rules", Pin{Kind: PinBranch, Value: "main"}, "")})
+			f.reg.SetSources([]catalog.Source{f.source("rules", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "")})
 			mustSync(t, f.reg, "rules")
 			root := nodeFromFiles(map[string]string{"skills/a/SKILL.md": md("a")})
 			root["skills"].(gitNode)["a"].(gitNode)[name] = "x"
@@ -286,7 +287,7 @@ func TestDirSourceGitEntries(t *testing.T) {
 		}
 	}
 	r := New(Options{})
-	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	mustSync(t, r, "local")
 	snap, _ := r.Current().Snapshot("local")
 	if len(snap.Excluded) != 1 || snap.Excluded[0].Path != "shouting" || snap.Excluded[0].Problem.Rule != skill.RuleGitMetadata ||
@@ -307,29 +308,29 @@ func TestDirSourceGitEntries(t *testing.T) {
 // under the longest source name, makes a URI the server reads back.
 func TestLongestAdmittedPathIsReadable(t *testing.T) {
 	source := strings.Repeat("s", 64)
-	if !ValidSourceName(source) || ValidSourceName(source+"s") {
+	if !catalog.ValidSourceName(source) || catalog.ValidSourceName(source+"s") {
 		t.Fatal("the longest source name is not 64 bytes any more: update skill.MaxPathURIBytes")
 	}
 	// Segments of 85 characters percent-encoded to 255 bytes each.
 	seg := strings.Repeat("%", 85)
 	var p string
-	for len(EscapePath(p+"/"+seg)) <= skill.MaxPathURIBytes {
+	for len(catalog.EscapePath(p+"/"+seg)) <= skill.MaxPathURIBytes {
 		if p == "" {
 			p = seg
 		} else {
 			p += "/" + seg
 		}
 	}
-	if len(EscapePath(p+"/x")) <= skill.MaxPathURIBytes {
+	if len(catalog.EscapePath(p+"/x")) <= skill.MaxPathURIBytes {
 		p += "/x"
-		for len(EscapePath(p+"x")) <= skill.MaxPathURIBytes {
+		for len(catalog.EscapePath(p+"x")) <= skill.MaxPathURIBytes {
 			p += "x"
 		}
 	}
 	if skill.CheckPath(p) != nil || skill.CheckPath(p+"x") == nil {
-		t.Fatalf("CheckPath(%d bytes encoded) = %v, and one more byte = %v", len(EscapePath(p)), skill.CheckPath(p), skill.CheckPath(p+"x"))
+		t.Fatalf("CheckPath(%d bytes encoded) = %v, and one more byte = %v", len(catalog.EscapePath(p)), skill.CheckPath(p), skill.CheckPath(p+"x"))
 	}
-	u, err := ParseURI(FileURI(source, p))
+	u, err := catalog.ParseURI(catalog.FileURI(source, p))
 	if err != nil || u.Path != p {
 		t.Fatalf("ParseURI of the longest admitted path: %v (%q)", err, u.Path)
 	}
@@ -365,12 +366,12 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 		sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
 		return s
 	}
-	old := &Snapshot{Source: "local", Kind: KindDir, Skills: []*skill.Skill{stored("a", "SKILL.md", ".GIT/config"), stored("b", "SKILL.md")}}
+	old := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{stored("a", "SKILL.md", ".GIT/config"), stored("b", "SKILL.md")}}
 	old.Skills[0].Dirs = []string{".GIT"}
 
 	r := New(Options{})
-	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
-	rep := r.Restore(context.Background(), []Persisted{{Snapshot: old, State: State{Source: "local"}}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
+	rep := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, State: catalog.State{Source: "local"}}})
 	if len(rep.Restored) != 0 || !strings.Contains(rep.Dropped["local"], "git-metadata") {
 		t.Fatalf("restore %+v, want the stored catalog dropped for git-metadata", rep)
 	}
@@ -384,9 +385,9 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 
 	// The same store without the bad skill is served as it is.
 	r2 := New(Options{})
-	r2.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
-	good := &Snapshot{Source: "local", Kind: KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
-	if rep := r2.Restore(context.Background(), []Persisted{{Snapshot: good, State: State{Source: "local"}}}); len(rep.Restored) != 1 {
+	r2.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
+	good := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
+	if rep := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); len(rep.Restored) != 1 {
 		t.Fatalf("restore of a clean store: %+v", rep)
 	}
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/skillreg/skillreg/catalog"
 	"time"
 )
 
@@ -26,7 +27,7 @@ type PersistMetrics interface {
 
 // persist stores a snapshot the source now serves (or is about to) and
 // its state, and records the outcome.
-func (r *Registry) persist(run *sourceRun, snap *Snapshot, st State) {
+func (r *Registry) persist(run *sourceRun, snap *catalog.Snapshot, st catalog.State) {
 	if r.o.Store == nil {
 		return
 	}
@@ -120,7 +121,7 @@ func (r *Registry) retryPersist(name string) {
 // (the stored state says so, or names another commit). Restore serves it
 // anyway, better than nothing, with the state saying it is stale, and the
 // resync every source starts with replaces it.
-func staleStored(p Persisted) bool {
+func staleStored(p catalog.Persisted) bool {
 	if p.Snapshot == nil {
 		return false
 	}

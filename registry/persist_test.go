@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/fulldisk"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
@@ -29,7 +30,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	dbPath := filepath.Join(mnt, store.FileName)
 	root := t.TempDir()
 	addSkills(t, root, 0, 5)
-	src := registry.Source{Name: "local", Kind: registry.KindDir, Dir: root}
+	src := catalog.Source{Name: "local", Kind: catalog.KindDir, Dir: root}
 
 	// The first process stores 5 skills, then syncs 305 on a full disk.
 	d1 := startRegistry(t, dbPath, src)
@@ -39,7 +40,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	d1.reg.RequestSync("local", "test")
 	waitFor(t, "a sync of 305 skills whose persist fails", func() bool {
 		st := d1.state()
-		return st.Skills == 305 && st.PersistFailures > 0 && d1.reg.Current().Len(registry.Filter{}) == 305
+		return st.Skills == 305 && st.PersistFailures > 0 && d1.reg.Current().Len(catalog.Filter{}) == 305
 	})
 	if st := d1.state(); !strings.Contains(st.PersistError, "no space left on device") || st.PersistErrorAt.IsZero() || st.NextPersist.IsZero() {
 		t.Fatalf("state after a failed persist: %+v", st)
@@ -55,7 +56,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	if st := d2.state(); !st.Stale || st.Skills != 5 || st.PersistError == "" {
 		t.Fatalf("restored state %+v, want stale, 5 skills, and the persist error", st)
 	}
-	if n := d2.reg.Current().Len(registry.Filter{}); n != 5 {
+	if n := d2.reg.Current().Len(catalog.Filter{}); n != 5 {
 		t.Fatalf("served %d skills after the restart, want the 5 stored", n)
 	}
 	free()
@@ -72,7 +73,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	d2.reg.RequestSync("local", "test")
 	waitFor(t, "a sync of 905 skills whose persist fails", func() bool {
 		st := d2.state()
-		return st.Skills == 905 && st.PersistFailures > 0 && d2.reg.Current().Len(registry.Filter{}) == 905
+		return st.Skills == 905 && st.PersistFailures > 0 && d2.reg.Current().Len(catalog.Filter{}) == 905
 	})
 	failed := d2.state()
 	free()
@@ -87,7 +88,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	if st := d3.state(); st.Stale || st.Skills != 905 || len(d3.report.Restored) != 1 {
 		t.Fatalf("after the retried persist a restart restored %+v with state %+v, want 905 skills, not stale", d3.report, st)
 	}
-	if n := d3.reg.Current().Len(registry.Filter{}); n != 905 {
+	if n := d3.reg.Current().Len(catalog.Filter{}); n != 905 {
 		t.Fatalf("served %d after the restart, want 905", n)
 	}
 	if err := d3.st.Check(); err != nil {
@@ -106,7 +107,7 @@ type testDaemon struct {
 
 // openRegistry opens the store and restores its catalog, as a restart
 // does, without running syncs yet.
-func openRegistry(t *testing.T, dbPath string, src registry.Source) *testDaemon {
+func openRegistry(t *testing.T, dbPath string, src catalog.Source) *testDaemon {
 	t.Helper()
 	st, err := store.Open(dbPath, store.Options{})
 	if err != nil {
@@ -118,13 +119,13 @@ func openRegistry(t *testing.T, dbPath string, src registry.Source) *testDaemon 
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(registry.Options{Store: st, Logger: log})
-	reg.SetSources([]registry.Source{src})
+	reg.SetSources([]catalog.Source{src})
 	d := &testDaemon{st: st, reg: reg, report: reg.Restore(context.Background(), ps)}
 	t.Cleanup(d.stop)
 	return d
 }
 
-func startRegistry(t *testing.T, dbPath string, src registry.Source) *testDaemon {
+func startRegistry(t *testing.T, dbPath string, src catalog.Source) *testDaemon {
 	d := openRegistry(t, dbPath, src)
 	d.run(t)
 	return d
@@ -148,13 +149,13 @@ func (d *testDaemon) stop() {
 	}
 }
 
-func (d *testDaemon) state() registry.State {
+func (d *testDaemon) state() catalog.State {
 	for _, st := range d.reg.States() {
 		if st.Source == "local" {
 			return st
 		}
 	}
-	return registry.State{}
+	return catalog.State{}
 }
 
 // addSkills writes skills from..from+n-1 with bodies large enough that

@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitstore"
 )
 
@@ -37,7 +38,7 @@ func (g *fakeGit) Repo(url string) (GitRepo, error) {
 	return r, nil
 }
 
-func (g *fakeGit) add(name string, r *fakeRepo) Source {
+func (g *fakeGit) add(name string, r *fakeRepo) catalog.Source {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.repos == nil {
@@ -46,7 +47,7 @@ func (g *fakeGit) add(name string, r *fakeRepo) Source {
 	r.url = "https://git.example/" + name + ".git"
 	r.blobs = map[string]string{}
 	g.repos[r.url] = r
-	return Source{Name: name, Kind: KindGit, Poll: 5 * time.Second, Git: &GitSource{URL: r.url, Pin: Pin{Kind: PinBranch, Value: "main"}}}
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Poll: 5 * time.Second, Git: &catalog.GitSource{URL: r.url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}}}
 }
 
 // fakeRepo is a remote that answers at once (files), fails at once (fail),
@@ -66,12 +67,12 @@ type fakeRepo struct {
 	// registry showed for the source then.
 	listings []listing
 	inflight int // ListRemote calls in progress
-	state    func() State
+	state    func() catalog.State
 }
 
 type listing struct {
 	at    time.Time
-	state State
+	state catalog.State
 }
 
 func (f *fakeRepo) setFiles(files map[string]string) {
@@ -102,7 +103,7 @@ func (f *fakeRepo) Listings() []listing {
 }
 
 func (f *fakeRepo) ListRemote(ctx context.Context, _ gitstore.Auth) (*gitstore.RemoteRefs, error) {
-	var st State
+	var st catalog.State
 	if f.state != nil {
 		st = f.state()
 	}
@@ -151,13 +152,13 @@ func (f *fakeRepo) OpenBlob(id string) (io.ReadCloser, int64, error) {
 	return io.NopCloser(strings.NewReader(c)), int64(len(c)), nil
 }
 
-func stateOf(r *Registry, name string) State {
+func stateOf(r *Registry, name string) catalog.State {
 	for _, st := range r.States() {
 		if st.Source == name {
 			return st
 		}
 	}
-	return State{}
+	return catalog.State{}
 }
 
 // TestPollRespectsBackoff: a source whose remote fails (at once, or by
@@ -179,9 +180,9 @@ func TestPollRespectsBackoff(t *testing.T) {
 				dead.Timeout = 20 * time.Second
 				alive := &fakeRepo{}
 				alive.setFiles(map[string]string{"a/SKILL.md": md("a")})
-				c.repo.state = func() State { return stateOf(r, "dead") }
+				c.repo.state = func() catalog.State { return stateOf(r, "dead") }
 				ctx, cancel := context.WithCancel(t.Context())
-				r.SetSources([]Source{dead, git.add("alive", alive)})
+				r.SetSources([]catalog.Source{dead, git.add("alive", alive)})
 				done := make(chan error)
 				go func() { done <- r.Run(ctx) }()
 				time.Sleep(30 * time.Minute)
@@ -234,7 +235,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		good.Poll = time.Hour
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		r.SetSources([]Source{hung1, hung2})
+		r.SetSources([]catalog.Source{hung1, hung2})
 		go r.Run(ctx)
 		synctest.Wait()
 		if h1.Inflight() != 1 || h2.Inflight() != 1 {
@@ -242,7 +243,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		}
 
 		// Configured while both slots hang: an ordinary sync waits...
-		r.SetSources([]Source{hung1, hung2, good})
+		r.SetSources([]catalog.Source{hung1, hung2, good})
 		synctest.Wait()
 		if st := stateOf(r, "good"); st.Attempted || st.Syncing {
 			t.Fatalf("good synced in a third slot without being urgent: %+v (grants %v)", st, grants)
@@ -361,7 +362,7 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 		gitstore.ErrAuth, pair, token, url.QueryEscape(token), url.PathEscape(token))}
 	src := git.add("s", repo)
 	src.Git.Token = func() (string, error) { return token, nil }
-	r.SetSources([]Source{src})
+	r.SetSources([]catalog.Source{src})
 	err := r.SyncNow(context.Background(), "s")
 	if !errors.Is(err, gitstore.ErrAuth) {
 		t.Fatalf("SyncNow: %v, want ErrAuth", err)
@@ -389,7 +390,7 @@ func TestReconfiguredWhileWaiting(t *testing.T) {
 		s1, s2, s3 := git.add("hung1", h1), git.add("hung2", h2), git.add("hung3", h3)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
-		r.SetSources([]Source{s1, s2, s3})
+		r.SetSources([]catalog.Source{s1, s2, s3})
 		go func() { done <- r.Run(ctx) }()
 		synctest.Wait()
 		if n := h1.Inflight() + h2.Inflight() + h3.Inflight(); n != 2 {
@@ -401,7 +402,7 @@ func TestReconfiguredWhileWaiting(t *testing.T) {
 				waiting = st.Source
 			}
 		}
-		srcs := []Source{s1, s2, s3}
+		srcs := []catalog.Source{s1, s2, s3}
 		for i := range srcs {
 			if srcs[i].Name == waiting {
 				srcs[i].Timeout = time.Minute // changed: a new run replaces the waiting one

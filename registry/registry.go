@@ -1,110 +1,42 @@
-// Package registry holds skillreg's domain: sources, their snapshots, the
-// catalog generations built from them, the sync queue that is the one place
-// where the catalog changes, and the read queries the faces (MCP, web) use.
+// Package registry is skillreg's sync runner: the keyed queue that is the
+// one place sync requests coalesce, the syncs that build each source's
+// snapshot and swap it into the live catalog (package catalog holds the
+// values and the swap), retries, polls, directory watches, the restore at
+// start and the git store's prune policy.
 package registry
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/redact"
+	"github.com/skillreg/skillreg/search"
 	"github.com/skillreg/skillreg/skill"
 )
 
-// Kind is the kind of a source.
-type Kind string
-
-// Source kinds.
-const (
-	KindDir      Kind = "dir"      // a local directory
-	KindEmbedded Kind = "embedded" // an fs.FS compiled into the binary
-	KindGit      Kind = "git"      // a git repository pinned to a ref
-)
-
-// Source is one configured place skills come from.
-type Source struct {
-	Name string
-	Kind Kind
-
-	Dir string // KindDir
-	FS  fs.FS  // KindEmbedded
-
-	Git *GitSource // KindGit
-
-	// Poll is how often to look for changes without being asked: a scan
-	// for directories, a ref listing for git. 0 disables polling.
-	Poll time.Duration
-	// Timeout bounds one sync (default 60s).
-	Timeout time.Duration
-}
-
-// Describe returns the ref a source follows, for people: the git pin, or
-// the kind of a local source.
-func (s *Source) Describe() string {
-	if s.Git != nil {
-		return s.Git.Pin.String()
-	}
-	return string(s.Kind)
-}
-
-// State is what the registry knows about a source's syncs.
-type State struct {
-	Source      string    `json:"source"`
-	Kind        Kind      `json:"kind"`
-	Repository  string    `json:"repository,omitempty"`
-	Ref         string    `json:"ref,omitempty"`
-	Commit      string    `json:"commit,omitempty"`
-	Skills      int       `json:"skills"`
-	Excluded    int       `json:"excluded"`
-	LastStart   time.Time `json:"last_start,omitzero"`
-	LastEnd     time.Time `json:"last_end,omitzero"`
-	LastResult  string    `json:"last_result,omitempty"` // "updated", "unchanged" or "failed"
-	LastSuccess time.Time `json:"last_success,omitzero"`
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-	Failures    int       `json:"consecutive_failures"`
-	NextRetry   time.Time `json:"next_retry,omitzero"`
-	NextPoll    time.Time `json:"next_poll,omitzero"`
-	Syncing     bool      `json:"syncing"`
-	Attempted   bool      `json:"attempted"` // at least one sync finished since start
-
-	// PersistError is why the catalog served could not be stored (a full
-	// disk, say); empty once it is. Until then the store is retried with
-	// backoff (NextPersist), and a restart would find an older catalog.
-	PersistError    string    `json:"persist_error,omitempty"`
-	PersistErrorAt  time.Time `json:"persist_error_at,omitzero"`
-	PersistFailures int       `json:"persist_failures,omitempty"`
-	NextPersist     time.Time `json:"next_persist_retry,omitzero"`
-	// Stale means the catalog served was restored from the store and is
-	// older than the one served before the restart (its persist had
-	// failed); the resync the restart starts replaces it.
-	Stale bool `json:"stale,omitempty"`
-}
+// ErrSourceUnknown is returned for a source that is not configured.
+var ErrSourceUnknown = errors.New("unknown source")
 
 // Store persists snapshots and source states. Implementations must write a
 // snapshot and its state in one transaction, so a restart never sees a
 // catalog without the commit it came from.
 type Store interface {
-	SaveSnapshot(snap *Snapshot, st State) error
-	SaveState(st State) error
+	SaveSnapshot(snap *catalog.Snapshot, st catalog.State) error
+	SaveState(st catalog.State) error
 	DeleteSource(name string) error
 }
 
 // Metrics receives what the registry does; nil means none.
 type Metrics interface {
-	SyncFinished(source, result string, d time.Duration, snap *Snapshot)
+	SyncFinished(source, result string, d time.Duration, snap *catalog.Snapshot)
 }
 
 // Options configures a Registry. The zero value works (no persistence, no
@@ -126,10 +58,11 @@ type Options struct {
 	// newest non-prerelease semver tag.
 	Releases ReleaseResolver
 	// Retain is how long a superseded generation stays readable for
-	// pagination (default 5 minutes).
+	// pagination (default catalog.DefaultRetain).
 	Retain time.Duration
 	// ContentCacheBytes bounds the verified file bytes kept in memory
-	// (default 64 MiB; negative disables the cache).
+	// (default catalog.DefaultContentCacheBytes; negative disables the
+	// cache).
 	ContentCacheBytes int64
 	// MaxParallelSyncs bounds syncs running at once across sources
 	// (default 2). Sources whose last sync failed share N-1 of them, and
@@ -137,26 +70,23 @@ type Options struct {
 	// queue.go.
 	MaxParallelSyncs int
 	// OnSwap is called after each generation swap that changed something.
-	OnSwap  func(old, new *Catalog)
+	OnSwap  func(old, new *catalog.Catalog)
 	Metrics Metrics
 	Now     func() time.Time
 }
 
 // Registry owns the sources, the current catalog and its recent history.
 type Registry struct {
-	o   Options
-	log *slog.Logger
-	cur atomic.Pointer[Catalog]
+	o    Options
+	log  *slog.Logger
+	live *catalog.Live
 
-	content *contentCache
-	slots   *slots
-	redact  *redact.Set
+	slots  *slots
+	redact *redact.Set
 
 	mu       sync.Mutex
 	sources  map[string]*sourceRun
-	history  []retired
 	ctx      context.Context // set by Run; nil before
-	swapMu   sync.Mutex
 	inflight sync.WaitGroup
 	pruned   map[string]int64 // store size after the last prune, by repository URL
 	held     map[string]int   // commits fetched by syncs in progress, not yet served
@@ -166,19 +96,14 @@ type Registry struct {
 	persistRetry map[string]*time.Timer
 }
 
-type retired struct {
-	cat *Catalog
-	at  time.Time
-}
-
 // sourceRun is one source's sync machinery.
 type sourceRun struct {
-	src     Source
+	src     catalog.Source
 	syncMu  sync.Mutex // held for the whole of a sync
 	running bool       // a queue worker owns this source
 	pending bool       // another sync was asked for while one ran
 	urgent  bool       // a webhook asked for the next sync
-	state   State
+	state   catalog.State
 	stop    context.CancelFunc // stops pollers and watchers
 	retry   *time.Timer
 	removed bool
@@ -192,9 +117,6 @@ func New(o Options) *Registry {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Retain <= 0 {
-		o.Retain = 5 * time.Minute
-	}
 	if o.Digests == nil {
 		o.Digests = NewDigestMap()
 	}
@@ -207,80 +129,53 @@ func New(o Options) *Registry {
 	r := &Registry{
 		o:       o,
 		log:     o.Logger,
-		content: newContentCache(o.ContentCacheBytes),
 		slots:   newSlots(o.MaxParallelSyncs),
 		redact:  o.Redact,
 		sources: map[string]*sourceRun{},
 	}
-	first := NewCatalog(0, o.Now(), nil)
-	first.instance = newInstance()
-	r.cur.Store(first)
+	r.live = catalog.NewLive(catalog.LiveOptions{
+		Logger:            o.Logger,
+		Retain:            o.Retain,
+		ContentCacheBytes: o.ContentCacheBytes,
+		OnSwap:            o.OnSwap,
+		Resync:            r.RequestSync,
+		Now:               o.Now,
+	})
 	return r
 }
 
+// Live returns the live catalog the registry swaps generations into: what
+// the surfaces read.
+func (r *Registry) Live() *catalog.Live { return r.live }
+
 // Current returns the current generation. It never blocks.
-func (r *Registry) Current() *Catalog { return r.cur.Load() }
+func (r *Registry) Current() *catalog.Catalog { return r.live.Current() }
 
 // Generation returns the current or a retained superseded generation.
-func (r *Registry) Generation(gen uint64) (*Catalog, bool) {
-	if c := r.cur.Load(); c.Gen == gen {
-		return c, true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pruneHistory()
-	for _, h := range r.history {
-		if h.cat.Gen == gen {
-			return h.cat, true
-		}
-	}
-	return nil, false
-}
+func (r *Registry) Generation(gen uint64) (*catalog.Catalog, bool) { return r.live.Generation(gen) }
 
 // Resume returns the generation a cursor was made on, if this process
 // made it and still keeps that generation.
-func (r *Registry) Resume(c Cursor) (*Catalog, bool) {
-	if c.Instance != r.Current().instance {
-		return nil, false
-	}
-	return r.Generation(c.Gen)
-}
-
-// newInstance names this process's generations (six random letters).
-func newInstance() string {
-	const letters = "abcdefhijkmnpqrstuvwxyz" // no g: it separates the fields
-	b := make([]byte, 6)
-	for i := range b {
-		b[i] = letters[rand.IntN(len(letters))]
-	}
-	return string(b)
-}
+func (r *Registry) Resume(c catalog.Cursor) (*catalog.Catalog, bool) { return r.live.Resume(c) }
 
 // Retained returns the generations still readable, current first.
-func (r *Registry) Retained() []*Catalog {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pruneHistory()
-	out := []*Catalog{r.cur.Load()}
-	for _, h := range r.history {
-		out = append(out, h.cat)
-	}
-	return out
+func (r *Registry) Retained() []*catalog.Catalog { return r.live.Retained() }
+
+// ReadFile returns the verified bytes of a served file (catalog.Live.ReadFile).
+func (r *Registry) ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error) {
+	return r.live.ReadFile(ctx, f)
 }
 
-func (r *Registry) pruneHistory() {
-	cut := r.o.Now().Add(-r.o.Retain)
-	i := 0
-	for i < len(r.history) && r.history[i].at.Before(cut) {
-		i++
-	}
-	r.history = r.history[i:]
+// Search ranks the skills a filter allows against a keyword query, over
+// the current generation (catalog.Live.Search).
+func (r *Registry) Search(f catalog.Filter, source, query string, o search.Options) ([]search.Hit, error) {
+	return r.live.Search(f, source, query, o)
 }
 
 // SetSources installs the configured sources: new ones are added and
 // synced, changed ones restarted and resynced, removed ones dropped from the
 // catalog. It is used at start and on configuration reload.
-func (r *Registry) SetSources(srcs []Source) {
+func (r *Registry) SetSources(srcs []catalog.Source) {
 	r.mu.Lock()
 	keep := map[string]bool{}
 	var toSync []string
@@ -293,7 +188,7 @@ func (r *Registry) SetSources(srcs []Source) {
 			run.removed = true
 			r.stopLocked(run)
 		}
-		run := &sourceRun{src: s, state: State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
+		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
 		if s.Git != nil {
 			run.state.Repository = RedactURL(s.Git.URL)
 		}
@@ -326,7 +221,7 @@ func (r *Registry) SetSources(srcs []Source) {
 	}
 }
 
-func sameSource(a, b Source) bool {
+func sameSource(a, b catalog.Source) bool {
 	if a.Kind != b.Kind || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
 		return false
 	}
@@ -338,7 +233,7 @@ func sameSource(a, b Source) bool {
 
 // snapMatches reports whether a snapshot (possibly restored from the store)
 // belongs to the source as now configured.
-func snapMatches(snap *Snapshot, src *Source) bool {
+func snapMatches(snap *catalog.Snapshot, src *catalog.Source) bool {
 	if src == nil || snap.Kind != src.Kind {
 		return false
 	}
@@ -348,7 +243,7 @@ func snapMatches(snap *Snapshot, src *Source) bool {
 	return true
 }
 
-func (r *Registry) source(name string) *Source {
+func (r *Registry) source(name string) *catalog.Source {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if run, ok := r.sources[name]; ok {
@@ -359,11 +254,11 @@ func (r *Registry) source(name string) *Source {
 }
 
 func (r *Registry) dropSource(name string) {
-	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog {
+	r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog {
 		if _, ok := c.Snapshot(name); !ok {
 			return nil
 		}
-		return c.without(gen, now, name)
+		return c.Without(gen, now, name)
 	})
 	if r.o.Store != nil {
 		if err := r.o.Store.DeleteSource(name); err != nil {
@@ -402,7 +297,7 @@ func (r *Registry) startLocked(run *sourceRun) {
 	if run.src.Poll > 0 {
 		go r.poll(ctx, run)
 	}
-	if run.src.Kind == KindDir {
+	if run.src.Kind == catalog.KindDir {
 		go r.watchDir(ctx, run)
 	}
 }
@@ -611,7 +506,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 
 	prev, _ := r.Current().Snapshot(src.Name)
 	snap, err := r.produce(ctx, &src, prev)
-	if snap != nil && snap.Kind == KindGit {
+	if snap != nil && snap.Kind == catalog.KindGit {
 		// Held since its fetch; once swapped in (or dropped) a retained
 		// generation keeps it, or nothing needs it.
 		defer r.releaseCommit(snap.Commit)
@@ -686,8 +581,8 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	// recorded and retried; the snapshot is served anyway (its bytes match
 	// its manifest).
 	r.persist(run, snap, state)
-	r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog { return c.with(gen, now, snap) })
-	prepareSearch(r.Current())
+	r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, snap) })
+	r.Current().WarmSearch()
 	for _, ex := range snap.Excluded {
 		r.log.Warn("skill excluded", "source", src.Name, "skill", ex.Path, "rule", ex.Problem.Rule, "detail", ex.Problem.Detail)
 	}
@@ -707,35 +602,35 @@ func (r *Registry) cleanError(msg string) string {
 	return redact.Remote(r.redact.String(msg), maxLastError)
 }
 
-func (r *Registry) metric(source, result string, d time.Duration, snap *Snapshot) {
+func (r *Registry) metric(source, result string, d time.Duration, snap *catalog.Snapshot) {
 	if r.o.Metrics != nil {
 		r.o.Metrics.SyncFinished(source, result, d, snap)
 	}
 }
 
 // produce builds a new snapshot of src, or returns nil when nothing changed.
-func (r *Registry) produce(ctx context.Context, src *Source, prev *Snapshot) (*Snapshot, error) {
+func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (*catalog.Snapshot, error) {
 	switch src.Kind {
-	case KindDir:
-		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &Snapshot{Source: src.Name, Kind: KindDir})
-	case KindEmbedded:
+	case catalog.KindDir:
+		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+	case catalog.KindEmbedded:
 		if prev != nil {
 			return nil, nil // compiled in: it cannot change
 		}
-		return r.indexTree(ctx, src, prev, skill.FSTree{FS: src.FS}, &Snapshot{Source: src.Name, Kind: KindEmbedded})
-	case KindGit:
+		return r.indexTree(ctx, src, prev, skill.FSTree{FS: src.FS}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindEmbedded})
+	case catalog.KindGit:
 		return r.syncGit(ctx, src, prev)
 	}
 	return nil, fmt.Errorf("source %s: unknown kind %q", src.Name, src.Kind)
 }
 
-func (r *Registry) indexTree(ctx context.Context, src *Source, prev *Snapshot, tree skill.Tree, base *Snapshot) (*Snapshot, error) {
+func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, tree skill.Tree, base *catalog.Snapshot) (*catalog.Snapshot, error) {
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
 	if prev != nil {
 		o.Previous = prev.Skills
 		// A resync reads only what changed: keep those bytes, which the
 		// files on disk may no longer hold by the time they are read.
-		o.Keep = r.content.keep
+		o.Keep = r.live.Keep
 	}
 	res, err := skill.Index(ctx, tree, o)
 	if err != nil {
@@ -745,52 +640,32 @@ func (r *Registry) indexTree(ctx context.Context, src *Source, prev *Snapshot, t
 		return nil, nil
 	}
 	base.Skills, base.Excluded, base.Stats, base.IndexedAt = res.Skills, res.Excluded, res.Stats, r.o.Now()
-	return NewSnapshot(base, tree), nil
+	return catalog.NewSnapshot(base, tree), nil
 }
 
 // sameResult reports whether an index run found exactly the previous
 // snapshot's skills (each reused unchanged) and exclusions.
-func sameResult(prev *Snapshot, res *skill.Result) bool {
+func sameResult(prev *catalog.Snapshot, res *skill.Result) bool {
 	if res.Stats.Reused != len(prev.Skills) || len(res.Skills) != len(prev.Skills) {
 		return false
 	}
 	return slices.EqualFunc(res.Excluded, prev.Excluded, func(a, b skill.Exclusion) bool { return a == b })
 }
 
-// swap builds the next generation from the current one under the swap
-// lock; next returns nil when there is nothing to change.
-func (r *Registry) swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
-	r.swapMu.Lock()
-	old := r.cur.Load()
-	now := r.o.Now()
-	nc := next(old, old.Gen+1, now)
-	if nc == nil {
-		r.swapMu.Unlock()
-		return
-	}
-	r.cur.Store(nc)
-	r.mu.Lock()
-	r.history = append(r.history, retired{old, now})
-	r.pruneHistory()
-	r.mu.Unlock()
-	r.swapMu.Unlock()
-	// Outside the swap lock: it waits for a search index being built on
-	// old, if any, and other sources' swaps need not.
-	retireSearch(old, nc)
-	if r.o.OnSwap != nil {
-		r.o.OnSwap(old, nc)
-	}
+// swap builds the next generation from the current one (catalog.Live.Swap).
+func (r *Registry) swap(next func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog) {
+	r.live.Swap(next)
 }
 
 // States returns every configured source's state, sorted by name.
-func (r *Registry) States() []State {
+func (r *Registry) States() []catalog.State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]State, 0, len(r.sources))
+	out := make([]catalog.State, 0, len(r.sources))
 	for _, run := range r.sources {
 		out = append(out, run.state)
 	}
-	slices.SortFunc(out, func(a, b State) int {
+	slices.SortFunc(out, func(a, b catalog.State) int {
 		switch {
 		case a.Source < b.Source:
 			return -1
@@ -816,59 +691,14 @@ func (r *Registry) Ready() bool {
 	return true
 }
 
-// ReadFile returns the bytes of a served file, always exactly the bytes
-// whose size and digest the manifest states: from the content cache, or
-// read from the source and checked. A file whose bytes no longer match is
-// refused with ErrChanged and its source is asked to resync.
-func (r *Registry) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
-	if b, ok := r.content.get(f.File.Digest); ok {
-		return b, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rc, err := f.Snap.tree.Open(f.File.ID)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			r.RequestSync(f.Snap.Source, "file vanished")
-			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
-		}
-		return nil, fmt.Errorf("read %s: %w", f.URI, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, f.File.Size+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", f.URI, err)
-	}
-	sum := sha256.Sum256(data)
-	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
-		r.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		r.RequestSync(f.Snap.Source, "file changed")
-		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
-	}
-	r.content.put(f.File.Digest, data)
-	return data, nil
-}
-
-// Persisted is what a store kept of one source: its last snapshot (nil when
-// it never synced) and its state.
-type Persisted struct {
-	Snapshot *Snapshot
-	State    State
-	// Damaged says why the store could not return this source's records
-	// (one failed its checksum or did not decode); Snapshot is nil then,
-	// State is whatever checked out, and Restore resyncs the source.
-	Damaged error
-}
-
 // Sources returns the configured sources, sorted by name.
-func (r *Registry) Sources() []Source {
+func (r *Registry) Sources() []catalog.Source {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Source, 0, len(r.sources))
+	out := make([]catalog.Source, 0, len(r.sources))
 	for _, run := range r.sources {
 		out = append(out, run.src)
 	}
-	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b catalog.Source) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

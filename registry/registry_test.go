@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillreg/skillreg/search"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -37,7 +37,7 @@ func newDirRegistry(t *testing.T, o Options) (*Registry, string) {
 	root := t.TempDir()
 	writeFiles(t, root, map[string]string{"a/SKILL.md": md("a"), "a/ref.md": "alpha", "b/SKILL.md": md("b")})
 	r := New(o)
-	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +46,10 @@ func newDirRegistry(t *testing.T, o Options) (*Registry, string) {
 
 func TestDirSourceSyncAndSwap(t *testing.T) {
 	var swaps int
-	r, root := newDirRegistry(t, Options{OnSwap: func(_, _ *Catalog) { swaps++ }})
+	r, root := newDirRegistry(t, Options{OnSwap: func(_, _ *catalog.Catalog) { swaps++ }})
 	c1 := r.Current()
-	if c1.Len(Filter{}) != 2 || swaps != 1 {
-		t.Fatalf("after first sync: %d skills, %d swaps", c1.Len(Filter{}), swaps)
+	if c1.Len(catalog.Filter{}) != 2 || swaps != 1 {
+		t.Fatalf("after first sync: %d skills, %d swaps", c1.Len(catalog.Filter{}), swaps)
 	}
 	// A sync that finds nothing new changes nothing: same generation.
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
@@ -70,8 +70,8 @@ func TestDirSourceSyncAndSwap(t *testing.T) {
 		t.Fatalf("changed sync did not swap: gen %d -> %d", c1.Gen, c2.Gen)
 	}
 	// b did not change: its entry is the very same value.
-	b1, _ := c1.Skill(Filter{}, "skill://local/b/SKILL.md")
-	b2, _ := c2.Skill(Filter{}, "skill://local/b/SKILL.md")
+	b1, _ := c1.Skill(catalog.Filter{}, "skill://local/b/SKILL.md")
+	b2, _ := c2.Skill(catalog.Filter{}, "skill://local/b/SKILL.md")
 	if b1.Skill != b2.Skill {
 		t.Errorf("unchanged skill b was rebuilt")
 	}
@@ -105,7 +105,7 @@ func TestGenerationsExpire(t *testing.T) {
 func TestReadFileServesOnlyManifestBytes(t *testing.T) {
 	r, root := newDirRegistry(t, Options{ContentCacheBytes: -1})
 	cat := r.Current()
-	f, err := cat.File(Filter{}, "skill://local/a/ref.md")
+	f, err := cat.File(catalog.Filter{}, "skill://local/a/ref.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestReadFileServesOnlyManifestBytes(t *testing.T) {
 	}
 	// Same size, other bytes: refused, never served under the old digest.
 	writeFiles(t, root, map[string]string{"a/ref.md": "ALPHA"})
-	if data, err := r.ReadFile(context.Background(), f); !errors.Is(err, ErrChanged) {
+	if data, err := r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
 		t.Fatalf("changed file served: %q, %v", data, err)
 	}
 	// Replaced by a symlink: refused.
@@ -123,19 +123,19 @@ func TestReadFileServesOnlyManifestBytes(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(root, "a/ref.md")); err != nil {
 		t.Fatal(err)
 	}
-	if data, err := r.ReadFile(context.Background(), f); !errors.Is(err, ErrChanged) {
+	if data, err := r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
 		t.Fatalf("symlink served: %q, %v", data, err)
 	}
 	// Deleted: refused.
 	os.Remove(filepath.Join(root, "a/ref.md"))
-	if _, err := r.ReadFile(context.Background(), f); !errors.Is(err, ErrChanged) {
+	if _, err := r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
 		t.Fatalf("deleted file: %v", err)
 	}
 }
 
 func TestReadFileCacheKeepsVerifiedBytes(t *testing.T) {
 	r, root := newDirRegistry(t, Options{})
-	f, _ := r.Current().File(Filter{}, "skill://local/a/ref.md")
+	f, _ := r.Current().File(catalog.Filter{}, "skill://local/a/ref.md")
 	if _, err := r.ReadFile(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
@@ -151,31 +151,31 @@ func TestCatalogLookups(t *testing.T) {
 	r, _ := newDirRegistry(t, Options{})
 	cat := r.Current()
 	for _, uri := range []string{"skill://local/c/SKILL.md", "skill://other/a/SKILL.md", "skill://local/a/ref.md", "skill://local/a"} {
-		if _, err := cat.Skill(Filter{}, uri); !errors.Is(err, ErrNotFound) {
+		if _, err := cat.Skill(catalog.Filter{}, uri); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("Skill(%q) = %v, want ErrNotFound", uri, err)
 		}
 	}
-	if _, err := cat.Skill(Filter{}, "skill://local/../a/SKILL.md"); !errors.Is(err, ErrBadURI) {
+	if _, err := cat.Skill(catalog.Filter{}, "skill://local/../a/SKILL.md"); !errors.Is(err, catalog.ErrBadURI) {
 		t.Errorf("traversal: %v", err)
 	}
 	// A caller limited to other sources sees nothing here, exactly as if
 	// it did not exist.
-	hidden := Filter{Only: map[string]bool{"other": true}}
-	if _, err := cat.File(hidden, "skill://local/a/ref.md"); !errors.Is(err, ErrNotFound) {
+	hidden := catalog.Filter{Only: map[string]bool{"other": true}}
+	if _, err := cat.File(hidden, "skill://local/a/ref.md"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("filtered file: %v", err)
 	}
-	kids, err := cat.Dir(Filter{}, "skill://local/a")
+	kids, err := cat.Dir(catalog.Filter{}, "skill://local/a")
 	if err != nil || len(kids) != 2 || kids[0].Name != "SKILL.md" || kids[1].Name != "ref.md" {
 		t.Fatalf("Dir = %+v, %v", kids, err)
 	}
-	if _, err := cat.Dir(Filter{}, "skill://local/a/ref.md"); !errors.Is(err, ErrNotDirectory) {
+	if _, err := cat.Dir(catalog.Filter{}, "skill://local/a/ref.md"); !errors.Is(err, catalog.ErrNotDirectory) {
 		t.Errorf("Dir on a file: %v", err)
 	}
-	refs, next := cat.Page(Filter{}, 0, 1)
+	refs, next := cat.Page(catalog.Filter{}, 0, 1)
 	if len(refs) != 1 || next != 1 {
 		t.Fatalf("page 1 = %d refs, next %d", len(refs), next)
 	}
-	refs, next = cat.Page(Filter{}, 1, 1)
+	refs, next = cat.Page(catalog.Filter{}, 1, 1)
 	if len(refs) != 1 || next != -1 || refs[0].Skill.Name() != "b" {
 		t.Fatalf("page 2 = %v, next %d", refs, next)
 	}
@@ -192,11 +192,11 @@ func TestRequestSyncCoalesces(t *testing.T) {
 		syncs++
 		mu.Unlock()
 	})})
-	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.Current().Len(Filter{}) == 1 })
+	waitFor(t, func() bool { return r.Current().Len(catalog.Filter{}) == 1 })
 	mu.Lock()
 	base := syncs
 	mu.Unlock()
@@ -226,7 +226,7 @@ func TestRequestSyncCoalesces(t *testing.T) {
 
 type metricsFunc func(source, result string)
 
-func (f metricsFunc) SyncFinished(source, result string, _ time.Duration, _ *Snapshot) {
+func (f metricsFunc) SyncFinished(source, result string, _ time.Duration, _ *catalog.Snapshot) {
 	f(source, result)
 }
 
@@ -258,58 +258,8 @@ func TestCursorOfAnotherProcess(t *testing.T) {
 	if _, ok := b.Resume(c); ok {
 		t.Fatal("another process's cursor resumed")
 	}
-	d, err := DecodeCursor(c.Encode())
+	d, err := catalog.DecodeCursor(c.Encode())
 	if err != nil || d != c {
 		t.Fatalf("round trip: %+v %v", d, err)
-	}
-}
-
-// TestSwapLetsGoOfSupersededSearch checks that a generation kept only for
-// pagination does not keep its search state: under a catalog that changes
-// every second, every superseded generation's segment used to stay in
-// memory for the whole retention window.
-func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
-	r, root := newDirRegistry(t, Options{})
-	other := t.TempDir()
-	writeFiles(t, other, map[string]string{"c/SKILL.md": md("c")})
-	r.SetSources([]Source{{Name: "local", Kind: KindDir, Dir: root}, {Name: "other", Kind: KindDir, Dir: other}})
-	if err := r.SyncNow(context.Background(), "other"); err != nil {
-		t.Fatal(err)
-	}
-	if hits, err := r.Search(Filter{}, "", "skill", search.Options{}); err != nil || len(hits) == 0 {
-		t.Fatalf("search before the swap: %v, %v", hits, err)
-	}
-	c1 := r.Current()
-	local1, other1 := c1.sources[0], c1.sources[1]
-	otherSeg := other1.search.seg
-	if local1.search.seg == nil || otherSeg == nil || c1.index.ix == nil {
-		t.Fatal("search state not built by the first search")
-	}
-
-	writeFiles(t, root, map[string]string{"a/SKILL.md": "---\nname: a\ndescription: The zebra skill.\n---\n# a\n"})
-	if err := r.SyncNow(context.Background(), "local"); err != nil {
-		t.Fatal(err)
-	}
-	c2 := r.Current()
-	if c2 == c1 || c2.sources[1] != other1 {
-		t.Fatal("expected a swap that keeps the unchanged source's snapshot")
-	}
-	if local1.search.seg != nil || c1.index.ix != nil {
-		t.Error("superseded generation still holds its search state")
-	}
-	if other1.search.seg != otherSeg {
-		t.Error("the unchanged source's segment was dropped, though the current generation holds it")
-	}
-	// The superseded generation still answers, and search follows the new one.
-	if _, ok := r.Generation(c1.Gen); !ok {
-		t.Fatal("superseded generation not retained")
-	}
-	hits, err := r.Search(Filter{}, "", "zebra", search.Options{})
-	if err != nil || len(hits) == 0 || hits[0].ID != "skill://local/a/SKILL.md" {
-		t.Fatalf("search after the swap: %+v, %v", hits, err)
-	}
-	// A late search on the retired snapshot still works and keeps nothing.
-	if local1.Segment() == nil || local1.search.seg != nil {
-		t.Error("retired snapshot kept a segment built after retirement")
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -60,6 +62,9 @@ func (l *LazyDigests) Get(key string) (skill.Digest, bool) { return l.get().Get(
 // Put caches a digest under key.
 func (l *LazyDigests) Put(key string, d skill.Digest) { l.get().Put(key, d) }
 
+// searchWarmDelay is how long after a restore the search index is built.
+const searchWarmDelay = 2 * time.Second
+
 // RestoreReport says what a restore served and what it dropped.
 type RestoreReport struct {
 	Restored []string          // sources served from the store
@@ -76,9 +81,9 @@ type RestoreReport struct {
 // its source resynced: nothing mismatched is ever served. Call it after
 // SetSources and before Run. Embedded sources are indexed afresh (they are
 // compiled in, and cheap).
-func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
+func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) RestoreReport {
 	rep := RestoreReport{Dropped: map[string]string{}}
-	var snaps []*Snapshot
+	var snaps []*catalog.Snapshot
 	for _, p := range ps {
 		name := p.State.Source
 		if p.Snapshot != nil {
@@ -102,7 +107,7 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 			r.log.Warn("stored catalog is damaged; resyncing", "source", name, "err", p.Damaged)
 			continue
 		}
-		if p.Snapshot == nil || src.Kind == KindEmbedded {
+		if p.Snapshot == nil || src.Kind == catalog.KindEmbedded {
 			continue
 		}
 		if !snapMatches(p.Snapshot, src) {
@@ -121,7 +126,7 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
 			continue
 		}
-		snaps = append(snaps, NewSnapshot(p.Snapshot, tree))
+		snaps = append(snaps, catalog.NewSnapshot(p.Snapshot, tree))
 		rep.Restored = append(rep.Restored, name)
 		if staleStored(p) {
 			r.markStale(name, p)
@@ -129,22 +134,22 @@ func (r *Registry) Restore(ctx context.Context, ps []Persisted) RestoreReport {
 		}
 	}
 	if len(snaps) > 0 {
-		r.swap(func(c *Catalog, gen uint64, now time.Time) *Catalog {
+		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog {
 			for _, s := range snaps {
-				c = c.with(gen, now, s)
+				c = c.With(gen, now, s)
 			}
 			return c
 		})
 		// Index for search once the first requests are answered, not
 		// while the restarted daemon is meant to answer at once.
-		time.AfterFunc(searchWarmDelay, func() { prepareSearch(r.Current()) })
+		time.AfterFunc(searchWarmDelay, func() { r.Current().WarmSearch() })
 	}
 	return rep
 }
 
 // judgeStored applies today's rules that need no reading to every skill
 // of a stored snapshot (see skill.CheckStored).
-func judgeStored(snap *Snapshot) error {
+func judgeStored(snap *catalog.Snapshot) error {
 	for _, sk := range snap.Skills {
 		if p := skill.CheckStored(sk); p != nil {
 			return fmt.Errorf("skill %s: %w", sk.Path, p)
@@ -156,7 +161,7 @@ func judgeStored(snap *Snapshot) error {
 // restoreState takes the persisted facts of a source's state and leaves
 // the runtime ones (a sync in progress, scheduled polls and retries) to
 // this process.
-func (r *Registry) restoreState(name string, st State) {
+func (r *Registry) restoreState(name string, st catalog.State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	run, ok := r.sources[name]
@@ -176,7 +181,7 @@ func (r *Registry) restoreState(name string, st State) {
 // markStale records that the catalog restored for a source is older than
 // the one served before the restart: the state then describes what is
 // served (its commit and counts) and says it is stale.
-func (r *Registry) markStale(name string, p Persisted) {
+func (r *Registry) markStale(name string, p catalog.Persisted) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	run, ok := r.sources[name]
@@ -193,9 +198,9 @@ func (r *Registry) markStale(name string, p Persisted) {
 
 // verify checks a stored snapshot against the source's files and returns
 // the tree to read them from.
-func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (skill.Tree, error) {
+func (r *Registry) verify(ctx context.Context, src *catalog.Source, snap *catalog.Snapshot) (skill.Tree, error) {
 	switch src.Kind {
-	case KindGit:
+	case catalog.KindGit:
 		if r.o.Git == nil {
 			return nil, errors.New("no git object store")
 		}
@@ -210,10 +215,10 @@ func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (ski
 			return nil, fmt.Errorf("commit %s is not in the object store", shortCommit(snap.Commit))
 		}
 		return gitTree{repo: repo}, nil
-	case KindDir:
+	case catalog.KindDir:
 		tree := skill.DirTree{Root: src.Dir}
 		err := eachFile(ctx, snap, func(sk *skill.Skill, f *skill.File) error {
-			info, err := os.Lstat(filepath.Join(src.Dir, filepath.FromSlash(joinRel(sk.Path, f.Path))))
+			info, err := os.Lstat(filepath.Join(src.Dir, filepath.FromSlash(path.Join(sk.Path, f.Path))))
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				return fmt.Errorf("%s/%s is gone", sk.Path, f.Path)
@@ -235,7 +240,7 @@ func (r *Registry) verify(ctx context.Context, src *Source, snap *Snapshot) (ski
 // one contiguous run per worker (no per-file hand-off: the checks are
 // single system calls, and a channel send per file cost as much as the
 // call), and returns the first error.
-func eachFile(ctx context.Context, snap *Snapshot, check func(*skill.Skill, *skill.File) error) error {
+func eachFile(ctx context.Context, snap *catalog.Snapshot, check func(*skill.Skill, *skill.File) error) error {
 	var (
 		wg       sync.WaitGroup
 		once     sync.Once

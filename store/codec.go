@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -338,7 +338,7 @@ func skillFileKeys(rec string, fn func(key string, dg skill.Digest)) error {
 // encodeHeader encodes a snapshot without its skills, which are records
 // of their own; it records how many there are, so that Load notices a
 // record gone missing.
-func encodeHeader(snap *registry.Snapshot) []byte {
+func encodeHeader(snap *catalog.Snapshot) []byte {
 	e := enc{b: make([]byte, 0, 256)}
 	e.byte(recordFormat)
 	e.str(snap.Source)
@@ -365,12 +365,12 @@ func encodeHeader(snap *registry.Snapshot) []byte {
 
 // decodeHeader decodes a header; skills is the number of skill records
 // the snapshot had, or -1 for a nil Skills.
-func decodeHeader(rec string) (snap *registry.Snapshot, skills int, err error) {
+func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, err error) {
 	d := dec{s: rec}
 	d.format()
-	snap = &registry.Snapshot{
+	snap = &catalog.Snapshot{
 		Source:     d.str(),
-		Kind:       registry.Kind(d.str()),
+		Kind:       catalog.Kind(d.str()),
 		Repository: d.str(),
 		Ref:        d.str(),
 		Commit:     d.str(),

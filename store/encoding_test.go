@@ -12,7 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -28,10 +28,10 @@ var benchSkills = flag.Int("bench-skills", 10000, "skills in the corpus of the e
 
 var (
 	benchOnce sync.Once
-	benchSnap *registry.Snapshot
+	benchSnap *catalog.Snapshot
 )
 
-func benchSnapshot(b *testing.B) *registry.Snapshot {
+func benchSnapshot(b *testing.B) *catalog.Snapshot {
 	benchOnce.Do(func() { benchSnap = corpusSnapshot(b, "bench", *benchSkills) })
 	return benchSnap
 }
@@ -83,7 +83,7 @@ var codecs = []codec{
 // writeCodec stores the snapshot's skills with c, per skill or as one
 // blob (length-prefixed path and record, one after the other; gob and
 // JSON blobs are whole-slice encodings).
-func writeCodec(db *bolt.DB, snap *registry.Snapshot, c codec, blob bool) error {
+func writeCodec(db *bolt.DB, snap *catalog.Snapshot, c codec, blob bool) error {
 	var recs [][2][]byte
 	if blob {
 		var v []byte
@@ -252,7 +252,7 @@ func BenchmarkEncoding(b *testing.B) {
 				}
 			})
 			b.Run("save-one-changed", func(b *testing.B) {
-				variants := [2]*registry.Snapshot{snap, withOneChange(snap)}
+				variants := [2]*catalog.Snapshot{snap, withOneChange(snap)}
 				i := 0
 				for b.Loop() {
 					i++
@@ -267,7 +267,7 @@ func BenchmarkEncoding(b *testing.B) {
 }
 
 // withOneChange is snap with one file of one skill changed.
-func withOneChange(snap *registry.Snapshot) *registry.Snapshot {
+func withOneChange(snap *catalog.Snapshot) *catalog.Snapshot {
 	c := *snap
 	c.Skills = append([]*skill.Skill(nil), snap.Skills...)
 	sk := *c.Skills[len(c.Skills)/2]

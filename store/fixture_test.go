@@ -16,7 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "write testdata/schema-v<SchemaVersion>.
 // fixture is what every testdata/schema-v*.db holds, written through the
 // API of the schema version it is named after.
 type fixture struct {
-	persisted  []registry.Persisted
+	persisted  []catalog.Persisted
 	releases   map[string]releases.Cached
 	deliveries []Delivery // oldest first
 }
@@ -94,8 +94,8 @@ func fixtureData() fixture {
 		Files: []skill.File{file("SKILL.md", h('e'), 50, "notes/SKILL.md", "", false)},
 		Size:  50,
 	}
-	git := &registry.Snapshot{
-		Source: "team", Kind: registry.KindGit, Repository: "https://example.test/team/skills.git",
+	git := &catalog.Snapshot{
+		Source: "team", Kind: catalog.KindGit, Repository: "https://example.test/team/skills.git",
 		Ref: "branch:main", Commit: "0123456789abcdef0123456789abcdef01234567", Path: "skills",
 		Skills: []*skill.Skill{root, review, lint},
 		Excluded: []skill.Exclusion{{Path: "broken", File: "broken/SKILL.md", Problem: skill.Problem{
@@ -104,15 +104,15 @@ func fixtureData() fixture {
 		Stats:     skill.Stats{Skills: 3, Excluded: 1, Files: 4, Bytes: 400, Hashed: 4, Duration: 1500 * time.Microsecond},
 		IndexedAt: at,
 	}
-	dir := &registry.Snapshot{
-		Source: "local", Kind: registry.KindDir, Skills: []*skill.Skill{local},
+	dir := &catalog.Snapshot{
+		Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{local},
 		Stats: skill.Stats{Skills: 1, Files: 1, Bytes: 50, Hashed: 1}, IndexedAt: at.Add(time.Minute),
 	}
 	return fixture{
-		persisted: []registry.Persisted{
-			{Snapshot: dir, State: registry.State{Source: "local", Kind: registry.KindDir, Skills: 1, LastStart: at, LastEnd: at, LastResult: "updated", LastSuccess: at, Attempted: true}},
-			{State: registry.State{Source: "pending", Kind: registry.KindGit, Repository: "https://example.test/p.git", Ref: "tag:v1", LastResult: "failed", LastError: "fetch: refused", LastErrorAt: at, Failures: 4, NextRetry: at.Add(time.Minute)}},
-			{Snapshot: git, State: registry.State{Source: "team", Kind: registry.KindGit, Repository: git.Repository, Ref: git.Ref, Commit: git.Commit, Skills: 3, Excluded: 1, LastStart: at, LastEnd: at, LastResult: "updated", LastSuccess: at, Attempted: true}},
+		persisted: []catalog.Persisted{
+			{Snapshot: dir, State: catalog.State{Source: "local", Kind: catalog.KindDir, Skills: 1, LastStart: at, LastEnd: at, LastResult: "updated", LastSuccess: at, Attempted: true}},
+			{State: catalog.State{Source: "pending", Kind: catalog.KindGit, Repository: "https://example.test/p.git", Ref: "tag:v1", LastResult: "failed", LastError: "fetch: refused", LastErrorAt: at, Failures: 4, NextRetry: at.Add(time.Minute)}},
+			{Snapshot: git, State: catalog.State{Source: "team", Kind: catalog.KindGit, Repository: git.Repository, Ref: git.Ref, Commit: git.Commit, Skills: 3, Excluded: 1, LastStart: at, LastEnd: at, LastResult: "updated", LastSuccess: at, Attempted: true}},
 		},
 		releases: map[string]releases.Cached{
 			"team/skills": {Tag: "v1.2.0", HTMLURL: "https://github.com/team/skills/releases/tag/v1.2.0", PublishedAt: at, ETag: `"e1"`, FetchedAt: at},
@@ -218,7 +218,7 @@ func TestSchemaFixtures(t *testing.T) {
 					t.Fatalf("state of %s:\n got %+v\nwant %+v", p.State.Source, got[i].State, p.State)
 				}
 			}
-			var snaps []*registry.Snapshot
+			var snaps []*catalog.Snapshot
 			for _, p := range want.persisted {
 				if p.Snapshot != nil {
 					snaps = append(snaps, p.Snapshot)

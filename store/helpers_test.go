@@ -11,8 +11,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/corpus"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -56,7 +56,7 @@ func skillMD(name string, extra ...string) *fstest.MapFile {
 // edgeSnapshot indexes, with the real indexer, a source with a root skill,
 // nested skills, an executable, every frontmatter field and an excluded
 // skill, then varies file keys the way other trees set them.
-func edgeSnapshot(t testing.TB, source, commit string, extra fstest.MapFS) *registry.Snapshot {
+func edgeSnapshot(t testing.TB, source, commit string, extra fstest.MapFS) *catalog.Snapshot {
 	t.Helper()
 	fsys := fstest.MapFS{
 		"SKILL.md":                 skillMD(source),
@@ -88,15 +88,15 @@ func edgeSnapshot(t testing.TB, source, commit string, extra fstest.MapFS) *regi
 			sk.Files[0].Key = sk.Files[0].ID // git trees key blobs by their id
 		}
 	}
-	return &registry.Snapshot{
-		Source: source, Kind: registry.KindGit, Repository: "https://example.test/" + source + ".git",
+	return &catalog.Snapshot{
+		Source: source, Kind: catalog.KindGit, Repository: "https://example.test/" + source + ".git",
 		Ref: "branch:main", Commit: commit, Path: "skills",
 		Skills: res.Skills, Excluded: res.Excluded, Stats: res.Stats, IndexedAt: when,
 	}
 }
 
 // corpusSnapshot indexes n generated skills in a directory.
-func corpusSnapshot(t testing.TB, source string, n int) *registry.Snapshot {
+func corpusSnapshot(t testing.TB, source string, n int) *catalog.Snapshot {
 	t.Helper()
 	dir := t.TempDir()
 	if _, _, err := corpus.Write(dir, corpus.Options{Skills: n}); err != nil {
@@ -109,11 +109,11 @@ func corpusSnapshot(t testing.TB, source string, n int) *registry.Snapshot {
 	if len(res.Skills) != n {
 		t.Fatalf("corpus: %d skills, want %d (excluded %v)", len(res.Skills), n, res.Excluded)
 	}
-	return &registry.Snapshot{Source: source, Kind: registry.KindDir, Skills: res.Skills, Stats: res.Stats, IndexedAt: when}
+	return &catalog.Snapshot{Source: source, Kind: catalog.KindDir, Skills: res.Skills, Stats: res.Stats, IndexedAt: when}
 }
 
-func stateOf(snap *registry.Snapshot) registry.State {
-	return registry.State{
+func stateOf(snap *catalog.Snapshot) catalog.State {
+	return catalog.State{
 		Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref, Commit: snap.Commit,
 		Skills: len(snap.Skills), Excluded: len(snap.Excluded), LastStart: when.Add(-time.Second), LastEnd: when,
 		LastResult: "updated", LastSuccess: when, Attempted: true,
@@ -122,27 +122,27 @@ func stateOf(snap *registry.Snapshot) registry.State {
 
 // exported copies a snapshot's exported fields (a sealed snapshot also
 // holds its tree and lookups).
-func exported(s *registry.Snapshot) registry.Snapshot {
-	return registry.Snapshot{
+func exported(s *catalog.Snapshot) catalog.Snapshot {
+	return catalog.Snapshot{
 		Source: s.Source, Kind: s.Kind, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: s.Path,
 		Skills: s.Skills, Excluded: s.Excluded, Stats: s.Stats, IndexedAt: s.IndexedAt,
 	}
 }
 
-func load(t testing.TB, s *Store) map[string]registry.Persisted {
+func load(t testing.TB, s *Store) map[string]catalog.Persisted {
 	t.Helper()
 	ps, err := s.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]registry.Persisted{}
+	out := map[string]catalog.Persisted{}
 	for _, p := range ps {
 		out[p.State.Source] = p
 	}
 	return out
 }
 
-func sameSnapshot(t testing.TB, got, want *registry.Snapshot) {
+func sameSnapshot(t testing.TB, got, want *catalog.Snapshot) {
 	t.Helper()
 	if got == nil || want == nil {
 		if got != want {
@@ -162,7 +162,7 @@ func sameSnapshot(t testing.TB, got, want *registry.Snapshot) {
 }
 
 // wantDigests is the digest map a set of stored snapshots implies.
-func wantDigests(snaps ...*registry.Snapshot) map[string]skill.Digest {
+func wantDigests(snaps ...*catalog.Snapshot) map[string]skill.Digest {
 	out := map[string]skill.Digest{}
 	for _, s := range snaps {
 		for _, sk := range s.Skills {

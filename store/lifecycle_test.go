@@ -16,7 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 func TestSecondOpenFailsWhileAnotherProcessHoldsTheFile(t *testing.T) {
@@ -41,7 +41,7 @@ func TestSecondOpenFailsWhileAnotherProcessHoldsTheFile(t *testing.T) {
 }
 
 // saveCorpus writes a store holding a generated snapshot and returns it.
-func saveCorpus(t *testing.T, path string, n int) *registry.Snapshot {
+func saveCorpus(t *testing.T, path string, n int) *catalog.Snapshot {
 	t.Helper()
 	s, err := Open(path, Options{})
 	if err != nil {
@@ -398,7 +398,7 @@ func TestFailedPageWritesRollBack(t *testing.T) {
 	if !errors.Is(err, syscall.EBADF) {
 		t.Fatalf("save with failing writes: %v, want the write error", err)
 	}
-	if err := s.SaveState(registry.State{Source: "src", LastResult: "failed"}); err == nil {
+	if err := s.SaveState(catalog.State{Source: "src", LastResult: "failed"}); err == nil {
 		t.Fatal("a write succeeded on a read-only descriptor")
 	}
 	sameSnapshot(t, load(t, s)["src"].Snapshot, v1)
@@ -428,7 +428,7 @@ func TestFailedPageWritesRollBack(t *testing.T) {
 
 func TestBackup(t *testing.T) {
 	s, path := openTemp(t, Options{})
-	v := []*registry.Snapshot{edgeSnapshot(t, "edge", "c0", nil), edgeSnapshot(t, "edge", "c1", nil)}
+	v := []*catalog.Snapshot{edgeSnapshot(t, "edge", "c0", nil), edgeSnapshot(t, "edge", "c1", nil)}
 	if err := s.SaveSnapshot(v[0], stateOf(v[0])); err != nil {
 		t.Fatal(err)
 	}

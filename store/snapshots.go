@@ -14,7 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -37,7 +37,7 @@ type encodedSkill struct {
 // a later save of the same source encodes and writes only the skills that
 // are not among them. Other skills (after a restart, or after a failed
 // save) are encoded and compared with the stored records.
-func (s *Store) SaveSnapshot(snap *registry.Snapshot, st registry.State) error {
+func (s *Store) SaveSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	if snap == nil {
 		return errors.New("save snapshot: nil snapshot")
 	}
@@ -83,7 +83,7 @@ func (s *Store) sourceLock(name string) *sync.Mutex {
 
 // saveSnapshot writes a snapshot and returns how many skill records it
 // wrote or deleted.
-func (s *Store) saveSnapshot(snap *registry.Snapshot, st registry.State) (written int, err error) {
+func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written int, err error) {
 	name := snap.Source
 	stateJSON, err := json.Marshal(st)
 	if err != nil {
@@ -379,7 +379,7 @@ func (r *refDelta) apply(tx *bolt.Tx) error {
 }
 
 // SaveState stores a source's state, leaving its snapshot as it is.
-func (s *Store) SaveState(st registry.State) error {
+func (s *Store) SaveState(st catalog.State) error {
 	if st.Source == "" {
 		return errors.New("save state: no source name")
 	}
@@ -439,18 +439,18 @@ func (s *Store) DeleteSource(name string) error {
 // rawSource is one source's values, copied out of a read transaction.
 type rawSource struct {
 	name     string
-	state    string             // the state's JSON, checked
-	stateErr error              // the state record does not check out
-	hasHdr   bool               // the source has a snapshot
-	snap     *registry.Snapshot // decoded header and skills, when hasHdr
-	err      error              // what is wrong with the snapshot's records
+	state    string            // the state's JSON, checked
+	stateErr error             // the state record does not check out
+	hasHdr   bool              // the source has a snapshot
+	snap     *catalog.Snapshot // decoded header and skills, when hasHdr
+	err      error             // what is wrong with the snapshot's records
 }
 
 // Load returns every stored source's last snapshot (nil when it has none)
 // and state, sorted by source name. Snapshots come back unsealed: the
 // registry verifies them against their trees and seals them with
-// registry.NewSnapshot.
-func (s *Store) Load() ([]registry.Persisted, error) {
+// catalog.NewSnapshot.
+func (s *Store) Load() ([]catalog.Persisted, error) {
 	var raws []rawSource
 	err := s.view("load", func(tx *bolt.Tx) error {
 		sources := tx.Bucket(bucketSources)
@@ -465,7 +465,7 @@ func (s *Store) Load() ([]registry.Persisted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", s.path, err)
 	}
-	out := make([]registry.Persisted, 0, len(raws))
+	out := make([]catalog.Persisted, 0, len(raws))
 	for i := range raws {
 		p, err := decodeSource(&raws[i])
 		if err != nil {
@@ -529,15 +529,15 @@ func notEmpty(b *bolt.Bucket) bool {
 // decodeSource checks one source's state against its snapshot. On error
 // the Persisted still names the source, with its state when that record
 // checks out.
-func decodeSource(r *rawSource) (registry.Persisted, error) {
-	p := registry.Persisted{State: registry.State{Source: r.name}}
+func decodeSource(r *rawSource) (catalog.Persisted, error) {
+	p := catalog.Persisted{State: catalog.State{Source: r.name}}
 	switch {
 	case r.stateErr != nil:
 		return p, r.stateErr
 	case r.state == "":
 		return p, errors.New("no state")
 	}
-	var st registry.State
+	var st catalog.State
 	if err := json.Unmarshal([]byte(r.state), &st); err != nil {
 		return p, fmt.Errorf("state: %w", err)
 	}
@@ -563,7 +563,7 @@ func decodeSource(r *rawSource) (registry.Persisted, error) {
 // walks the keys again and hands out runs of records, which workers copy
 // into their part of the arena and decode from there. Decoded strings
 // point into the arena, which no one writes again once a run is copied.
-func loadSnapshot(path, header string, b *bolt.Bucket) (*registry.Snapshot, error) {
+func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error) {
 	snap, n, err := decodeHeader(header)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -22,12 +23,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	st := stateOf(snap)
 	st.LastError, st.LastErrorAt, st.Failures = "earlier failure", when.Add(-time.Hour), 2
 	// A sealed snapshot, as the registry hands it over.
-	sealed := registry.NewSnapshot(snap, nil)
+	sealed := catalog.NewSnapshot(snap, nil)
 	if err := s.SaveSnapshot(sealed, st); err != nil {
 		t.Fatal(err)
 	}
-	empty := &registry.Snapshot{Source: "empty", Kind: registry.KindDir, IndexedAt: when.In(time.FixedZone("X", 3600))}
-	if err := s.SaveSnapshot(empty, registry.State{Source: "empty", Kind: registry.KindDir}); err != nil {
+	empty := &catalog.Snapshot{Source: "empty", Kind: catalog.KindDir, IndexedAt: when.In(time.FixedZone("X", 3600))}
+	if err := s.SaveSnapshot(empty, catalog.State{Source: "empty", Kind: catalog.KindDir}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"same process", "after reopening"} {
@@ -50,9 +51,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				t.Fatalf("empty snapshot came back as %+v", got)
 			}
 			// The registry can seal what Load returns.
-			resealed := registry.NewSnapshot(ps[0].Snapshot, nil)
-			cat := registry.NewCatalog(1, when, []*registry.Snapshot{resealed})
-			if _, err := cat.Skill(registry.Filter{}, "skill://edge/alpha/beta/SKILL.md"); err != nil {
+			resealed := catalog.NewSnapshot(ps[0].Snapshot, nil)
+			cat := catalog.NewCatalog(1, when, []*catalog.Snapshot{resealed})
+			if _, err := cat.Skill(catalog.Filter{}, "skill://edge/alpha/beta/SKILL.md"); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -93,7 +94,7 @@ func TestSaveStateKeepsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A source that never indexed has a state and no snapshot.
-	never := registry.State{Source: "never", Kind: registry.KindGit, Ref: "tag:v1", LastResult: "failed", Failures: 3}
+	never := catalog.State{Source: "never", Kind: catalog.KindGit, Ref: "tag:v1", LastResult: "failed", Failures: 3}
 	if err := s.SaveState(never); err != nil {
 		t.Fatal(err)
 	}
@@ -128,15 +129,15 @@ func TestSaveSnapshotReplaces(t *testing.T) {
 // the next snapshot of a source) or, after a restart or a failure, compares
 // records; both ways must leave the same file.
 func TestSaveSnapshotSequence(t *testing.T) {
-	versions := []*registry.Snapshot{
+	versions := []*catalog.Snapshot{
 		edgeSnapshot(t, "edge", "c1", nil),
 		edgeSnapshot(t, "edge", "c2", fstest.MapFS{"zeta/SKILL.md": skillMD("zeta")}),
 		edgeSnapshot(t, "edge", "c3", fstest.MapFS{"alpha/beta/notes.txt": {Data: []byte("changed nested file")}}),
-		{Source: "edge", Kind: registry.KindGit, Commit: "c4", IndexedAt: when},
+		{Source: "edge", Kind: catalog.KindGit, Commit: "c4", IndexedAt: when},
 	}
 	// Later versions reuse the values of earlier ones where unchanged, as
 	// the indexer does.
-	reuse := func(prev, next *registry.Snapshot) {
+	reuse := func(prev, next *catalog.Snapshot) {
 		byPath := map[string]*skill.Skill{}
 		for _, sk := range prev.Skills {
 			byPath[sk.Path] = sk
@@ -172,7 +173,7 @@ func TestSaveSnapshotSequence(t *testing.T) {
 func TestSaveSnapshotRefusesMismatch(t *testing.T) {
 	s, _ := openTemp(t, Options{})
 	snap := edgeSnapshot(t, "edge", "c1", nil)
-	if err := s.SaveSnapshot(snap, registry.State{Source: "other"}); err == nil {
+	if err := s.SaveSnapshot(snap, catalog.State{Source: "other"}); err == nil {
 		t.Fatal("saved a snapshot with another source's state")
 	}
 	dup := *snap
@@ -188,7 +189,7 @@ func TestSaveSnapshotRefusesMismatch(t *testing.T) {
 func TestDeleteSource(t *testing.T) {
 	s, _ := openTemp(t, Options{})
 	a, b := edgeSnapshot(t, "a", "c1", nil), edgeSnapshot(t, "b", "c1", nil)
-	for _, snap := range []*registry.Snapshot{a, b} {
+	for _, snap := range []*catalog.Snapshot{a, b} {
 		if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestDigestsFollowStoredSnapshots(t *testing.T) {
 	// share files within one snapshot.
 	a1 := edgeSnapshot(t, "a", "c1", fstest.MapFS{"zeta/SKILL.md": skillMD("zeta")})
 	b := edgeSnapshot(t, "bb", "c1", nil)
-	for _, snap := range []*registry.Snapshot{a1, b} {
+	for _, snap := range []*catalog.Snapshot{a1, b} {
 		if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +275,7 @@ func TestDigestsFollowStoredSnapshots(t *testing.T) {
 
 func TestConcurrentReadersWhileWriting(t *testing.T) {
 	s, _ := openTemp(t, Options{})
-	v := []*registry.Snapshot{
+	v := []*catalog.Snapshot{
 		edgeSnapshot(t, "edge", "c0", nil),
 		edgeSnapshot(t, "edge", "c1", fstest.MapFS{"zeta/SKILL.md": skillMD("zeta")}),
 	}

@@ -10,7 +10,7 @@
 // checksum.go):
 //
 //	meta/        "schema" -> decimal version
-//	sources/     <name>/ "state" -> JSON registry.State
+//	sources/     <name>/ "state" -> JSON catalog.State
 //	                     "snapshot" -> binary snapshot header (absent: never indexed)
 //	                     skills/ "/"+path -> binary skill record
 //	digests/     file key -> references, size, digest

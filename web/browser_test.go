@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/registry"
 )
@@ -272,7 +273,7 @@ func screenshots(t *testing.T, ctx context.Context) {
 	}
 	c := newClock()
 	reg := registry.New(registry.Options{Now: c.Now})
-	reg.SetSources([]registry.Source{{Name: "examples", Kind: registry.KindDir, Dir: examples}})
+	reg.SetSources([]catalog.Source{{Name: "examples", Kind: catalog.KindDir, Dir: examples}})
 	if err := reg.SyncNow(context.Background(), "examples"); err != nil {
 		t.Fatal(err)
 	}

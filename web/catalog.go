@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // skillItem is one skill in a list.
@@ -53,7 +53,7 @@ type catalogData struct {
 	NextHref string
 }
 
-func newSkillItem(ref registry.Ref, terms []string) skillItem {
+func newSkillItem(ref catalog.Ref, terms []string) skillItem {
 	fm := ref.Skill.Frontmatter
 	it := skillItem{
 		Source:      ref.Snap.Source,
@@ -105,7 +105,7 @@ func (h *Handler) catalog(c echo.Context) error {
 	return h.render(c, http.StatusOK, "catalog", data)
 }
 
-func (h *Handler) search(c echo.Context, cat *registry.Catalog, v Viewer, q string, data catalogData) error {
+func (h *Handler) search(c echo.Context, cat *catalog.Catalog, v Viewer, q string, data catalogData) error {
 	data.Searched = true
 	if len(q) > maxQueryBytes {
 		data.Notice = "The query is longer than " + strconv.Itoa(maxQueryBytes) + " bytes; shorten it."
@@ -145,7 +145,7 @@ func (h *Handler) search(c echo.Context, cat *registry.Catalog, v Viewer, q stri
 // substringSearch is the search used when no ranked index is configured:
 // every query term must occur in the name, the description or a tag; the
 // name counts most, then tags, then the description.
-func substringSearch(cat *registry.Catalog, f registry.Filter, q string, limit int) []Hit {
+func substringSearch(cat *catalog.Catalog, f catalog.Filter, q string, limit int) []Hit {
 	terms := queryTerms(q)
 	if len(terms) == 0 {
 		return nil

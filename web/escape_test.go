@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // TestSourcesPageEscapesRemoteText: what a remote or a webhook sender chose
@@ -23,8 +23,8 @@ func TestSourcesPageEscapesRemoteText(t *testing.T) {
 	}
 	for _, h := range hostile {
 		t.Run(h, func(t *testing.T) {
-			st := registry.State{
-				Source: "team", Kind: registry.KindGit, LastResult: "failed", Failures: 3,
+			st := catalog.State{
+				Source: "team", Kind: catalog.KindGit, LastResult: "failed", Failures: 3,
 				LastError:   "list refs: " + h,
 				LastErrorAt: time.Now(),
 				Repository:  "https://github.com/o/r" + h,
@@ -32,7 +32,7 @@ func TestSourcesPageEscapesRemoteText(t *testing.T) {
 				Commit:      h,
 			}
 			f := newFixture(t, map[string]map[string]string{"team": teamSkills}, func(o *Options) {
-				o.States = func() []registry.State { return []registry.State{st} }
+				o.States = func() []catalog.State { return []catalog.State{st} }
 				o.Deliveries = func(int) []Delivery {
 					return []Delivery{{ID: h, Event: h, Action: h, Repo: h, At: time.Now(), Outcome: h, Sources: []string{"team"}}}
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/net/html"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -145,12 +146,12 @@ func newFixture(t testing.TB, sources map[string]map[string]string, mod func(*Op
 	t.Helper()
 	f := &fixture{clock: newClock(), dirs: map[string]string{}}
 	f.reg = registry.New(registry.Options{Now: f.clock.Now, ContentCacheBytes: -1})
-	var srcs []registry.Source
+	var srcs []catalog.Source
 	for name, files := range sources {
 		dir := t.TempDir()
 		writeFiles(t, dir, files)
 		f.dirs[name] = dir
-		srcs = append(srcs, registry.Source{Name: name, Kind: registry.KindDir, Dir: dir})
+		srcs = append(srcs, catalog.Source{Name: name, Kind: catalog.KindDir, Dir: dir})
 	}
 	f.reg.SetSources(srcs)
 	for name := range sources {
@@ -252,9 +253,9 @@ func authOptions(o *Options) {
 	o.Authenticate = func(token string) (Viewer, bool) {
 		switch token {
 		case "tok-team":
-			return Viewer{Name: "team-bot", Filter: registry.Filter{Only: map[string]bool{"team": true}}}, true
+			return Viewer{Name: "team-bot", Filter: catalog.Filter{Only: map[string]bool{"team": true}}}, true
 		case "tok-all":
-			return Viewer{Name: "admin", Filter: registry.Filter{}}, true
+			return Viewer{Name: "admin", Filter: catalog.Filter{}}, true
 		}
 		return Viewer{}, false
 	}

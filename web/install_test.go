@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // TestPublicSourcesAndInstallCommands: with access control on, a source
@@ -21,7 +21,7 @@ func TestPublicSourcesAndInstallCommands(t *testing.T) {
 		authOptions(o)
 		o.Public = func() map[string]bool { return public }
 		o.InstallBase = func(r *http.Request) string { return "https://skills.example.com" }
-		o.Unpublished = func(_ context.Context, flt registry.Filter, source string) []Unpublished {
+		o.Unpublished = func(_ context.Context, flt catalog.Filter, source string) []Unpublished {
 			if !flt.Allows("team") || source != "team" {
 				return nil
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -188,9 +188,9 @@ type target struct {
 // linkResolver resolves a skill's relative links against the catalog the
 // viewer sees.
 type linkResolver struct {
-	cat    *registry.Catalog
-	filter registry.Filter
-	snap   *registry.Snapshot
+	cat    *catalog.Catalog
+	filter catalog.Filter
+	snap   *catalog.Snapshot
 	skill  *skill.Skill
 }
 
@@ -262,7 +262,7 @@ func (r *linkResolver) resolveRelative(p string) (target, bool) {
 	if path.Base(full) == "SKILL.md" {
 		dir = strings.TrimSuffix(strings.TrimSuffix(full, "SKILL.md"), "/")
 	}
-	if ref, err := r.cat.Skill(r.filter, registry.FileURI(src, joinRel(dir, "SKILL.md"))); err == nil {
+	if ref, err := r.cat.Skill(r.filter, catalog.FileURI(src, joinRel(dir, "SKILL.md"))); err == nil {
 		return target{href: skillHref(src, ref.Skill.Path)}, true
 	}
 	if rel, ok := within(r.skill.Path, full); ok {
@@ -270,7 +270,7 @@ func (r *linkResolver) resolveRelative(p string) (target, bool) {
 			return target{href: fileHref(src, r.skill.Path, f.Path)}, true
 		}
 	}
-	if fr, err := r.cat.File(r.filter, registry.FileURI(src, full)); err == nil {
+	if fr, err := r.cat.File(r.filter, catalog.FileURI(src, full)); err == nil {
 		return target{href: fileHref(src, fr.Skill.Path, fr.File.Path)}, true
 	}
 	return target{}, false
@@ -300,14 +300,14 @@ func skillHref(source, skillPath string) string {
 	if skillPath == "" {
 		return "/skills/" + source
 	}
-	return "/skills/" + source + "/" + registry.EscapePath(skillPath)
+	return "/skills/" + source + "/" + catalog.EscapePath(skillPath)
 }
 
 // fileHref is the raw view of one file of a skill.
 func fileHref(source, skillPath, filePath string) string {
 	prefix := "/skills/" + source + "/"
 	if skillPath != "" {
-		prefix += registry.EscapePath(skillPath) + "/"
+		prefix += catalog.EscapePath(skillPath) + "/"
 	}
-	return prefix + "-/files/" + registry.EscapePath(filePath)
+	return prefix + "-/files/" + catalog.EscapePath(filePath)
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // TestMarkdownIsInert renders hostile Markdown alone (no catalog to
@@ -75,11 +75,11 @@ func TestActiveContentChecker(t *testing.T) {
 func TestResolveRelativeLinks(t *testing.T) {
 	f := newFixture(t, defaultSources(), nil)
 	cat := f.reg.Current()
-	ref, err := cat.Skill(registry.Filter{}, "skill://team/deploy-checklist/SKILL.md")
+	ref, err := cat.Skill(catalog.Filter{}, "skill://team/deploy-checklist/SKILL.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	team := registry.Filter{Only: map[string]bool{"team": true}}
+	team := catalog.Filter{Only: map[string]bool{"team": true}}
 	r := &linkResolver{cat: cat, filter: team, snap: ref.Snap, skill: ref.Skill}
 	tests := map[string]string{
 		"scripts/check.sh":                       "/skills/team/deploy-checklist/-/files/scripts/check.sh",

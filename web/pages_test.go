@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -129,12 +130,12 @@ func TestSearchFallback(t *testing.T) {
 }
 
 func TestSearchUsesRankedSearch(t *testing.T) {
-	var gotFilter registry.Filter
+	var gotFilter catalog.Filter
 	var gotQuery string
 	var gotLimit int
 	f := newFixture(t, defaultSources(), func(o *Options) {
 		authOptions(o)
-		o.Search = func(f registry.Filter, q string, limit int) ([]Hit, error) {
+		o.Search = func(f catalog.Filter, q string, limit int) ([]Hit, error) {
 			gotFilter, gotQuery, gotLimit = f, q, limit
 			if q == "boom" {
 				return nil, errors.New("index unavailable")
@@ -254,11 +255,11 @@ func TestConnectSnippetsQuoteAndAuth(t *testing.T) {
 
 // staticCatalog serves one fixed generation, for provenance a directory
 // source cannot have (a git repository and commit).
-type staticCatalog struct{ cat *registry.Catalog }
+type staticCatalog struct{ cat *catalog.Catalog }
 
-func (s staticCatalog) Current() *registry.Catalog { return s.cat }
+func (s staticCatalog) Current() *catalog.Catalog { return s.cat }
 
-func (s staticCatalog) ReadFile(_ context.Context, f registry.FileRef) ([]byte, error) {
+func (s staticCatalog) ReadFile(_ context.Context, f catalog.FileRef) ([]byte, error) {
 	rc, err := f.Snap.Tree().Open(f.File.ID)
 	if err != nil {
 		return nil, err
@@ -276,9 +277,9 @@ func TestGitHubProvenance(t *testing.T) {
 		t.Fatalf("index: %v %+v", err, res)
 	}
 	const sha = "0123456789abcdef0123456789abcdef01234567"
-	snap := registry.NewSnapshot(&registry.Snapshot{Source: "acme", Kind: registry.KindGit, Repository: "https://github.com/acme/skills.git",
+	snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "acme", Kind: catalog.KindGit, Repository: "https://github.com/acme/skills.git",
 		Ref: "branch:main", Commit: sha, Skills: res.Skills, IndexedAt: time.Now()}, tree)
-	h, err := New(Options{Catalog: staticCatalog{registry.NewCatalog(1, time.Now(), []*registry.Snapshot{snap})}})
+	h, err := New(Options{Catalog: staticCatalog{catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestSourcesPage(t *testing.T) {
 		o.Deliveries = func(n int) []Delivery { asked = n; return deliveries }
 	})
 	// A source whose directory is missing fails its sync.
-	f.reg.SetSources(append(sourcesOf(f), registry.Source{Name: "broken", Kind: registry.KindDir, Dir: t.TempDir() + "/missing"}))
+	f.reg.SetSources(append(sourcesOf(f), catalog.Source{Name: "broken", Kind: catalog.KindDir, Dir: t.TempDir() + "/missing"}))
 	if err := f.reg.SyncNow(context.Background(), "broken"); err == nil {
 		t.Fatal("sync of a missing directory succeeded")
 	}
@@ -432,10 +433,10 @@ func TestSourcesPage(t *testing.T) {
 	mustContain(t, "no webhook", body, "No webhook is configured")
 }
 
-func sourcesOf(f *fixture) []registry.Source {
-	var out []registry.Source
+func sourcesOf(f *fixture) []catalog.Source {
+	var out []catalog.Source
 	for name, dir := range f.dirs {
-		out = append(out, registry.Source{Name: name, Kind: registry.KindDir, Dir: dir})
+		out = append(out, catalog.Source{Name: name, Kind: catalog.KindDir, Dir: dir})
 	}
 	return out
 }

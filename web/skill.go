@@ -18,7 +18,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -44,7 +44,7 @@ func (h *Handler) skillOrFile(c echo.Context) error {
 	source, rest := segs[0], segs[1:]
 	v := viewerOf(c)
 	cat := h.o.Catalog.Current()
-	if !registry.ValidSourceName(source) || !v.Filter.Allows(source) {
+	if !catalog.ValidSourceName(source) || !v.Filter.Allows(source) {
 		return h.notFound(c)
 	}
 	if _, ok := cat.Snapshot(source); !ok {
@@ -54,12 +54,12 @@ func (h *Handler) skillOrFile(c echo.Context) error {
 		if rest[i] != "-" || rest[i+1] != "files" {
 			continue
 		}
-		ref, err := cat.Skill(v.Filter, registry.FileURI(source, joinRel(strings.Join(rest[:i], "/"), "SKILL.md")))
+		ref, err := cat.Skill(v.Filter, catalog.FileURI(source, joinRel(strings.Join(rest[:i], "/"), "SKILL.md")))
 		if err == nil {
 			return h.file(c, ref, strings.Join(rest[i+2:], "/"))
 		}
 	}
-	ref, err := cat.Skill(v.Filter, registry.FileURI(source, joinRel(strings.Join(rest, "/"), "SKILL.md")))
+	ref, err := cat.Skill(v.Filter, catalog.FileURI(source, joinRel(strings.Join(rest, "/"), "SKILL.md")))
 	if err != nil {
 		return h.notFound(c)
 	}
@@ -69,14 +69,14 @@ func (h *Handler) skillOrFile(c echo.Context) error {
 // file answers one file's verified bytes as plain text that no browser
 // renders: text/plain, nosniff, a sandboxing CSP, and a Content-Disposition
 // (inline for text, attachment for anything binary).
-func (h *Handler) file(c echo.Context, ref registry.Ref, rel string) error {
+func (h *Handler) file(c echo.Context, ref catalog.Ref, rel string) error {
 	f, ok := ref.Skill.File(rel)
 	if rel == "" || !ok {
 		return h.notFound(c)
 	}
-	fr := registry.FileRef{Ref: ref, File: f, URI: ref.Snap.FileURI(ref.Skill, f)}
+	fr := catalog.FileRef{Ref: ref, File: f, URI: ref.Snap.FileURI(ref.Skill, f)}
 	data, err := h.o.Catalog.ReadFile(c.Request().Context(), fr)
-	if errors.Is(err, registry.ErrChanged) {
+	if errors.Is(err, catalog.ErrChanged) {
 		c.Response().Header().Set("Retry-After", "5")
 		return h.errorPage(c, http.StatusServiceUnavailable, "File changed", "This file changed in its source since it was indexed, so it is not served; a resync has been requested. Reload in a moment.")
 	}
@@ -130,8 +130,8 @@ type skillData struct {
 	Children    []link
 	MoreKids    int
 
-	Kind       registry.Kind
-	Prov       registry.Provenance
+	Kind       catalog.Kind
+	Prov       catalog.Provenance
 	RepoURL    string
 	CommitURL  string
 	TreeURL    string
@@ -144,7 +144,7 @@ type skillData struct {
 
 const maxChildren = 100
 
-func (h *Handler) skillPage(c echo.Context, cat *registry.Catalog, v Viewer, ref registry.Ref) error {
+func (h *Handler) skillPage(c echo.Context, cat *catalog.Catalog, v Viewer, ref catalog.Ref) error {
 	sk, snap := ref.Skill, ref.Snap
 	body, err := h.md.render(sk.Body, &linkResolver{cat: cat, filter: v.Filter, snap: snap, skill: sk})
 	if err != nil {
@@ -172,7 +172,7 @@ func (h *Handler) skillPage(c echo.Context, cat *registry.Catalog, v Viewer, ref
 			d.CommitURL = base + "/commit/" + snap.Commit
 			d.TreeURL = base + "/tree/" + snap.Commit
 			if d.Prov.Path != "" {
-				d.TreeURL += "/" + registry.EscapePath(d.Prov.Path)
+				d.TreeURL += "/" + catalog.EscapePath(d.Prov.Path)
 			}
 		}
 	}
@@ -188,14 +188,14 @@ func (h *Handler) skillPage(c echo.Context, cat *registry.Catalog, v Viewer, ref
 
 // family finds the skill's nearest enclosing skill and the skills nested
 // directly under it.
-func family(cat *registry.Catalog, f registry.Filter, snap *registry.Snapshot, sk *skill.Skill) (*link, []link, int) {
+func family(cat *catalog.Catalog, f catalog.Filter, snap *catalog.Snapshot, sk *skill.Skill) (*link, []link, int) {
 	var parent *link
 	if sk.Path != "" {
 		for d := path.Dir(sk.Path); ; d = path.Dir(d) {
 			if d == "." {
 				d = ""
 			}
-			if ref, err := cat.Skill(f, registry.FileURI(snap.Source, joinRel(d, "SKILL.md"))); err == nil {
+			if ref, err := cat.Skill(f, catalog.FileURI(snap.Source, joinRel(d, "SKILL.md"))); err == nil {
 				parent = &link{Text: ref.Skill.Name(), Href: skillHref(snap.Source, ref.Skill.Path)}
 				break
 			}
@@ -214,7 +214,7 @@ func family(cat *registry.Catalog, f registry.Filter, snap *registry.Snapshot, s
 		// Nested directly: no other skill between this one and it.
 		direct := true
 		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
-			if _, err := cat.Skill(f, registry.FileURI(snap.Source, joinRel(joinRel(sk.Path, d), "SKILL.md"))); err == nil {
+			if _, err := cat.Skill(f, catalog.FileURI(snap.Source, joinRel(joinRel(sk.Path, d), "SKILL.md"))); err == nil {
 				direct = false
 				break
 			}

@@ -7,11 +7,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 type sourceView struct {
-	registry.State
+	catalog.State
 	Anchor    string
 	Href      string
 	Serving   bool // the catalog holds a snapshot of it
@@ -50,10 +50,10 @@ func (h *Handler) sources(c echo.Context) error {
 	v := viewerOf(c)
 	cat := h.o.Catalog.Current()
 	only := c.Param("name")
-	if only != "" && (!registry.ValidSourceName(only) || !v.Filter.Allows(only)) {
+	if only != "" && (!catalog.ValidSourceName(only) || !v.Filter.Allows(only)) {
 		return h.notFound(c)
 	}
-	var states []registry.State
+	var states []catalog.State
 	if h.o.States != nil {
 		states = h.o.States()
 	}
@@ -63,13 +63,13 @@ func (h *Handler) sources(c echo.Context) error {
 	for _, st := range states {
 		known[st.Source] = true
 	}
-	for _, snap := range cat.Sources(registry.Filter{}) {
+	for _, snap := range cat.Sources(catalog.Filter{}) {
 		if !known[snap.Source] {
-			states = append(states, registry.State{Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref,
+			states = append(states, catalog.State{Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref,
 				Commit: snap.Commit, Skills: len(snap.Skills), Excluded: len(snap.Excluded)})
 		}
 	}
-	slices.SortFunc(states, func(a, b registry.State) int {
+	slices.SortFunc(states, func(a, b catalog.State) int {
 		switch {
 		case a.Source < b.Source:
 			return -1
@@ -132,7 +132,7 @@ func (h *Handler) sources(c echo.Context) error {
 // when it asked for a sync of one of them, and then names only those. A
 // viewer who sees everything sees every delivery, including those that
 // matched no source.
-func visibleDelivery(d Delivery, f registry.Filter, only string) (deliveryView, bool) {
+func visibleDelivery(d Delivery, f catalog.Filter, only string) (deliveryView, bool) {
 	dv := deliveryView{Delivery: d}
 	for _, s := range d.Sources {
 		if f.Allows(s) && (only == "" || s == only) {

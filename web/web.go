@@ -25,7 +25,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // ContentSecurityPolicy is sent with every page: nothing loads or runs but
@@ -46,10 +46,10 @@ const (
 )
 
 // Catalog is what the pages read: the current generation and verified file
-// bytes. *registry.Registry implements it.
+// bytes. *catalog.Live implements it (and *registry.Registry, which holds one).
 type Catalog interface {
-	Current() *registry.Catalog
-	ReadFile(ctx context.Context, f registry.FileRef) ([]byte, error)
+	Current() *catalog.Catalog
+	ReadFile(ctx context.Context, f catalog.FileRef) ([]byte, error)
 }
 
 // Options configures the web catalog. Catalog is required; every other
@@ -58,13 +58,13 @@ type Options struct {
 	Catalog Catalog
 	// States returns every configured source's sync state (nil: the pages
 	// show only what the catalog holds).
-	States func() []registry.State
+	States func() []catalog.State
 	// Deliveries returns up to n recent webhook deliveries, newest first
 	// (nil: no webhook is configured).
 	Deliveries func(n int) []Delivery
 	// Search ranks skills for a query within a filter (nil: a simple
 	// substring match over name, description and tags).
-	Search func(f registry.Filter, query string, limit int) ([]Hit, error)
+	Search func(f catalog.Filter, query string, limit int) ([]Hit, error)
 
 	// AuthRequired makes every page ask for a session, started by entering
 	// a token once on /login. Authenticate maps a token to what it may see;
@@ -98,7 +98,7 @@ type Options struct {
 	InstallBase func(r *http.Request) string
 	// Unpublished says what the installers' indexes leave out of a source,
 	// and why, for a viewer who sees f (nil: nothing shown).
-	Unpublished func(ctx context.Context, f registry.Filter, source string) []Unpublished
+	Unpublished func(ctx context.Context, f catalog.Filter, source string) []Unpublished
 
 	// MCPURL is the public MCP endpoint shown in the "connect" snippets
 	// (default: the request's scheme and Host + "/mcp").
@@ -124,7 +124,7 @@ type Limiter interface {
 // Viewer is who looks at the pages and which sources they may see.
 type Viewer struct {
 	Name   string
-	Filter registry.Filter
+	Filter catalog.Filter
 	// Anonymous is a visitor without a session who sees the public
 	// sources only.
 	Anonymous bool
@@ -315,7 +315,7 @@ func (h *Handler) page(next echo.HandlerFunc) echo.HandlerFunc {
 		hd.Add("Vary", "Cookie")
 		v, ok := h.viewerFromCookie(c.Request())
 		if !ok && len(h.publicSources()) > 0 {
-			v, ok = Viewer{Filter: registry.Filter{Only: h.publicSources()}, Anonymous: true}, true
+			v, ok = Viewer{Filter: catalog.Filter{Only: h.publicSources()}, Anonymous: true}, true
 		}
 		if !ok {
 			return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/metrics"
@@ -54,14 +55,14 @@ type core struct {
 // during the restore reaches surfaces that are built afterwards from the
 // current catalog anyway.
 type surfaceHooks struct {
-	swapped     func(old, new *registry.Catalog)
+	swapped     func(old, new *catalog.Catalog)
 	sessions    func() int
 	connections func() metrics.Connections
 	bodyBytes   func() (inUse, budget int64)
 }
 
 type loadResult struct {
-	ps  []registry.Persisted
+	ps  []catalog.Persisted
 	err error
 }
 
@@ -100,7 +101,7 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 		}()
 	}
 	c.metrics = metrics.New(metrics.Options{
-		Catalog:   c.catalog,
+		Catalog:   c.currentCatalog,
 		Sessions:  c.sessions,
 		StoreSize: c.storeSize,
 		States:    c.states,
@@ -142,8 +143,8 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 
 // The collectors' view of the core. The registry exists before anything
 // can scrape them (nothing listens while the core is opened).
-func (c *core) catalog() *registry.Catalog { return c.Registry.Current() }
-func (c *core) states() []registry.State   { return c.Registry.States() }
+func (c *core) currentCatalog() *catalog.Catalog { return c.Registry.Current() }
+func (c *core) states() []catalog.State          { return c.Registry.States() }
 
 func (c *core) sessions() int {
 	if h := c.hooks.Load(); h != nil && h.sessions != nil {
@@ -161,7 +162,7 @@ func (c *core) storeSize() (int64, error) {
 
 // swapped is the registry's OnSwap: it passes each new generation to the
 // surfaces, once there are any.
-func (c *core) swapped(old, new *registry.Catalog) {
+func (c *core) swapped(old, new *catalog.Catalog) {
 	if h := c.hooks.Load(); h != nil && h.swapped != nil {
 		h.swapped(old, new)
 	}
@@ -169,12 +170,12 @@ func (c *core) swapped(old, new *registry.Catalog) {
 
 // preopen opens the object stores the restore checks stored commits in
 // while the stored catalogs load.
-func (c *core) preopen(srcs []registry.Source) {
+func (c *core) preopen(srcs []catalog.Source) {
 	if c.store == nil {
 		return
 	}
 	for _, src := range srcs {
-		if src.Kind == registry.KindGit {
+		if src.Kind == catalog.KindGit {
 			go func() { _, _ = c.pool.Repo(src.Git.URL) }() // Restore reports errors
 		}
 	}
@@ -196,7 +197,7 @@ func (c *core) restore(ctx context.Context) error {
 	}
 	if len(rep.Restored) > 0 {
 		c.restored = true
-		c.log.Info("serving the stored catalog", "sources", rep.Restored, "skills", c.Registry.Current().Len(registry.Filter{}))
+		c.log.Info("serving the stored catalog", "sources", rep.Restored, "skills", c.Registry.Current().Len(catalog.Filter{}))
 	}
 	return ctx.Err()
 }
@@ -253,7 +254,7 @@ func (c *core) releaseStore() releases.Store {
 // they are scrubbed even from what was stored before they were read by a
 // sync (a restored last_error). Tokens read later, rotated ones included,
 // the registry adds at each sync.
-func (c *core) learnTokens(srcs []registry.Source) {
+func (c *core) learnTokens(srcs []catalog.Source) {
 	for _, s := range srcs {
 		if s.Git == nil || s.Git.Token == nil {
 			continue

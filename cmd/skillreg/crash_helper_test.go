@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/registry"
@@ -67,7 +68,7 @@ type phaseStore struct {
 	writes *atomic.Int64
 }
 
-func (s phaseStore) SaveSnapshot(snap *registry.Snapshot, st registry.State) error {
+func (s phaseStore) SaveSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	s.writes.Add(1)
 	s.p.report(phaseWriteBegin, snap.Commit)
 	start := time.Now()
@@ -376,7 +377,7 @@ func (m *crashRepo) want() wantCatalog {
 
 // compareCatalog returns the differences between a served snapshot and
 // the catalog its commit must produce (nil when equal).
-func compareCatalog(snap *registry.Snapshot, want wantCatalog) []string {
+func compareCatalog(snap *catalog.Snapshot, want wantCatalog) []string {
 	var diffs []string
 	got := map[string]bool{}
 	for _, sk := range snap.Skills {

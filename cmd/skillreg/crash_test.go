@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // TestCrashHelper is the helper process of TestCrashDuringSync; it does
@@ -425,7 +425,7 @@ func checkRestart(t *testing.T, yaml string, h *crashHistory, lastDone, inFlight
 		for i := range sk.Files {
 			f := &sk.Files[i]
 			uri := snap.FileURI(sk, f)
-			ref, err := cat.File(registry.Filter{}, uri)
+			ref, err := cat.File(catalog.Filter{}, uri)
 			if err != nil {
 				t.Fatalf("restart after a kill (%s): %s: %v", where, uri, err)
 			}

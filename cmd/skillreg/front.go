@@ -10,10 +10,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/netlimit"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -166,7 +166,7 @@ func (d *Daemon) metricsHandler() echo.HandlerFunc {
 // the readiness bit and counts.
 func (d *Daemon) readyz(c echo.Context) error {
 	type source struct {
-		registry.State
+		catalog.State
 		AgeSeconds *float64 `json:"age_seconds,omitempty"`
 		Serving    bool     `json:"serving"`
 	}
@@ -183,14 +183,14 @@ func (d *Daemon) readyz(c echo.Context) error {
 			Ready   bool `json:"ready"`
 			Skills  int  `json:"skills"`
 			Sources int  `json:"sources"`
-		}{ready, cat.Len(registry.Filter{}), len(states)})
+		}{ready, cat.Len(catalog.Filter{}), len(states)})
 	}
 	out := struct {
 		Ready      bool     `json:"ready"`
 		Generation uint64   `json:"generation"`
 		Skills     int      `json:"skills"`
 		Sources    []source `json:"sources"`
-	}{Ready: ready, Generation: cat.Gen, Skills: cat.Len(registry.Filter{})}
+	}{Ready: ready, Generation: cat.Gen, Skills: cat.Len(catalog.Filter{})}
 	for _, st := range states {
 		s := source{State: st}
 		if snap, ok := cat.Snapshot(st.Source); ok {

@@ -12,15 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/fulldisk"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // readySource is a source as /readyz shows it.
 type readySource struct {
-	registry.State
+	catalog.State
 	Serving bool `json:"serving"`
 }
 
@@ -75,7 +75,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	yaml := "data_dir: " + data + "\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    path: skills\n    poll: 0\n  - name: local\n    dir: " + root + "\n    poll: 0\n"
 
 	first := startDaemonKeep(t, yaml)
-	waitUntil(t, func() bool { return first.Registry.Current().Len(registry.Filter{}) == 6 })
+	waitUntil(t, func() bool { return first.Registry.Current().Len(catalog.Filter{}) == 6 })
 	free := fulldisk.Fill(t, mnt)
 	big := strings.Repeat("Text that takes room in the store. ", 400)
 	for i := 5; i < 305; i++ {
@@ -85,7 +85,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	}
 	first.Registry.RequestSync("local", "test")
 	waitUntil(t, func() bool {
-		return first.Registry.Current().Len(registry.Filter{}) == 306 && readyzOf(t, first.echo)["local"].PersistError != ""
+		return first.Registry.Current().Len(catalog.Filter{}) == 306 && readyzOf(t, first.echo)["local"].PersistError != ""
 	})
 	local := readyzOf(t, first.echo)["local"]
 	if !strings.Contains(local.PersistError, "no space left on device") || local.PersistFailures == 0 || local.NextPersist.IsZero() {
@@ -126,7 +126,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	if page := pageOf(t, d.echo, "/sources"); !strings.Contains(page, "Stale") {
 		t.Errorf("/sources does not show the stale catalog")
 	}
-	if _, err := d.Registry.Current().Skill(registry.Filter{}, "skill://team/deploy/SKILL.md"); err != nil {
+	if _, err := d.Registry.Current().Skill(catalog.Filter{}, "skill://team/deploy/SKILL.md"); err != nil {
 		t.Errorf("git skill after the restart: %v", err)
 	}
 	d.Close()
@@ -135,7 +135,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	third := startDaemonKeep(t, yaml)
 	waitUntil(t, func() bool {
 		l := readyzOf(t, third.echo)["local"]
-		return l.Skills == 305 && !l.Stale && l.PersistError == "" && third.Registry.Current().Len(registry.Filter{}) == 306
+		return l.Skills == 305 && !l.Stale && l.PersistError == "" && third.Registry.Current().Len(catalog.Filter{}) == 306
 	})
 	if err := third.Registry.SyncNow(context.Background(), "team"); err != nil {
 		t.Fatalf("git sync once space returns: %v", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
@@ -21,17 +22,17 @@ func (w webhookTargets) Targets() []webhook.Target {
 		}
 		t := webhook.Target{Source: s.Name, URL: s.Git.URL, PinValue: s.Git.Pin.Value}
 		switch s.Git.Pin.Kind {
-		case registry.PinDefault:
+		case catalog.PinDefault:
 			t.Pin, t.PinValue = webhook.PinDefault, ""
-		case registry.PinBranch:
+		case catalog.PinBranch:
 			t.Pin = webhook.PinBranch
-		case registry.PinTag:
+		case catalog.PinTag:
 			t.Pin = webhook.PinTag
-		case registry.PinCommit:
+		case catalog.PinCommit:
 			t.Pin = webhook.PinCommit
-		case registry.PinSemver:
+		case catalog.PinSemver:
 			t.Pin = webhook.PinSemver
-		case registry.PinRelease:
+		case catalog.PinRelease:
 			t.Pin = webhook.PinRelease
 		}
 		out = append(out, t)

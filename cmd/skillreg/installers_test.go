@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/mcp"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // skillsCLI runs the real skills CLI under the pinned Node, in a scratch
@@ -63,14 +63,14 @@ func (s *skillsCLI) run(t *testing.T, dir string, args ...string) string {
 func served(t *testing.T, d *testDaemon, source string) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
-	for _, r := range d.Registry.Current().All(registry.Filter{}) {
+	for _, r := range d.Registry.Current().All(catalog.Filter{}) {
 		if source != "" && r.Snap.Source != source {
 			continue
 		}
 		files := map[string]string{}
 		for i := range r.Skill.Files {
 			f := &r.Skill.Files[i]
-			b, err := d.Registry.ReadFile(context.Background(), registry.FileRef{Ref: r, File: f, URI: r.Snap.FileURI(r.Skill, f)})
+			b, err := d.Registry.ReadFile(context.Background(), catalog.FileRef{Ref: r, File: f, URI: r.Snap.FileURI(r.Skill, f)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/publish"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/web"
 )
 
@@ -54,7 +54,7 @@ func (d *Daemon) setupMirror() error {
 }
 
 // unpublishedMCP is what the installers' indexes leave out, for diagnose.
-func (d *Daemon) unpublishedMCP(ctx context.Context, f registry.Filter, source string) []mcp.Unpublished {
+func (d *Daemon) unpublishedMCP(ctx context.Context, f catalog.Filter, source string) []mcp.Unpublished {
 	if d.publish == nil {
 		return nil
 	}
@@ -66,7 +66,7 @@ func (d *Daemon) unpublishedMCP(ctx context.Context, f registry.Filter, source s
 }
 
 // unpublishedWeb is the same for the sources page.
-func (d *Daemon) unpublishedWeb(ctx context.Context, f registry.Filter, source string) []web.Unpublished {
+func (d *Daemon) unpublishedWeb(ctx context.Context, f catalog.Filter, source string) []web.Unpublished {
 	if d.publish == nil {
 		return nil
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // TestReloadValidAndInvalid: a valid new configuration adds a source and
@@ -40,7 +40,7 @@ func TestReloadValidAndInvalid(t *testing.T) {
 	if err := d.reloadFile(cfgFile); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return d.Registry.Current().Len(registry.Filter{}) == 2 })
+	waitUntil(t, func() bool { return d.Registry.Current().Len(catalog.Filter{}) == 2 })
 	// The session opened before the reload still works and sees the change.
 	if entries, _ := listAll(t, cs); len(entries) != 2 {
 		t.Fatalf("after reload: %d skills", len(entries))
@@ -56,7 +56,7 @@ func TestReloadValidAndInvalid(t *testing.T) {
 			t.Fatalf("reload accepted %q", bad)
 		}
 	}
-	if got := d.Registry.Current().Len(registry.Filter{}); got != 2 {
+	if got := d.Registry.Current().Len(catalog.Filter{}); got != 2 {
 		t.Fatalf("after refused reloads: %d skills", got)
 	}
 	if srcs := d.Registry.Sources(); len(srcs) != 2 {
@@ -68,7 +68,7 @@ func TestReloadValidAndInvalid(t *testing.T) {
 	if err := d.reloadFile(cfgFile); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return d.Registry.Current().Len(registry.Filter{}) == 1 })
+	waitUntil(t, func() bool { return d.Registry.Current().Len(catalog.Filter{}) == 1 })
 	if status, _ := rpc(t, d.URL, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta2026+`}}`); status != 401 {
 		t.Fatalf("after adding clients, an anonymous request got %d", status)
 	}
@@ -110,7 +110,7 @@ func TestShutdownDuringSync(t *testing.T) {
 	if !ok || snap.Commit != first {
 		t.Fatalf("restarted daemon serves %v (commit %s), want the stored commit %s", ok, snap.Commit, first)
 	}
-	f, _ := d2.Registry.Current().File(registry.Filter{}, "skill://team/a/SKILL.md")
+	f, _ := d2.Registry.Current().File(catalog.Filter{}, "skill://team/a/SKILL.md")
 	if data, err := d2.Registry.ReadFile(context.Background(), f); err != nil || !strings.Contains(string(data), "description: A.") {
 		t.Fatalf("restarted read: %q %v", data, err)
 	}

@@ -5,9 +5,9 @@ import (
 	"os"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/mcp"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -22,7 +22,7 @@ import (
 // another.
 type runtimeConfig struct {
 	cfg     *config.Config
-	sources []registry.Source
+	sources []catalog.Source
 	clients *access.Clients
 	public  map[string]bool // the sources visible without a token (public: true)
 	front   *frontPolicy

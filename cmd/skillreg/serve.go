@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
@@ -312,7 +313,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 }
 
 // catalogSwapped tells the surfaces of a new catalog generation.
-func (d *Daemon) catalogSwapped(old, new *registry.Catalog) {
+func (d *Daemon) catalogSwapped(old, new *catalog.Catalog) {
 	if d.MCP != nil {
 		d.MCP.CatalogChanged(old, new)
 	}
@@ -328,40 +329,40 @@ func (d *Daemon) catalogSwapped(old, new *registry.Catalog) {
 
 // sources turns configured sources into registry sources; without any, the
 // embedded examples.
-func sources(cfg *config.Config) ([]registry.Source, error) {
+func sources(cfg *config.Config) ([]catalog.Source, error) {
 	if len(cfg.Sources) == 0 {
-		return []registry.Source{{Name: "examples", Kind: registry.KindEmbedded, FS: examples.Skills}}, nil
+		return []catalog.Source{{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills}}, nil
 	}
 	ghHost := githubHost(cfg.GitHub.APIURL)
-	var out []registry.Source
+	var out []catalog.Source
 	for _, s := range cfg.Sources {
-		src := registry.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
+		src := catalog.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
 		if s.Dir != "" {
 			abs, err := filepath.Abs(s.Dir)
 			if err != nil {
 				return nil, fmt.Errorf("source %s: %w", s.Name, err)
 			}
-			src.Kind, src.Dir = registry.KindDir, abs
+			src.Kind, src.Dir = catalog.KindDir, abs
 			out = append(out, src)
 			continue
 		}
-		g := &registry.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
+		g := &catalog.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
 		if r := s.Ref; r != nil {
 			switch {
 			case r.Branch != "":
-				g.Pin = registry.Pin{Kind: registry.PinBranch, Value: r.Branch}
+				g.Pin = catalog.Pin{Kind: catalog.PinBranch, Value: r.Branch}
 			case r.Tag != "":
-				g.Pin = registry.Pin{Kind: registry.PinTag, Value: r.Tag}
+				g.Pin = catalog.Pin{Kind: catalog.PinTag, Value: r.Tag}
 			case r.Commit != "":
-				g.Pin = registry.Pin{Kind: registry.PinCommit, Value: r.Commit}
+				g.Pin = catalog.Pin{Kind: catalog.PinCommit, Value: r.Commit}
 			case r.Semver != "":
-				g.Pin = registry.Pin{Kind: registry.PinSemver, Value: r.Semver}
+				g.Pin = catalog.Pin{Kind: catalog.PinSemver, Value: r.Semver}
 			case r.Release != "":
-				g.Pin = registry.Pin{Kind: registry.PinRelease, Value: r.Release}
+				g.Pin = catalog.Pin{Kind: catalog.PinRelease, Value: r.Release}
 			}
 		}
 		g.Token, g.TokenID = tokenSource(s.Auth, s.URL, ghHost, cfg.GitHub.TokenEnv)
-		src.Kind, src.Git = registry.KindGit, g
+		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
 	return out, nil
@@ -603,7 +604,7 @@ func (d *Daemon) callerOf(h http.Header) mcp.Caller {
 	if !ok {
 		// Not reachable through HTTP; over stdio there is no header. Show
 		// nothing rather than everything.
-		return mcp.Caller{Filter: registry.Filter{Only: map[string]bool{}}, Private: true}
+		return mcp.Caller{Filter: catalog.Filter{Only: map[string]bool{}}, Private: true}
 	}
 	return mcp.Caller{Name: c.Name, Filter: c.Filter(), Private: true}
 }
@@ -619,7 +620,7 @@ func remoteHost(r *http.Request) string {
 }
 
 // searchMCP runs search_skills on the registry's index.
-func (d *Daemon) searchMCP(_ context.Context, f registry.Filter, q string, o mcp.SearchOptions) ([]mcp.SearchHit, error) {
+func (d *Daemon) searchMCP(_ context.Context, f catalog.Filter, q string, o mcp.SearchOptions) ([]mcp.SearchHit, error) {
 	hits, err := d.Registry.Search(f, o.Source, q, search.Options{Limit: o.Limit, Tag: o.Tag, IncludeDeprecated: o.IncludeDeprecated})
 	if err != nil {
 		return nil, err
@@ -632,7 +633,7 @@ func (d *Daemon) searchMCP(_ context.Context, f registry.Filter, q string, o mcp
 }
 
 // searchWeb runs the web catalog's search box on the same index.
-func (d *Daemon) searchWeb(f registry.Filter, q string, limit int) ([]web.Hit, error) {
+func (d *Daemon) searchWeb(f catalog.Filter, q string, limit int) ([]web.Hit, error) {
 	hits, err := d.Registry.Search(f, "", q, search.Options{Limit: limit})
 	if err != nil {
 		return nil, err

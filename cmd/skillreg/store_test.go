@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 )
 
@@ -74,7 +74,7 @@ func startDaemonKeep(t *testing.T, yaml string) keptDaemon {
 	done := make(chan error, 1)
 	go func() { done <- d.Serve(ctx) }()
 	td := &testDaemon{d, "http://" + d.Addr()}
-	waitUntil(t, func() bool { return d.Registry.Ready() && d.Registry.Current().Len(registry.Filter{}) > 0 })
+	waitUntil(t, func() bool { return d.Registry.Ready() && d.Registry.Current().Len(catalog.Filter{}) > 0 })
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -130,7 +130,7 @@ func TestCorruptStoreAndRecovery(t *testing.T) {
 		t.Fatalf("rebuild: %d %q %q", code, out, stderr)
 	}
 	d := startDaemon(t, "data_dir: "+data+"\n", "")
-	if d.Registry.Current().Len(registry.Filter{}) == 0 {
+	if d.Registry.Current().Len(catalog.Filter{}) == 0 {
 		t.Fatal("rebuilt daemon serves nothing")
 	}
 }
@@ -178,13 +178,13 @@ func TestChangedDirectoryNotServedFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if n := d.Registry.Current().Len(registry.Filter{}); n != 0 {
+	if n := d.Registry.Current().Len(catalog.Filter{}); n != 0 {
 		t.Fatalf("served %d skills from a stored catalog that no longer matches the disk", n)
 	}
 	if err := d.Registry.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
-	f, err := d.Registry.Current().File(registry.Filter{}, "skill://local/a/ref.md")
+	f, err := d.Registry.Current().File(catalog.Filter{}, "skill://local/a/ref.md")
 	if err != nil || f.File.Size != int64(len("much longer than before")) {
 		t.Fatalf("after resync: %+v %v", f.File, err)
 	}
@@ -245,14 +245,14 @@ func TestDamagedRecordNotServed(t *testing.T) {
 			d.Close()
 		}
 	}()
-	if n := d.Registry.Current().Len(registry.Filter{}); n != 0 {
+	if n := d.Registry.Current().Len(catalog.Filter{}); n != 0 {
 		t.Fatalf("served %d skills from a damaged stored catalog", n)
 	}
 	srv.SetFailure(gittest.Failure{})
 	if err := d.Registry.SyncNow(context.Background(), "team"); err != nil {
 		t.Fatal(err)
 	}
-	sk, err := d.Registry.Current().Skill(registry.Filter{}, "skill://team/alpha/SKILL.md")
+	sk, err := d.Registry.Current().Skill(catalog.Filter{}, "skill://team/alpha/SKILL.md")
 	if err != nil || sk.Skill.Frontmatter.Description != "alphaword2 is what this skill knows." {
 		t.Fatalf("after the resync: %+v %v", sk, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/skillreg/skillreg/access"
-	"github.com/skillreg/skillreg/registry"
+	"github.com/skillreg/skillreg/catalog"
 )
 
 func cmdToken(_ context.Context, e *env, args []string) int {
@@ -35,7 +35,7 @@ func cmdToken(_ context.Context, e *env, args []string) int {
 		if s == "" {
 			continue
 		}
-		if s != "*" && !registry.ValidSourceName(s) {
+		if s != "*" && !catalog.ValidSourceName(s) {
 			fmt.Fprintf(e.stderr, "skillreg token new: %q is not a source name\n", s)
 			return exitUsage
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
@@ -50,8 +51,8 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 	}
 	defer pool.Close()
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
-	reg.SetSources([]registry.Source{{Name: "corpus", Kind: registry.KindGit,
-		Git: &registry.GitSource{URL: remote.URL(), Pin: registry.Pin{Kind: registry.PinBranch, Value: "main"}}}})
+	reg.SetSources([]catalog.Source{{Name: "corpus", Kind: catalog.KindGit,
+		Git: &catalog.GitSource{URL: remote.URL(), Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/registry"
 )
@@ -30,7 +31,7 @@ func runPublish(env *Env) ([]Row, error) {
 	// publisher's first pass over that generation (every skill archive
 	// digested), then the marketplace's (every plugin archive).
 	reg := registry.New(registry.Options{})
-	reg.SetSources([]registry.Source{{Name: "bench", Kind: registry.KindDir, Dir: dir}})
+	reg.SetSources([]catalog.Source{{Name: "bench", Kind: catalog.KindDir, Dir: dir}})
 	start := time.Now()
 	if err := reg.SyncNow(context.Background(), "bench"); err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func runPublish(env *Env) ([]Row, error) {
 	pub.Warm()
 	buildIdx := time.Since(start)
 	start = time.Now()
-	notes := pub.Notes(context.Background(), registry.Filter{}, "") // digests the plugin archives
+	notes := pub.Notes(context.Background(), catalog.Filter{}, "") // digests the plugin archives
 	buildMP := time.Since(start)
 	env.Log("publish: cold index %s, skill archives %s, plugin archives %s, %d notes", cold, buildIdx, buildMP, len(notes))
 	rows := []Row{

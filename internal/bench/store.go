@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/corpus"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 	"github.com/skillreg/skillreg/store"
 )
@@ -55,8 +55,8 @@ func runStore(env *Env) ([]Row, error) {
 	if len(res.Skills) != env.Skills {
 		return nil, fmt.Errorf("store bench: indexed %d skills, want %d", len(res.Skills), env.Skills)
 	}
-	snap := &registry.Snapshot{Source: "corpus", Kind: registry.KindDir, Skills: res.Skills, Excluded: res.Excluded, Stats: res.Stats, IndexedAt: time.Now()}
-	state := registry.State{Source: "corpus", Kind: registry.KindDir, Skills: len(res.Skills), LastResult: "updated", LastEnd: time.Now()}
+	snap := &catalog.Snapshot{Source: "corpus", Kind: catalog.KindDir, Skills: res.Skills, Excluded: res.Excluded, Stats: res.Stats, IndexedAt: time.Now()}
+	state := catalog.State{Source: "corpus", Kind: catalog.KindDir, Skills: len(res.Skills), LastResult: "updated", LastEnd: time.Now()}
 	path := filepath.Join(env.Tmp, "store-data", store.FileName)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -175,10 +175,10 @@ func runStore(env *Env) ([]Row, error) {
 
 // storeWithOneChange is snap with one file of one skill changed, the
 // other skills the same values (as the indexer reuses them).
-func storeWithOneChange(snap *registry.Snapshot) *registry.Snapshot {
+func storeWithOneChange(snap *catalog.Snapshot) *catalog.Snapshot {
 	// Field by field: a Snapshot holds a sync.Once (its search segment)
 	// that must not be copied.
-	c := registry.Snapshot{
+	c := catalog.Snapshot{
 		Source: snap.Source, Kind: snap.Kind, Repository: snap.Repository, Ref: snap.Ref,
 		Commit: snap.Commit, Path: snap.Path, Excluded: snap.Excluded, Stats: snap.Stats, IndexedAt: snap.IndexedAt,
 	}

@@ -1,9 +1,8 @@
-package registry
+package catalog
 
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/skillreg/skillreg/search"
 )
@@ -97,8 +96,8 @@ func retireSearch(old, next *Catalog) {
 
 // Search ranks the skills a filter allows (optionally one source's) against
 // a keyword query, over the current generation.
-func (r *Registry) Search(f Filter, source, query string, o search.Options) ([]search.Hit, error) {
-	cat := r.Current()
+func (l *Live) Search(f Filter, source, query string, o search.Options) ([]search.Hit, error) {
+	cat := l.Current()
 	var segs []*search.Segment
 	for _, s := range cat.Sources(f) {
 		if source == "" || s.Source == source {
@@ -109,12 +108,9 @@ func (r *Registry) Search(f Filter, source, query string, o search.Options) ([]s
 	return search.Search(segs, query, o)
 }
 
-// searchWarmDelay is how long after a restore the search index is built.
-const searchWarmDelay = 2 * time.Second
-
-// prepareSearch builds the search segments of a catalog's snapshots and
+// WarmSearch builds the search segments of the catalog's snapshots and
 // its merged dictionary in the background, so the first search does not
 // pay for them.
-func prepareSearch(c *Catalog) {
+func (c *Catalog) WarmSearch() {
 	go c.searchIndex()
 }

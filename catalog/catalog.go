@@ -1,4 +1,4 @@
-package registry
+package catalog
 
 import (
 	"encoding/base64"
@@ -15,12 +15,11 @@ import (
 
 // Errors of catalog lookups.
 var (
-	ErrNotFound      = errors.New("not found")
-	ErrNotDirectory  = errors.New("not a directory")
-	ErrBadCursor     = errors.New("invalid cursor")
-	ErrCatalogMoved  = errors.New("catalog changed, list again")
-	ErrChanged       = skill.ErrChanged
-	ErrSourceUnknown = errors.New("unknown source")
+	ErrNotFound     = errors.New("not found")
+	ErrNotDirectory = errors.New("not a directory")
+	ErrBadCursor    = errors.New("invalid cursor")
+	ErrCatalogMoved = errors.New("catalog changed, list again")
+	ErrChanged      = skill.ErrChanged
 )
 
 // Provenance says where a skill came from.
@@ -166,9 +165,9 @@ func NewCatalog(gen uint64, now time.Time, snaps []*Snapshot) *Catalog {
 	return &Catalog{Gen: gen, Created: now, sources: s}
 }
 
-// with returns a new generation with snap replacing its source's snapshot
-// (or added), or without the source when snap has no skills and remove is set.
-func (c *Catalog) with(gen uint64, now time.Time, snap *Snapshot) *Catalog {
+// With returns a new generation with snap replacing its source's snapshot
+// (or added).
+func (c *Catalog) With(gen uint64, now time.Time, snap *Snapshot) *Catalog {
 	out := make([]*Snapshot, 0, len(c.sources)+1)
 	for _, s := range c.sources {
 		if s.Source != snap.Source {
@@ -180,7 +179,8 @@ func (c *Catalog) with(gen uint64, now time.Time, snap *Snapshot) *Catalog {
 	return nc
 }
 
-func (c *Catalog) without(gen uint64, now time.Time, source string) *Catalog {
+// Without returns a new generation without the source's snapshot.
+func (c *Catalog) Without(gen uint64, now time.Time, source string) *Catalog {
 	out := make([]*Snapshot, 0, len(c.sources))
 	for _, s := range c.sources {
 		if s.Source != source {

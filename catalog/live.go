@@ -1,0 +1,212 @@
+package catalog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skillreg/skillreg/skill"
+)
+
+// Defaults of LiveOptions.
+const (
+	// DefaultRetain is how long a superseded generation stays readable.
+	DefaultRetain = 5 * time.Minute
+	// DefaultContentCacheBytes bounds the verified file bytes kept in
+	// memory.
+	DefaultContentCacheBytes = 64 << 20
+)
+
+// LiveOptions configures a Live. The zero value works.
+type LiveOptions struct {
+	Logger *slog.Logger
+	// Retain is how long a superseded generation stays readable for
+	// pagination (default DefaultRetain).
+	Retain time.Duration
+	// ContentCacheBytes bounds the verified file bytes kept in memory
+	// (default DefaultContentCacheBytes; negative disables the cache).
+	ContentCacheBytes int64
+	// OnSwap is called after each generation swap that changed something.
+	OnSwap func(old, new *Catalog)
+	// Resync is asked to sync a source again when one of its files no
+	// longer matches what the current generation states (nil: nobody is).
+	Resync func(source, reason string)
+	Now    func() time.Time
+}
+
+// Live holds the current generation of the catalog and the superseded ones
+// still readable. Readers take the current one without waiting; Swap, the
+// one place a generation changes, is serialised.
+type Live struct {
+	o       LiveOptions
+	log     *slog.Logger
+	cur     atomic.Pointer[Catalog]
+	content *contentCache
+
+	swapMu  sync.Mutex // held while a swap builds the next generation
+	mu      sync.Mutex
+	history []retired
+}
+
+type retired struct {
+	cat *Catalog
+	at  time.Time
+}
+
+// NewLive returns a holder of an empty catalog (generation 0).
+func NewLive(o LiveOptions) *Live {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Retain <= 0 {
+		o.Retain = DefaultRetain
+	}
+	l := &Live{o: o, log: o.Logger, content: newContentCache(o.ContentCacheBytes)}
+	first := NewCatalog(0, o.Now(), nil)
+	first.instance = newInstance()
+	l.cur.Store(first)
+	return l
+}
+
+// Current returns the current generation. It never blocks.
+func (l *Live) Current() *Catalog { return l.cur.Load() }
+
+// Generation returns the current or a retained superseded generation.
+func (l *Live) Generation(gen uint64) (*Catalog, bool) {
+	if c := l.cur.Load(); c.Gen == gen {
+		return c, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruneHistory()
+	for _, h := range l.history {
+		if h.cat.Gen == gen {
+			return h.cat, true
+		}
+	}
+	return nil, false
+}
+
+// Resume returns the generation a cursor was made on, if this process
+// made it and still keeps that generation.
+func (l *Live) Resume(c Cursor) (*Catalog, bool) {
+	if c.Instance != l.Current().instance {
+		return nil, false
+	}
+	return l.Generation(c.Gen)
+}
+
+// newInstance names this process's generations (six random letters).
+func newInstance() string {
+	const letters = "abcdefhijkmnpqrstuvwxyz" // no g: it separates the fields
+	b := make([]byte, 6)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// Retained returns the generations still readable, current first.
+func (l *Live) Retained() []*Catalog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruneHistory()
+	out := []*Catalog{l.cur.Load()}
+	for _, h := range l.history {
+		out = append(out, h.cat)
+	}
+	return out
+}
+
+func (l *Live) pruneHistory() {
+	cut := l.o.Now().Add(-l.o.Retain)
+	i := 0
+	for i < len(l.history) && l.history[i].at.Before(cut) {
+		i++
+	}
+	l.history = l.history[i:]
+}
+
+// Swap builds the next generation from the current one under the swap
+// lock; next returns nil when there is nothing to change.
+func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
+	l.swapMu.Lock()
+	old := l.cur.Load()
+	now := l.o.Now()
+	nc := next(old, old.Gen+1, now)
+	if nc == nil {
+		l.swapMu.Unlock()
+		return
+	}
+	l.cur.Store(nc)
+	l.mu.Lock()
+	l.history = append(l.history, retired{old, now})
+	l.pruneHistory()
+	l.mu.Unlock()
+	l.swapMu.Unlock()
+	// Outside the swap lock: it waits for a search index being built on
+	// old, if any, and other sources' swaps need not.
+	retireSearch(old, nc)
+	if l.o.OnSwap != nil {
+		l.o.OnSwap(old, nc)
+	}
+}
+
+// Keep caches a copy of bytes the indexer has just hashed (a
+// skill.Options.Keep). A directory source's files can change on disk at
+// any time: the bytes of the version a generation states stay readable from
+// here until the next generation is swapped in, where reading the file
+// again would find the new version and refuse it (ErrChanged).
+func (l *Live) Keep(digest string, data []byte) { l.content.keep(digest, data) }
+
+// ReadFile returns the bytes of a served file, always exactly the bytes
+// whose size and digest the manifest states: from the content cache, or
+// read from the source and checked. A file whose bytes no longer match is
+// refused with ErrChanged and its source is asked to resync.
+func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
+	if b, ok := l.content.get(f.File.Digest); ok {
+		return b, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rc, err := f.Snap.tree.Open(f.File.ID)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
+			l.resync(f.Snap.Source, "file vanished")
+			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
+		}
+		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, f.File.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+	}
+	sum := sha256.Sum256(data)
+	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
+		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
+		l.resync(f.Snap.Source, "file changed")
+		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
+	}
+	l.content.put(f.File.Digest, data)
+	return data, nil
+}
+
+func (l *Live) resync(source, reason string) {
+	if l.o.Resync != nil {
+		l.o.Resync(source, reason)
+	}
+}

@@ -1,0 +1,87 @@
+package catalog
+
+import (
+	"io/fs"
+	"time"
+)
+
+// Kind is the kind of a source.
+type Kind string
+
+// Source kinds.
+const (
+	KindDir      Kind = "dir"      // a local directory
+	KindEmbedded Kind = "embedded" // an fs.FS compiled into the binary
+	KindGit      Kind = "git"      // a git repository pinned to a ref
+)
+
+// Source is one configured place skills come from.
+type Source struct {
+	Name string
+	Kind Kind
+
+	Dir string // KindDir
+	FS  fs.FS  // KindEmbedded
+
+	Git *GitSource // KindGit
+
+	// Poll is how often to look for changes without being asked: a scan
+	// for directories, a ref listing for git. 0 disables polling.
+	Poll time.Duration
+	// Timeout bounds one sync (default 60s).
+	Timeout time.Duration
+}
+
+// Describe returns the ref a source follows, for people: the git pin, or
+// the kind of a local source.
+func (s *Source) Describe() string {
+	if s.Git != nil {
+		return s.Git.Pin.String()
+	}
+	return string(s.Kind)
+}
+
+// PinKind is what a git source is pinned to.
+type PinKind string
+
+// Pin kinds, as written in the configuration.
+const (
+	PinDefault PinKind = ""        // the remote's default branch
+	PinBranch  PinKind = "branch"  // a branch head
+	PinTag     PinKind = "tag"     // one tag
+	PinCommit  PinKind = "commit"  // one commit
+	PinSemver  PinKind = "semver"  // the highest tag in a semver range
+	PinRelease PinKind = "release" // the latest GitHub release ("latest")
+)
+
+// Pin is a git source's ref as configured.
+type Pin struct {
+	Kind  PinKind
+	Value string
+}
+
+// String renders the pin as configured, e.g. "branch:main".
+func (p Pin) String() string {
+	if p.Kind == PinDefault {
+		return "default-branch"
+	}
+	return string(p.Kind) + ":" + p.Value
+}
+
+// GitSource is the git part of a source.
+type GitSource struct {
+	URL  string // https or file URL, without credentials
+	Pin  Pin
+	Path string // subdirectory holding the skills ("" = root)
+	// Token returns the credential to present, or "" for none. It is read
+	// at each sync so rotated tokens take effect; it is never logged.
+	Token func() (string, error)
+	// TokenID identifies where the token comes from (for detecting config
+	// changes), never the token itself.
+	TokenID string
+}
+
+// Equal reports whether two git sources are configured the same way.
+func (g GitSource) Equal(o GitSource) bool {
+	return g.URL == o.URL && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
+}
