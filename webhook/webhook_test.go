@@ -1045,3 +1045,41 @@ func TestMethodNotAllowed(t *testing.T) {
 		t.Errorf("GET: status %d, want 405", resp.StatusCode)
 	}
 }
+
+// TestContextStopsEveryHandler: the daemon passes one Options.Context to
+// every handler it makes (one per reload) and ends it as it shuts down:
+// a refresh running then is cancelled and asks for no sync, in a handler
+// that was never closed too.
+func TestContextStopsEveryHandler(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := newRig(t, func(o *webhook.Options, _ *rig) { o.Context = ctx })
+	r.releases.gate = make(chan struct{}) // never opened
+	if status, _ := r.send(t, delivery{event: "release", id: "x", body: load(t, "release-unpublished.json")}); status != http.StatusAccepted {
+		t.Fatalf("status %d", status)
+	}
+	<-r.releases.started
+	before := r.syncer.total()
+	cancel()
+	r.h.Drain() // returns once the cancelled refresh has
+	if n := r.syncer.total() - before; n != 0 {
+		t.Errorf("%d syncs asked for after the context ended: %q", n, r.j.all())
+	}
+}
+
+// TestDrainFinishesRefreshes: a handler a reload replaced finishes the
+// refresh it runs and asks for the syncs that follow it.
+func TestDrainFinishesRefreshes(t *testing.T) {
+	r := newRig(t)
+	r.releases.gate = make(chan struct{})
+	if status, _ := r.send(t, delivery{event: "release", id: "x", body: load(t, "release-deleted.json")}); status != http.StatusAccepted {
+		t.Fatalf("status %d", status)
+	}
+	<-r.releases.started
+	drained := make(chan struct{})
+	go func() { r.h.Drain(); close(drained) }()
+	close(r.releases.gate)
+	<-drained
+	if got := r.j.all(); !slices.Contains(got, "sync latest") {
+		t.Errorf("a drained handler did not ask for the sync after its refresh: %q", got)
+	}
+}
