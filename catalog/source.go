@@ -3,6 +3,8 @@ package catalog
 import (
 	"io/fs"
 	"time"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // Kind is the kind of a source.
@@ -41,38 +43,11 @@ func (s *Source) Describe() string {
 	return string(s.Kind)
 }
 
-// PinKind is what a git source is pinned to.
-type PinKind string
-
-// Pin kinds, as written in the configuration.
-const (
-	PinDefault PinKind = ""        // the remote's default branch
-	PinBranch  PinKind = "branch"  // a branch head
-	PinTag     PinKind = "tag"     // one tag
-	PinCommit  PinKind = "commit"  // one commit
-	PinSemver  PinKind = "semver"  // the highest tag in a semver range
-	PinRelease PinKind = "release" // the latest GitHub release ("latest")
-)
-
-// Pin is a git source's ref as configured.
-type Pin struct {
-	Kind  PinKind
-	Value string
-}
-
-// String renders the pin as configured, e.g. "branch:main".
-func (p Pin) String() string {
-	if p.Kind == PinDefault {
-		return "default-branch"
-	}
-	return string(p.Kind) + ":" + p.Value
-}
-
 // GitSource is the git part of a source.
 type GitSource struct {
-	URL  string // https or file URL, without credentials
-	Pin  Pin
-	Path string // subdirectory holding the skills ("" = root)
+	Repo gitref.Repo // the remote, canonical and without credentials
+	Pin  gitref.Pin  // validated when the configuration was loaded
+	Path string      // subdirectory holding the skills ("" = root)
 	// Token returns the credential to present, or "" for none. It is read
 	// at each sync so rotated tokens take effect; it is never logged.
 	Token func() (string, error)
@@ -83,5 +58,5 @@ type GitSource struct {
 
 // Equal reports whether two git sources are configured the same way.
 func (g GitSource) Equal(o GitSource) bool {
-	return g.URL == o.URL && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
+	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
 }

@@ -18,8 +18,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // Config is the whole configuration file.
@@ -106,6 +107,17 @@ type GitHub struct {
 	WebhookSecretFile string `yaml:"webhook_secret_file"`
 }
 
+// WebHost is the lower-case web host of the GitHub API URL: github.com for
+// the public API (api.github.com), the Enterprise host otherwise. Sources on
+// it get github.token_env, and webhooks read repository.full_name on it.
+func (g GitHub) WebHost() string {
+	h := gitref.HostOf(g.APIURL)
+	if h == "api.github.com" {
+		return "github.com"
+	}
+	return h
+}
+
 // Source is one place skills come from: a local directory or a git
 // repository.
 type Source struct {
@@ -122,6 +134,12 @@ type Source struct {
 	// Public makes the source's skills visible without a token when
 	// access control is on (for installers that cannot send one).
 	Public bool `yaml:"public"`
+
+	// Repo and Pin are URL and Ref of a git source as Validate parsed
+	// them: the one place they are checked, so a bad pin fails at load
+	// and at reload, never first at a sync.
+	Repo gitref.Repo `yaml:"-"`
+	Pin  gitref.Pin  `yaml:"-"`
 
 	Line int `yaml:"-"`
 }
@@ -373,7 +391,6 @@ func (c *Config) applyDefaults() {
 
 var (
 	sourceNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,62}[a-z0-9])?$`)
-	commitRE     = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	repoRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 	sha256RE     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	toolNameRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -401,7 +418,8 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.HTTP.validate()...)
 
 	seen := map[string]int{}
-	for i, s := range c.Sources {
+	for i := range c.Sources {
+		s := &c.Sources[i]
 		at := fmt.Sprintf("sources[%d]", i)
 		if s.Line > 0 {
 			at = fmt.Sprintf("line %d: sources[%d]", s.Line, i)
@@ -431,10 +449,11 @@ func (c *Config) Validate() error {
 				bad("%s: ref, path and auth apply to git sources (url) only", at)
 			}
 		default:
-			if err := checkGitURL(s.URL); err != nil {
+			var err error
+			if s.Repo, err = parseGitURL(s.URL); err != nil {
 				bad("%s.url: %v", at, err)
 			}
-			if err := s.Ref.check(); err != nil {
+			if s.Pin, err = s.Ref.pin(); err != nil {
 				bad("%s.ref: %v", at, err)
 			}
 			if s.Path != "" {
@@ -584,57 +603,33 @@ func checkOrigin(o string) error {
 	return nil
 }
 
-func checkGitURL(u string) error {
-	switch {
-	case strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "file://"):
-	default:
-		return fmt.Errorf("%q must be an https:// (or http://, file://) URL", redact(u))
+// parseGitURL parses a git source's url into its canonical form. A URL
+// with credentials gets a message naming the keys a token belongs in (an
+// ssh URL's user is no credential: it is refused for its scheme).
+func parseGitURL(u string) (gitref.Repo, error) {
+	if p, err := url.Parse(u); err == nil && p.User != nil && (p.Scheme == "https" || p.Scheme == "http" || p.Scheme == "file") {
+		return gitref.Repo{}, errors.New("credentials do not belong in the URL; use auth.token_env or auth.token_file")
 	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return fmt.Errorf("%q is not a valid URL", redact(u))
-	}
-	if p.User != nil {
-		return errors.New("credentials do not belong in the URL; use auth.token_env or auth.token_file")
-	}
-	return nil
+	return gitref.ParseRepo(u)
 }
 
-// redact hides anything that may be a credential in a URL.
-func redact(u string) string {
-	if i := strings.LastIndex(u, "@"); i >= 0 {
-		if j := strings.Index(u, "://"); j >= 0 && j < i {
-			return u[:j+3] + "***@" + u[i+1:]
-		}
-		return "***@" + u[i+1:]
-	}
-	return u
-}
-
-func (r *Ref) check() error {
+// pin parses the ref into a gitref.Pin; no ref is the default branch.
+func (r *Ref) pin() (gitref.Pin, error) {
 	if r == nil {
-		return nil
+		return gitref.Pin{}, nil
 	}
+	var kind, value string
 	n := 0
-	for _, v := range []string{r.Branch, r.Tag, r.Commit, r.Semver, r.Release} {
-		if v != "" {
+	for _, kv := range [...][2]string{{"branch", r.Branch}, {"tag", r.Tag}, {"commit", r.Commit}, {"semver", r.Semver}, {"release", r.Release}} {
+		if kv[1] != "" {
+			kind, value = kv[0], kv[1]
 			n++
 		}
 	}
 	if n != 1 {
-		return errors.New("set exactly one of branch, tag, commit, semver, release")
+		return gitref.Pin{}, errors.New("set exactly one of branch, tag, commit, semver, release")
 	}
-	switch {
-	case r.Commit != "" && !commitRE.MatchString(r.Commit):
-		return fmt.Errorf("commit: %q is not a 40-digit lowercase hex SHA", r.Commit)
-	case r.Semver != "":
-		if _, err := semver.NewConstraint(r.Semver); err != nil {
-			return fmt.Errorf("semver: %q: %v", r.Semver, err)
-		}
-	case r.Release != "" && r.Release != "latest":
-		return fmt.Errorf("release: only \"latest\" is supported, not %q", r.Release)
-	}
-	return nil
+	return gitref.ParsePin(kind, value)
 }
 
 // DefaultDataDir is where state goes when data_dir is not set:
@@ -714,9 +709,9 @@ func (c *Config) validatePublish(bad func(format string, args ...any)) {
 		u, err := url.Parse(c.PublicURL)
 		switch {
 		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", redact(c.PublicURL))
+			bad("public_url: %q must be an http(s) URL such as https://skills.example.com", gitref.Redact(c.PublicURL))
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "":
-			bad("public_url: %q must be an origin only: no credentials, path, query or fragment", redact(c.PublicURL))
+			bad("public_url: %q must be an origin only: no credentials, path, query or fragment", gitref.Redact(c.PublicURL))
 		}
 	}
 	if err := CheckMarketplaceName(c.Marketplace.Name); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // TestExampleLoads keeps config.example.yaml true: it loads with the real
@@ -37,7 +39,7 @@ func TestStrictErrorsNameKeyAndLine(t *testing.T) {
 		{"sources:\n  - name: a\n    url: https://u:p@example.com/x.git\n", `credentials do not belong in the URL`},
 		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {branch: a, tag: b}\n", `set exactly one of branch, tag, commit, semver, release`},
 		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {semver: \"not a range\"}\n", `semver`},
-		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {commit: abc}\n", `40-digit`},
+		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: {commit: abc}\n", `commit "abc" is not 40 lowercase hex digits`},
 		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    path: ../up\n", `inside the repository`},
 		{"sources:\n  - name: a\n    url: https://example.com/x.git\n    poll: soon\n", `not a duration`},
 		{"clients:\n  - name: x\n    token_sha256: short\n    sources: [\"*\"]\n", `64 lowercase hex digits`},
@@ -104,5 +106,55 @@ func TestPublishKeys(t *testing.T) {
 		if _, err := Parse([]byte(ok), ""); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
+	}
+}
+
+// TestBadPinFailsAtLoad: a pin git would refuse is an error that names the
+// key when the configuration loads (issue 17: `branch: "feature..x"`
+// passed loading and reloading and failed only when a sync ran).
+func TestBadPinFailsAtLoad(t *testing.T) {
+	src := func(ref string) string {
+		return "sources:\n  - name: a\n    url: https://example.com/x.git\n    ref: " + ref + "\n"
+	}
+	for ref, want := range map[string]string{
+		`{branch: "feature..x"}`:        `line 2: sources[0].ref: invalid pin: branch "feature..x" is not a valid git ref name`,
+		`{branch: "main:refs/heads/x"}`: `sources[0].ref: invalid pin`,
+		`{tag: "v1^{}"}`:                `sources[0].ref: invalid pin`,
+		`{branch: "-rf"}`:               `sources[0].ref: invalid pin`,
+		`{release: "v1"}`:               `only "latest" is supported`,
+	} {
+		if _, err := Parse([]byte(src(ref)), ""); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ref %s: %v, want an error containing %q", ref, err, want)
+		}
+	}
+}
+
+// TestPinsAndReposParsedAtLoad: a source's url and ref become gitref
+// values when the configuration loads: refused with a message that names
+// the key (and no secret), or normalised to their one canonical form.
+func TestPinsAndReposParsedAtLoad(t *testing.T) {
+	for url, want := range map[string]string{
+		"ssh://git@example.com/x.git":          `sources[0].url: invalid repository URL: scheme "ssh"`,
+		"https://example.com":                  `sources[0].url: invalid repository URL`,
+		"https://example.com/x.git?token=s3cr": `query strings`,
+	} {
+		_, err := Parse([]byte("sources:\n  - name: a\n    url: "+url+"\n"), "")
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cr") {
+			t.Errorf("url %s: %v, want an error containing %q (and no secret)", url, err, want)
+		}
+	}
+
+	c, err := Parse([]byte("sources:\n  - name: a\n    url: https://Example.COM:443/org/x.git/\n    ref: {branch: refs/heads/main}\n"+
+		"  - name: b\n    url: https://example.com/org/x.git\n    ref: {commit: "+strings.Repeat("AB", 20)+"}\n"+
+		"  - name: c\n    url: https://example.com/org/x.git\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, d := c.Sources[0], c.Sources[1], c.Sources[2]
+	if a.Repo.URL() != "https://example.com/org/x.git" || a.Repo != b.Repo {
+		t.Errorf("repos %q, %q; want one canonical https://example.com/org/x.git", a.Repo, b.Repo)
+	}
+	if a.Pin != (gitref.Pin{Kind: gitref.Branch, Value: "main"}) || b.Pin != (gitref.Pin{Kind: gitref.Commit, Value: strings.Repeat("ab", 20)}) || d.Pin != (gitref.Pin{}) {
+		t.Errorf("pins %v, %v, %v", a.Pin, b.Pin, d.Pin)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/registry"
@@ -50,10 +51,15 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
+	repo, err := gitref.ParseRepo(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := gitref.Pin{Kind: gitref.Branch, Value: "main"}
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool), ContentCacheBytes: -1})
 	reg.SetSources([]catalog.Source{
-		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "skills"}},
-		{Name: "secret", Kind: catalog.KindGit, Git: &catalog.GitSource{URL: url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, Path: "private"}},
+		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: main, Path: "skills"}},
+		{Name: "secret", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: main, Path: "private"}},
 	})
 	m, err := New(Options{Catalog: reg})
 	if err != nil {

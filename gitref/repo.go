@@ -33,6 +33,15 @@ func ParseRepo(raw string) (Repo, error) {
 		// url.Parse's message quotes the input, which may hold a secret.
 		return Repo{}, fmt.Errorf("%w: %s is not a URL", ErrInvalidRepo, Redact(raw))
 	}
+	// The scheme first: an ssh URL's user is no credential, and the
+	// scheme is what is wrong with it.
+	switch u.Scheme = strings.ToLower(u.Scheme); u.Scheme {
+	case "https", "http", "file":
+	case "":
+		return Repo{}, fmt.Errorf("%w: %s: no scheme (want https://, http:// or file://)", ErrInvalidRepo, Redact(raw))
+	default:
+		return Repo{}, fmt.Errorf("%w: scheme %q (want https, http or file)", ErrInvalidRepo, u.Scheme)
+	}
 	if u.User != nil {
 		u.User = nil
 		return Repo{}, fmt.Errorf("%w: %s: credentials in the URL are not accepted; configure a token instead", ErrInvalidRepo, u.Redacted())
@@ -42,7 +51,6 @@ func ParseRepo(raw string) (Repo, error) {
 		u.RawQuery, u.Fragment, u.ForceQuery, u.Opaque = "", "", false, ""
 		return Repo{}, fmt.Errorf("%w: %s: query strings and fragments are not accepted", ErrInvalidRepo, u.Redacted())
 	}
-	u.Scheme = strings.ToLower(u.Scheme)
 	switch u.Scheme {
 	case "https", "http":
 		host := strings.ToLower(u.Hostname())
@@ -64,10 +72,6 @@ func ParseRepo(raw string) (Repo, error) {
 			return Repo{}, fmt.Errorf("%w: %s: file URLs must be local (file:///path)", ErrInvalidRepo, u.Redacted())
 		}
 		u.Host = ""
-	case "":
-		return Repo{}, fmt.Errorf("%w: %s: no scheme (want https://, http:// or file://)", ErrInvalidRepo, Redact(raw))
-	default:
-		return Repo{}, fmt.Errorf("%w: scheme %q (want https, http or file)", ErrInvalidRepo, u.Scheme)
 	}
 	p := path.Clean("/" + u.Path)
 	if p == "/" {

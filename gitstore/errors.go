@@ -4,16 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // Sentinel errors; compare with errors.Is. Every error this package returns
 // wraps one of them or a context error, plus the cause.
 var (
-	// ErrInvalidPin means a pin's kind or value is malformed.
-	ErrInvalidPin = errors.New("invalid pin")
+	// ErrInvalidPin means a pin's kind or value is malformed. It is
+	// gitref's sentinel: pins are validated there, once.
+	ErrInvalidPin = gitref.ErrInvalidPin
 	// ErrInvalidURL means a remote URL is not an accepted https, http or
-	// file URL, or carries credentials.
-	ErrInvalidURL = errors.New("invalid repository URL")
+	// file URL, or carries credentials. It is gitref's sentinel:
+	// repositories are validated there, once.
+	ErrInvalidURL = gitref.ErrInvalidRepo
 	// ErrRefNotFound means the pinned branch, tag, version range or commit
 	// does not exist on the remote (or the remote has no refs at all).
 	ErrRefNotFound = errors.New("ref not found")

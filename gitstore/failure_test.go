@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -43,7 +44,7 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := refs.Resolve(Pin{})
+	res, err := refs.Resolve(gitref.Pin{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestFetchRetriesWithAFreshListing(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	res := resolve(t, f.repo, Pin{})
+	res := resolve(t, f.repo, gitref.Pin{})
 	f.srv.ResetRequests()
 	f.srv.SetFailure(gittest.Failure{Status: http.StatusBadGateway, FetchOnly: true, Count: 1})
 	if err := f.repo.Fetch(context.Background(), res, Auth{}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
@@ -40,7 +41,7 @@ func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 	if err := r.usable(); err != nil {
 		return err
 	}
-	if !isHexID(res.Commit) {
+	if !gitref.IsCommitID(res.Commit) {
 		return fmt.Errorf("fetch %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
 	}
 	if !r.suspect.Load() && r.HasCommit(res.Commit) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -28,7 +29,7 @@ func TestFetchWalkRead(t *testing.T) {
 	commit := f.remote.Commit("first")
 	f.remote.Push("main")
 
-	res := syncPin(t, f.repo, Pin{Kind: PinDefault})
+	res := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Default})
 	if res.Commit != commit || res.Ref != "refs/heads/main" {
 		t.Fatalf("resolved %+v, want %s on refs/heads/main", res, commit)
 	}
@@ -67,10 +68,10 @@ func TestUnchangedCommitFetchesNothing(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	res := syncPin(t, f.repo, Pin{Kind: PinBranch, Value: "main"})
+	res := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Branch, Value: "main"})
 
 	f.srv.ResetRequests()
-	again := syncPin(t, f.repo, Pin{Kind: PinBranch, Value: "main"})
+	again := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Branch, Value: "main"})
 	if again != res {
 		t.Fatalf("resolved %+v then %+v", res, again)
 	}
@@ -84,7 +85,7 @@ func TestConcurrentFetchesAreSerialised(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	res := resolve(t, f.repo, Pin{})
+	res := resolve(t, f.repo, gitref.Pin{})
 	f.srv.ResetRequests()
 
 	var wg sync.WaitGroup
@@ -133,7 +134,7 @@ func TestIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	first := f.remote.Commit("big")
 	f.remote.Push("main")
 	f.srv.ResetRequests()
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	initial := f.srv.Requests().FetchBytes
 
 	files["group-03/skill-0003/SKILL.md"] = "changed\n"
@@ -141,7 +142,7 @@ func TestIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 	second := f.remote.Commit("one file")
 	f.remote.Push("main")
 	f.srv.ResetRequests()
-	res := syncPin(t, f.repo, Pin{})
+	res := syncPin(t, f.repo, gitref.Pin{})
 	if res.Commit != second {
 		t.Fatalf("resolved %s, want %s", res.Commit, second)
 	}
@@ -174,12 +175,12 @@ func TestRevertToContentOnlyHistoryHas(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"a.md": "changed a\n"})
 	f.remote.Commit("B")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{}) // holds B only
+	syncPin(t, f.repo, gitref.Pin{}) // holds B only
 
 	f.remote.WriteFiles(map[string]string{"a.md": "original a\n", "c.md": "c\n"})
 	c := f.remote.Commit("C reverts a.md")
 	f.remote.Push("main")
-	res := syncPin(t, f.repo, Pin{})
+	res := syncPin(t, f.repo, gitref.Pin{})
 	want := map[string]string{"a.md": "original a\n", "b.md": "b\n", "c.md": "c\n"}
 	if got := snapshot(t, f.repo, res.Commit, ""); res.Commit != c || !equalMaps(got, want) {
 		t.Fatalf("after revert: %s %v", res.Commit, got)
@@ -200,7 +201,7 @@ func TestForcePush(t *testing.T) {
 			f.remote.WriteFiles(map[string]string{"x.md": "x1\n", "gone.md": "gone\n"})
 			f.remote.Commit("to be rewritten")
 			f.remote.Push("main")
-			old := syncPin(t, f.repo, Pin{})
+			old := syncPin(t, f.repo, gitref.Pin{})
 
 			f.remote.Reset(base)
 			f.remote.WriteFiles(map[string]string{"new.md": "new\n"})
@@ -211,7 +212,7 @@ func TestForcePush(t *testing.T) {
 				f.remote.GitBare("gc", "--prune=now", "--quiet")
 			}
 
-			res := syncPin(t, f.repo, Pin{})
+			res := syncPin(t, f.repo, gitref.Pin{})
 			if res.Commit != rewritten {
 				t.Fatalf("resolved %s, want %s", res.Commit, rewritten)
 			}
@@ -233,14 +234,14 @@ func TestMovedTag(t *testing.T) {
 	c1 := f.remote.Commit("one")
 	f.remote.Push("main")
 	f.remote.Tag("stable", true)
-	if res := syncPin(t, f.repo, Pin{PinTag, "stable"}); res.Commit != c1 {
+	if res := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Tag, Value: "stable"}); res.Commit != c1 {
 		t.Fatalf("stable = %s, want %s", res.Commit, c1)
 	}
 	f.remote.WriteFiles(map[string]string{"v": "2"})
 	c2 := f.remote.Commit("two")
 	f.remote.Push("main")
 	f.remote.Tag("stable", true) // moved
-	res := syncPin(t, f.repo, Pin{PinTag, "stable"})
+	res := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Tag, Value: "stable"})
 	if res.Commit != c2 || snapshot(t, f.repo, c2, "")["v"] != "2" {
 		t.Fatalf("moved tag resolved to %s, want %s", res.Commit, c2)
 	}
@@ -254,8 +255,8 @@ func TestDeletedRefs(t *testing.T) {
 	f.remote.Tag("v1.0.0", false)
 	f.remote.Branch("feature")
 	f.remote.Push("feature")
-	held := syncPin(t, f.repo, Pin{PinBranch, "feature"})
-	syncPin(t, f.repo, Pin{PinTag, "v1.0.0"})
+	held := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Branch, Value: "feature"})
+	syncPin(t, f.repo, gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"})
 
 	f.remote.DeleteRef("refs/heads/feature")
 	f.remote.DeleteRef("refs/tags/v1.0.0")
@@ -263,7 +264,7 @@ func TestDeletedRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pin := range []Pin{{PinBranch, "feature"}, {PinTag, "v1.0.0"}, {PinSemver, ">=1"}} {
+	for _, pin := range []gitref.Pin{{Kind: gitref.Branch, Value: "feature"}, {Kind: gitref.Tag, Value: "v1.0.0"}, {Kind: gitref.Semver, Value: ">=1"}} {
 		if _, err := refs.Resolve(pin); !errors.Is(err, ErrRefNotFound) {
 			t.Errorf("Resolve(%s) after deletion: %v, want ErrRefNotFound", pin, err)
 		}
@@ -292,7 +293,7 @@ func TestVanishedRepository(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	held := syncPin(t, f.repo, Pin{})
+	held := syncPin(t, f.repo, gitref.Pin{})
 	f.remote.Delete()
 	if _, err := f.repo.ListRemote(context.Background(), Auth{}); !errors.Is(err, ErrRepoNotFound) {
 		t.Fatalf("ListRemote of a vanished repository: %v, want ErrRepoNotFound", err)
@@ -320,7 +321,7 @@ func TestFileURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := syncPin(t, repo, Pin{})
+	res := syncPin(t, repo, gitref.Pin{})
 	if res.Commit != second || snapshot(t, repo, second, "a")["SKILL.md"] != "local 2\n" {
 		t.Fatalf("file URL: %+v", res)
 	}

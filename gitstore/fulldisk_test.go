@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/fulldisk"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
@@ -50,7 +51,7 @@ func TestUnwritableDiskKeepsStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			syncPin(t, repo, Pin{})
+			syncPin(t, repo, gitref.Pin{})
 			storeDir := repo.Dir()
 			pool.Close()
 			if !tc.cleanClose {
@@ -73,7 +74,7 @@ func TestUnwritableDiskKeepsStore(t *testing.T) {
 				t.Fatalf("reading %s after reopening: %v", c1, got)
 			}
 			// A fetch cannot repair it yet, and says why.
-			err = repo2.Fetch(context.Background(), resolve(t, repo2, Pin{}), Auth{})
+			err = repo2.Fetch(context.Background(), resolve(t, repo2, gitref.Pin{}), Auth{})
 			if !errors.Is(err, ErrStorage) || !errors.Is(err, tc.wantRefusal) {
 				t.Fatalf("fetch while writes fail: %v, want ErrStorage wrapping %v", err, tc.wantRefusal)
 			}
@@ -87,7 +88,7 @@ func TestUnwritableDiskKeepsStore(t *testing.T) {
 			}
 
 			restore()
-			if err := repo2.Fetch(context.Background(), resolve(t, repo2, Pin{}), Auth{}); err != nil {
+			if err := repo2.Fetch(context.Background(), resolve(t, repo2, gitref.Pin{}), Auth{}); err != nil {
 				t.Fatalf("fetch once writes work: %v", err)
 			}
 			if repo2.suspect.Load() {

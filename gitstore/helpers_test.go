@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -45,7 +46,7 @@ func newPool(t *testing.T, dir string) *Pool {
 }
 
 // resolve lists the remote and resolves pin.
-func resolve(t *testing.T, r *Repo, pin Pin) Resolved {
+func resolve(t *testing.T, r *Repo, pin gitref.Pin) Resolved {
 	t.Helper()
 	refs, err := r.ListRemote(context.Background(), Auth{})
 	if err != nil {
@@ -59,7 +60,7 @@ func resolve(t *testing.T, r *Repo, pin Pin) Resolved {
 }
 
 // syncPin resolves pin and fetches its commit.
-func syncPin(t *testing.T, r *Repo, pin Pin) Resolved {
+func syncPin(t *testing.T, r *Repo, pin gitref.Pin) Resolved {
 	t.Helper()
 	res := resolve(t, r, pin)
 	if err := r.Fetch(context.Background(), res, Auth{}); err != nil {

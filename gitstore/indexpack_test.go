@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -175,7 +176,7 @@ func countDeltas(t *testing.T, r *gittest.Repo, pack []byte) int {
 	n := 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 7 && isHexID(f[0]) {
+		if f := strings.Fields(sc.Text()); len(f) == 7 && gitref.IsCommitID(f[0]) {
 			n++
 		}
 	}

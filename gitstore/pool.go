@@ -9,11 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // PoolOptions configures a Pool. The zero value works.
@@ -121,13 +119,15 @@ func NewPool(dir string, opts PoolOptions) (*Pool, error) {
 }
 
 // Repo returns the Repo for a remote URL, opening (and if needed creating
-// or repairing) its object store on first use. URLs that normalise to the
-// same string share one Repo.
+// or repairing) its object store on first use. URLs with the same
+// canonical form (gitref.ParseRepo) share one Repo; a URL gitref refuses
+// fails with ErrInvalidURL.
 func (p *Pool) Repo(rawURL string) (*Repo, error) {
-	u, err := NormalizeURL(rawURL)
+	repo, err := gitref.ParseRepo(rawURL)
 	if err != nil {
 		return nil, err
 	}
+	u := repo.URL()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -162,60 +162,6 @@ func (p *Pool) Close() error {
 func DirName(normalizedURL string) string {
 	sum := sha256.Sum256([]byte(normalizedURL))
 	return hex.EncodeToString(sum[:16]) + ".git"
-}
-
-// NormalizeURL returns the canonical form of a remote URL used as the
-// repository's identity: scheme and host lowercased, default ports and
-// trailing slashes dropped, dot segments resolved. Only https, http and
-// file URLs are accepted, and URLs carrying credentials are refused (the
-// message shows the URL without them): a token belongs in Auth, where it
-// never reaches a key, a path, a log line or an error.
-func NormalizeURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// url.Parse's message quotes the input, which may hold a secret.
-		return "", fmt.Errorf("%w: not a URL", ErrInvalidURL)
-	}
-	if u.User != nil {
-		u.User = nil
-		return "", fmt.Errorf("%w: %s: credentials in the URL are not accepted; configure a token instead", ErrInvalidURL, u.Redacted())
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || u.ForceQuery {
-		// Not shown: a query string is a classic place for a token.
-		u.RawQuery, u.Fragment, u.ForceQuery = "", "", false
-		return "", fmt.Errorf("%w: %s: query strings and fragments are not accepted", ErrInvalidURL, u.Redacted())
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	switch u.Scheme {
-	case "https", "http":
-		host := strings.ToLower(u.Hostname())
-		if host == "" {
-			return "", fmt.Errorf("%w: %s: no host", ErrInvalidURL, u.Redacted())
-		}
-		port := u.Port()
-		if u.Scheme == "https" && port == "443" || u.Scheme == "http" && port == "80" {
-			port = ""
-		}
-		u.Host = host
-		if port != "" {
-			u.Host = net.JoinHostPort(host, port)
-		} else if strings.Contains(host, ":") {
-			u.Host = "[" + host + "]"
-		}
-	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return "", fmt.Errorf("%w: %s: file URLs must be local (file:///path)", ErrInvalidURL, u.Redacted())
-		}
-		u.Host = ""
-	default:
-		return "", fmt.Errorf("%w: scheme %q (want https, http or file)", ErrInvalidURL, u.Scheme)
-	}
-	p := path.Clean("/" + u.Path)
-	if p == "/" {
-		return "", fmt.Errorf("%w: %s: no repository path", ErrInvalidURL, u.Redacted())
-	}
-	u.Path, u.RawPath = p, ""
-	return u.String(), nil
 }
 
 // open opens the store for normalised URL u, creating it when missing and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // repair brings the store back to a consistent state after a crash, a
@@ -121,7 +122,7 @@ func (r *Repo) repairLocked() error {
 	for _, e := range refs {
 		c := e.Name()
 		data, err := os.ReadFile(filepath.Join(refDir, c))
-		ok := err == nil && isHexID(c) && string(data) == c+"\n"
+		ok := err == nil && gitref.IsCommitID(c) && string(data) == c+"\n"
 		if ok && (!clean || len(remove) > 0) {
 			if _, err := r.closure(s, []plumbing.Hash{plumbing.NewHash(c)}, nil); err != nil {
 				r.log.Warn("commit is no longer complete; it will be fetched again", "commit", c, "err", err)
@@ -188,7 +189,7 @@ func (r *Repo) markClean() {
 // checks the object's id anyway.
 func verifyPack(dir, base string, full bool) (*idxfile.MemoryIndex, error) {
 	want, ok := strings.CutPrefix(base, "pack-")
-	if !ok || !isHexID(want) {
+	if !ok || !gitref.IsCommitID(want) {
 		return nil, fmt.Errorf("unexpected pack name %q", base)
 	}
 	idx, err := readIndex(filepath.Join(dir, base+".idx"))
@@ -533,7 +534,7 @@ func looseObjectDirs(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if n := e.Name(); len(n) == 2 && e.IsDir() && isHexID(n+strings.Repeat("0", 38)) {
+		if n := e.Name(); len(n) == 2 && e.IsDir() && gitref.IsCommitID(n+strings.Repeat("0", 38)) {
 			out = append(out, filepath.Join(dir, "objects", n))
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/redact"
 )
 
@@ -129,15 +130,17 @@ func (r *RemoteRefs) Ref(name string) (string, bool) {
 
 // Resolve finds the commit a pin selects. A commit pin resolves to itself
 // without consulting the listing, because servers only advertise ref tips;
-// whether the commit exists is known when it is fetched.
-func (r *RemoteRefs) Resolve(p Pin) (Resolved, error) {
+// whether the commit exists is known when it is fetched. A release pin is
+// resolved by its caller (through a releases API, or LatestSemverTag) to a
+// tag pin first.
+func (r *RemoteRefs) Resolve(p gitref.Pin) (Resolved, error) {
 	if err := p.Validate(); err != nil {
 		return Resolved{}, err
 	}
 	switch p.Kind {
-	case PinCommit:
+	case gitref.Commit:
 		return Resolved{Commit: p.Value}, nil
-	case PinDefault:
+	case gitref.Default:
 		if r.head != "" {
 			if id, ok := r.Ref(r.head); ok {
 				return Resolved{Commit: id, Ref: r.head}, nil
@@ -147,21 +150,21 @@ func (r *RemoteRefs) Resolve(p Pin) (Resolved, error) {
 			return Resolved{Commit: r.headID, Ref: "HEAD"}, nil
 		}
 		return Resolved{}, fmt.Errorf("%w: the remote advertises no HEAD", ErrRefNotFound)
-	case PinBranch:
+	case gitref.Branch:
 		return r.resolveRef("refs/heads/"+p.Value, p)
-	case PinTag:
+	case gitref.Tag:
 		return r.resolveRef("refs/tags/"+p.Value, p)
-	case PinSemver:
+	case gitref.Semver:
 		tag, err := r.highestTag(p.Value)
 		if err != nil {
 			return Resolved{}, err
 		}
 		return r.resolveRef("refs/tags/"+tag, p)
 	}
-	return Resolved{}, fmt.Errorf("%w: unknown kind %d", ErrInvalidPin, int(p.Kind))
+	return Resolved{}, fmt.Errorf("%w: %s cannot be resolved from a ref listing alone", ErrInvalidPin, p)
 }
 
-func (r *RemoteRefs) resolveRef(name string, p Pin) (Resolved, error) {
+func (r *RemoteRefs) resolveRef(name string, p gitref.Pin) (Resolved, error) {
 	id, ok := r.Ref(name)
 	if !ok {
 		return Resolved{}, fmt.Errorf("%w: %s", ErrRefNotFound, p)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // commitRefDir holds one ref per commit the store holds completely (the
@@ -174,7 +175,7 @@ func (r *Repo) noteError(err error) {
 }
 
 func parseID(id string) (plumbing.Hash, error) {
-	if !isHexID(id) {
+	if !gitref.IsCommitID(id) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %q is not a 40-hex object id", ErrObjectNotFound, id)
 	}
 	return plumbing.NewHash(id), nil
@@ -363,7 +364,7 @@ func (w *walker) commitTree(id plumbing.Hash) (plumbing.Hash, error) {
 	obj.close()
 	line, _, _ := bytes.Cut(obj.data, []byte("\n"))
 	tree, ok := bytes.CutPrefix(line, []byte("tree "))
-	if !ok || !isHexID(string(tree)) {
+	if !ok || !gitref.IsCommitID(string(tree)) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: commit %s has no tree line", ErrCorrupt, id)
 	}
 	return plumbing.NewHash(string(tree)), nil

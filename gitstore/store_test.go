@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -79,7 +80,7 @@ func TestSymlinkAndSubmoduleModes(t *testing.T) {
 	f.remote.Gitlink("skill/vendor", sub)
 	commit := f.remote.Commit("modes")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 
 	entries, err := f.repo.Walk(commit, "skill")
 	if err != nil {
@@ -115,7 +116,7 @@ func TestCorruptObject(t *testing.T) {
 	f.remote.WriteFiles(files)
 	commit := f.remote.Commit("one")
 	f.remote.Push("main")
-	res := syncPin(t, f.repo, Pin{})
+	res := syncPin(t, f.repo, gitref.Pin{})
 	entries, err := f.repo.Walk(commit, "")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestCorruptObject(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"extra.md": "x\n"})
 	f.remote.Commit("two")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	flipByte(t, packs[0]+".pack", offsetOf(t, packs[0], victim.Blob)+6)
 
 	if err := f.repo.Prune(ctx, []string{commit}); !errors.Is(err, ErrCorrupt) {
@@ -179,11 +180,11 @@ func TestReopenRepairsHalfWrittenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncPin(t, repo, Pin{})
+	syncPin(t, repo, gitref.Pin{})
 	remote.WriteFiles(map[string]string{"b": "2"})
 	c2 := remote.Commit("two")
 	remote.Push("main")
-	syncPin(t, repo, Pin{})
+	syncPin(t, repo, gitref.Pin{})
 	packs := packFiles(t, repo)
 	if len(packs) != 2 {
 		t.Fatalf("packs: %v", packs)
@@ -226,7 +227,7 @@ func TestReopenRepairsHalfWrittenStore(t *testing.T) {
 		}
 	}
 	// And it fetches c2 again.
-	if res := syncPin(t, repo2, Pin{}); res.Commit != c2 || snapshot(t, repo2, c2, "")["b"] != "2" {
+	if res := syncPin(t, repo2, gitref.Pin{}); res.Commit != c2 || snapshot(t, repo2, c2, "")["b"] != "2" {
 		t.Fatalf("refetch after repair: %+v", res)
 	}
 }
@@ -238,7 +239,7 @@ func TestReopenRecreatesForeignDirectory(t *testing.T) {
 	remote.Commit("one")
 	remote.Push("main")
 	dir := t.TempDir()
-	u, _ := NormalizeURL(remote.URL())
+	u := mustRepo(t, remote.URL()).URL()
 	// A directory that is no repository at all, as a crash during
 	// creation (before this package wrote the rename) could not leave but
 	// a person or another program might.
@@ -250,7 +251,7 @@ func TestReopenRecreatesForeignDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := syncPin(t, repo, Pin{})
+	res := syncPin(t, repo, gitref.Pin{})
 	if snapshot(t, repo, res.Commit, "")["a"] != "1" {
 		t.Fatal("re-created store does not work")
 	}
@@ -278,9 +279,9 @@ func TestTwoPinsShareOneStore(t *testing.T) {
 	if other != f.repo {
 		t.Fatal("two spellings of one URL got two Repos")
 	}
-	stable := syncPin(t, f.repo, Pin{PinSemver, "^1"})
+	stable := syncPin(t, f.repo, gitref.Pin{Kind: gitref.Semver, Value: "^1"})
 	f.srv.ResetRequests()
-	canary := syncPin(t, other, Pin{PinBranch, "main"})
+	canary := syncPin(t, other, gitref.Pin{Kind: gitref.Branch, Value: "main"})
 	if canary.Commit != canaryCommit {
 		t.Fatalf("canary = %s", canary.Commit)
 	}
@@ -313,7 +314,7 @@ func TestPrune(t *testing.T) {
 		f.remote.WriteFiles(map[string]string{"big/data.txt": b.String(), "n.txt": fmt.Sprint(i)})
 		commits = append(commits, f.remote.Commit(fmt.Sprint("push ", i)))
 		f.remote.Push("main")
-		syncPin(t, f.repo, Pin{})
+		syncPin(t, f.repo, gitref.Pin{})
 	}
 	keep := commits[len(commits)-2:]
 	want := map[string]map[string]string{}
@@ -385,7 +386,7 @@ func TestPrune(t *testing.T) {
 	next := f.remote.Commit("next")
 	f.remote.Push("main")
 	f.srv.ResetRequests()
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	if c := f.srv.Requests(); c.FetchBytes > 4096 {
 		t.Fatalf("fetch after prune was not incremental: %+v", c)
 	}
@@ -421,7 +422,7 @@ func TestLargeBlobStreams(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"big.bin": big})
 	commit := f.remote.Commit("big")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	entries, err := f.repo.Walk(commit, "")
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +446,7 @@ func TestLargeBlobStreams(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"x": "y"})
 	f.remote.Commit("x")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	if err := f.repo.Prune(context.Background(), []string{commit}); err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +487,7 @@ func TestReadsDuringFetchAndPrune(t *testing.T) {
 	f.remote.WriteFiles(bigTree(60, "r"))
 	base := f.remote.Commit("base")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	want := snapshot(t, f.repo, base, "")
 
 	stop := make(chan struct{})
@@ -521,7 +522,7 @@ func TestReadsDuringFetchAndPrune(t *testing.T) {
 		f.remote.WriteFiles(map[string]string{"n.md": fmt.Sprint(i)})
 		c := f.remote.Commit(fmt.Sprint("n", i))
 		f.remote.Push("main")
-		syncPin(t, f.repo, Pin{})
+		syncPin(t, f.repo, gitref.Pin{})
 		if err := f.repo.Prune(ctx, []string{base, c}); err != nil {
 			t.Fatal(err)
 		}
@@ -544,11 +545,11 @@ func TestStoreIsAGitRepository(t *testing.T) {
 	f.remote.Gitlink("sub", strings.Repeat("7", 40))
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	f.remote.WriteFiles(map[string]string{"x": "y"})
 	second := f.remote.Commit("two")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 
 	fsck := func() {
 		t.Helper()
@@ -576,7 +577,7 @@ func TestCleanCloseMarker(t *testing.T) {
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
 	f.remote.Push("main")
-	syncPin(t, f.repo, Pin{})
+	syncPin(t, f.repo, gitref.Pin{})
 	marker := filepath.Join(f.repo.Dir(), cleanMarker)
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("marker present while open")
@@ -605,7 +606,7 @@ func TestCleanCloseSkipsWholePackHash(t *testing.T) {
 			f.remote.WriteFiles(bigTree(20, "c"))
 			commit := f.remote.Commit("one")
 			f.remote.Push("main")
-			syncPin(t, f.repo, Pin{})
+			syncPin(t, f.repo, gitref.Pin{})
 			entries, err := f.repo.Walk(commit, "")
 			if err != nil {
 				t.Fatal(err)

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -17,8 +16,8 @@ import (
 // ReleaseResolver gives the tag of a repository's latest GitHub release.
 type ReleaseResolver interface {
 	// LatestTag returns the tag name of the newest non-draft,
-	// non-prerelease release of the repository at url.
-	LatestTag(ctx context.Context, url string) (string, error)
+	// non-prerelease release of repo.
+	LatestTag(ctx context.Context, repo gitref.Repo) (string, error)
 }
 
 // Errors of release resolvers.
@@ -29,21 +28,6 @@ var (
 	// not on the GitHub host); the newest release tag stands in.
 	ErrNoReleaseAPI = errors.New("no releases API for this repository")
 )
-
-// RedactURL returns u without user information, for logs, errors and
-// provenance.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		// Do not echo something unparsable that may hold a secret.
-		if i := strings.LastIndex(u, "@"); i >= 0 {
-			return u[i+1:]
-		}
-		return u
-	}
-	p.User = nil
-	return p.String()
-}
 
 // GitStores hands out the object store of each remote repository. GitPool
 // adapts a *gitstore.Pool; tests give the registry in-memory fakes.
@@ -128,7 +112,7 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 	if r.o.Git == nil {
 		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
 	}
-	repo, err := r.o.Git.Repo(g.URL)
+	repo, err := r.o.Git.Repo(g.Repo.URL())
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
@@ -157,11 +141,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 		}
 	}()
 	if err := repo.Fetch(ctx, res, auth); err != nil {
-		return nil, fmt.Errorf("fetch %s@%s: %w", RedactURL(g.URL), shortCommit(res.Commit), err)
+		return nil, fmt.Errorf("fetch %s@%s: %w", g.Repo, shortCommit(res.Commit), err)
 	}
 	entries, err := repo.Walk(res.Commit, g.Path)
 	if err != nil {
-		return nil, fmt.Errorf("walk %s@%s:%s: %w", RedactURL(g.URL), shortCommit(res.Commit), g.Path, err)
+		return nil, fmt.Errorf("walk %s@%s:%s: %w", g.Repo, shortCommit(res.Commit), g.Path, err)
 	}
 	tree := gitTree{repo: repo, entries: entries}
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
@@ -173,7 +157,7 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
 	}
 	snap = catalog.NewSnapshot(&catalog.Snapshot{
-		Source: src.Name, Kind: catalog.KindGit, Repository: RedactURL(g.URL), Ref: g.Pin.String(),
+		Source: src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
 		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: r.o.Now(),
 	}, tree)
@@ -192,29 +176,24 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 // at all for a commit pin already served).
 func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRepo, auth gitstore.Auth, prev *catalog.Snapshot) (gitstore.Resolved, error) {
 	g := src.Git
-	if g.Pin.Kind == catalog.PinCommit {
+	if g.Pin.Kind == gitref.Commit {
 		return gitstore.Resolved{Commit: g.Pin.Value}, nil
 	}
 	refs, err := repo.ListRemote(ctx, auth)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", RedactURL(g.URL), err)
+		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", g.Repo, err)
 	}
-	var pin gitstore.Pin
-	switch g.Pin.Kind {
-	case catalog.PinRelease:
-		tag, err := r.latestRelease(ctx, g.URL, refs)
+	pin := g.Pin
+	if pin.Kind == gitref.Release {
+		tag, err := r.latestRelease(ctx, g.Repo, refs)
 		if err != nil {
-			return gitstore.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, RedactURL(g.URL), err)
+			return gitstore.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, g.Repo, err)
 		}
-		pin = gitstore.Pin{Kind: gitstore.PinTag, Value: tag}
-	default:
-		if pin, err = gitstore.ParsePin(string(g.Pin.Kind), g.Pin.Value); err != nil {
-			return gitstore.Resolved{}, fmt.Errorf("source %s: %w", src.Name, err)
-		}
+		pin = gitref.Pin{Kind: gitref.Tag, Value: tag}
 	}
 	res, err := refs.Resolve(pin)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, RedactURL(g.URL), err)
+		return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, g.Repo, err)
 	}
 	return res, nil
 }
@@ -222,9 +201,9 @@ func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRep
 // latestRelease is the tag of the newest published release: from GitHub's
 // releases when the resolver can look the repository up, else the highest
 // non-prerelease semantic-version tag.
-func (r *Registry) latestRelease(ctx context.Context, url string, refs *gitstore.RemoteRefs) (string, error) {
+func (r *Registry) latestRelease(ctx context.Context, repo gitref.Repo, refs *gitstore.RemoteRefs) (string, error) {
 	if r.o.Releases != nil {
-		tag, err := r.o.Releases.LatestTag(ctx, url)
+		tag, err := r.o.Releases.LatestTag(ctx, repo)
 		if !errors.Is(err, ErrNoReleaseAPI) {
 			return tag, err
 		}
@@ -299,7 +278,7 @@ func (r *Registry) releaseCommit(c string) {
 // commits of other repositories are listed too: Prune ignores commits its
 // store does not hold.)
 func (r *Registry) keptCommits(url string) []string {
-	norm, err := gitstore.NormalizeURL(url)
+	norm, err := gitref.ParseRepo(url)
 	if err != nil {
 		return nil
 	}
@@ -316,7 +295,7 @@ func (r *Registry) keptCommits(url string) []string {
 			if s.Kind != catalog.KindGit || seen[s.Commit] {
 				continue
 			}
-			if n, err := gitstore.NormalizeURL(s.Repository); err == nil && n == norm {
+			if n, err := gitref.ParseRepo(s.Repository); err == nil && n == norm {
 				seen[s.Commit] = true
 				keep = append(keep, s.Commit)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/skill"
@@ -53,8 +54,17 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 
-func (f *gitFixture) source(name string, pin catalog.Pin, path string) catalog.Source {
-	return catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{URL: f.remote.URL(), Pin: pin, Path: path}}
+func (f *gitFixture) source(name string, pin gitref.Pin, path string) catalog.Source {
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repoOf(f.remote.URL()), Pin: pin, Path: path}}
+}
+
+// repoOf parses a URL the test made; it panics on a bad one.
+func repoOf(url string) gitref.Repo {
+	r, err := gitref.ParseRepo(url)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }
 
 func mustSync(t *testing.T, r *Registry, name string) {
@@ -90,16 +100,16 @@ func TestGitEveryPinKind(t *testing.T) {
 	f.remote.Push("stable")
 
 	cases := []struct {
-		pin    catalog.Pin
+		pin    gitref.Pin
 		skills string
 	}{
-		{catalog.Pin{}, "a,b,c"},
-		{catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "a,b,c"},
-		{catalog.Pin{Kind: catalog.PinTag, Value: "v1.0.0"}, "a,b"},
-		{catalog.Pin{Kind: catalog.PinCommit, Value: first}, "a,b"},
-		{catalog.Pin{Kind: catalog.PinSemver, Value: ">=1.0.0 <1.1.0"}, "a,b"},
-		{catalog.Pin{Kind: catalog.PinSemver, Value: "^1"}, "a,b,c"},
-		{catalog.Pin{Kind: catalog.PinRelease, Value: "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
+		{gitref.Pin{}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Branch, Value: "main"}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, "a,b"},
+		{gitref.Pin{Kind: gitref.Commit, Value: first}, "a,b"},
+		{gitref.Pin{Kind: gitref.Semver, Value: ">=1.0.0 <1.1.0"}, "a,b"},
+		{gitref.Pin{Kind: gitref.Semver, Value: "^1"}, "a,b,c"},
+		{gitref.Pin{Kind: gitref.Release, Value: "latest"}, "a,b,c"}, // newest non-prerelease tag without a releases API
 	}
 	var srcs []catalog.Source
 	for i, c := range cases {
@@ -126,7 +136,7 @@ func TestGitEveryPinKind(t *testing.T) {
 
 func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	gen := f.reg.Current().Gen
 	f.srv.ResetRequests()
@@ -141,7 +151,7 @@ func TestGitUnchangedCommitFetchesNothing(t *testing.T) {
 
 func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	old := f.reg.Current()
 	oldA, _ := old.File(catalog.Filter{}, "skill://s/a/ref.md")
@@ -178,7 +188,7 @@ func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
 	f.remote.Commit("bad skills")
 	f.remote.Push("main")
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{}, "skills")})
 	mustSync(t, f.reg, "s")
 	snap, _ := f.reg.Current().Snapshot("s")
 	rules := map[string]skill.Rule{}
@@ -217,7 +227,7 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newGitFixture(t, Options{})
-			src := f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")
+			src := f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 			src.Timeout = 2 * time.Second
 			src.Git.Token = func() (string, error) { return "wrong-token-s3cr3t", nil }
 			f.reg.SetSources([]catalog.Source{src})
@@ -249,7 +259,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	f := newGitFixture(t, Options{})
 	f.remote.Tag("v1", false)
 	f.remote.Push("main")
-	f.reg.SetSources([]catalog.Source{f.source("b", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills"), f.source("t", catalog.Pin{Kind: catalog.PinTag, Value: "v1"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("b", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills"), f.source("t", gitref.Pin{Kind: gitref.Tag, Value: "v1"}, "skills")})
 	mustSync(t, f.reg, "b")
 	mustSync(t, f.reg, "t")
 	// Rewrite history: a new root commit with other content, force-pushed,
@@ -275,7 +285,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 
 func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	repo, _ := f.reg.o.Git.Repo(f.remote.URL())
 	first, _ := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")
@@ -303,14 +313,11 @@ func TestGitPruneKeepsRetainedGenerations(t *testing.T) {
 // catalog serves yet.
 func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.reg.SetSources([]catalog.Source{f.source("s", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
 	mustSync(t, f.reg, "s")
 	f.reg.mu.Lock()
 	f.reg.pruned = map[string]int64{}
-	for _, u := range []string{f.remote.URL()} {
-		n, _ := gitstore.NormalizeURL(u)
-		f.reg.pruned[n] = 0 // the next sync finds the store "grown" and prunes
-	}
+	f.reg.pruned[repoOf(f.remote.URL()).URL()] = 0 // the next sync finds the store "grown" and prunes
 	f.reg.mu.Unlock()
 	big := make([]byte, 12<<20) // incompressible, so the store really grows
 	rng := rand.NewChaCha8([32]byte{1})
@@ -319,8 +326,7 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 	f.remote.Commit("big")
 	f.remote.Push("main")
 	mustSync(t, f.reg, "s")
-	n, _ := gitstore.NormalizeURL(f.remote.URL())
-	if f.reg.pruned[n] == 0 {
+	if f.reg.pruned[repoOf(f.remote.URL()).URL()] == 0 {
 		t.Fatal("the sync did not prune; the test proves nothing")
 	}
 	ref, err := f.reg.Current().File(catalog.Filter{}, "skill://s/a/ref.md")

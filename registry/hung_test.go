@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
@@ -19,7 +20,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 	r := f.reg
 	h1, h2 := gittest.NewHungServer(t), gittest.NewHungServer(t)
 	hung := func(name, url string) catalog.Source {
-		return catalog.Source{Name: name, Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{URL: url}}
+		return catalog.Source{Name: name, Kind: catalog.KindGit, Timeout: time.Hour, Git: &catalog.GitSource{Repo: repoOf(url)}}
 	}
 	srcs := []catalog.Source{hung("hung1", h1.URL()), hung("hung2", h2.URL())}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,7 +39,7 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 		}
 	}
 
-	good := f.source("good", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "skills")
+	good := f.source("good", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 	r.SetSources(append(srcs, good)) // an ordinary sync: it waits for a slot
 	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
 	f.remote.Commit("add c")

@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/skill"
@@ -190,7 +191,7 @@ func TestGitSourceExcludesBadPaths(t *testing.T) {
 		"skills/trail/notes.":                     "x",
 	}
 	pushPlumbedCommit(t, f.remote, nodeFromFiles(files))
-	f.reg.SetSources([]catalog.Source{f.source("rules", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "")})
+	f.reg.SetSources([]catalog.Source{f.source("rules", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")})
 	mustSync(t, f.reg, "rules")
 
 	snap, ok := f.reg.Current().Snapshot("rules")
@@ -247,7 +248,7 @@ func TestGitSourceBadTreeName(t *testing.T) {
 	for _, name := range []string{"a/b", "x/", "/"} {
 		t.Run(name, func(t *testing.T) {
 			f := newGitFixture(t, Options{})
-			f.reg.SetSources([]catalog.Source{f.source("rules", catalog.Pin{Kind: catalog.PinBranch, Value: "main"}, "")})
+			f.reg.SetSources([]catalog.Source{f.source("rules", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")})
 			mustSync(t, f.reg, "rules")
 			root := nodeFromFiles(map[string]string{"skills/a/SKILL.md": md("a")})
 			root["skills"].(gitNode)["a"].(gitNode)[name] = "x"

@@ -1,8 +1,9 @@
 package registry
 
 import (
-	"github.com/skillreg/skillreg/catalog"
 	"time"
+
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // A persist that fails (a full disk, say) does not stop the new catalog

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 )
 
@@ -47,7 +48,7 @@ func (g *fakeGit) add(name string, r *fakeRepo) catalog.Source {
 	r.url = "https://git.example/" + name + ".git"
 	r.blobs = map[string]string{}
 	g.repos[r.url] = r
-	return catalog.Source{Name: name, Kind: catalog.KindGit, Poll: 5 * time.Second, Git: &catalog.GitSource{URL: r.url, Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}}}
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Poll: 5 * time.Second, Git: &catalog.GitSource{Repo: repoOf(r.url), Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}
 }
 
 // fakeRepo is a remote that answers at once (files), fails at once (fail),

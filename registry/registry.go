@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/search"
 	"github.com/skillreg/skillreg/skill"
@@ -190,7 +191,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 		}
 		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
 		if s.Git != nil {
-			run.state.Repository = RedactURL(s.Git.URL)
+			run.state.Repository = s.Git.Repo.URL()
 		}
 		r.sources[s.Name] = run
 		if r.ctx != nil {
@@ -238,7 +239,10 @@ func snapMatches(snap *catalog.Snapshot, src *catalog.Source) bool {
 		return false
 	}
 	if src.Git != nil {
-		return snap.Repository == RedactURL(src.Git.URL) && snap.Ref == src.Git.Pin.String() && snap.Path == src.Git.Path
+		// Parsed, not compared as written: a store from before gitref
+		// holds the URL as configured, which may not be canonical.
+		stored, err := gitref.ParseRepo(snap.Repository)
+		return err == nil && stored == src.Git.Repo && snap.Ref == src.Git.Pin.String() && snap.Path == src.Git.Path
 	}
 	return true
 }

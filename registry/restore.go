@@ -204,7 +204,7 @@ func (r *Registry) verify(ctx context.Context, src *catalog.Source, snap *catalo
 		if r.o.Git == nil {
 			return nil, errors.New("no git object store")
 		}
-		repo, err := r.o.Git.Repo(src.Git.URL)
+		repo, err := r.o.Git.Repo(src.Git.Repo.URL())
 		if err != nil {
 			return nil, err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-github/v60/github"
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/netlimit"
 )
@@ -204,7 +205,7 @@ func New(opts Options) (*Handler, error) {
 	if log == nil {
 		log = NewMemoryLog(DefaultLogSize)
 	}
-	host := hostOf(opts.GitHubHost)
+	host := gitref.HostOf(opts.GitHubHost)
 	if host == "" {
 		host = defaultGitHubHost
 	}
@@ -525,10 +526,10 @@ func (h *Handler) applyRelease(p *payload, reason string, redelivery bool) Reply
 
 	var onRelease, onSemver []Target
 	for _, t := range sameRepo(h.targets(), p.repo, h.host) {
-		switch t.Pin {
-		case PinRelease:
+		switch t.Pin.Kind {
+		case gitref.Release:
 			onRelease = append(onRelease, t)
-		case PinSemver:
+		case gitref.Semver:
 			onSemver = append(onSemver, t)
 		}
 	}

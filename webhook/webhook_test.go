@@ -30,6 +30,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -161,16 +162,30 @@ func (s staticSources) Targets() []webhook.Target { return s }
 // payloads' repository, under several spellings of its URL, and a few that
 // must never match.
 var codertocat = staticSources{
-	{Source: "main-branch", URL: "https://github.com/Codertocat/Hello-World.git", Pin: webhook.PinBranch, PinValue: "master"},
-	{Source: "default", URL: "git@github.com:codertocat/hello-world.git", Pin: webhook.PinDefault},
-	{Source: "stable", URL: "ssh://git@github.com/CODERTOCAT/Hello-World", Pin: webhook.PinSemver, PinValue: ">=0.0.1 <1.0.0"},
-	{Source: "latest", URL: "https://x-access-token:tok3n-in-url@github.com/codertocat/hello-world/", Pin: webhook.PinRelease, PinValue: "latest"},
-	{Source: "tagged", URL: "https://github.com/Codertocat/Hello-World", Pin: webhook.PinTag, PinValue: "simple-tag"},
-	{Source: "other-tag", URL: "https://github.com/Codertocat/Hello-World", Pin: webhook.PinTag, PinValue: "v9.9.9"},
-	{Source: "dev", URL: "https://github.com/Codertocat/Hello-World", Pin: webhook.PinBranch, PinValue: "dev"},
-	{Source: "frozen", URL: "https://github.com/Codertocat/Hello-World", Pin: webhook.PinCommit, PinValue: "6113728f27ae82c7b1a177c8d03f9e96e0adf246"},
-	{Source: "elsewhere", URL: "https://github.com/someone/else.git", Pin: webhook.PinBranch, PinValue: "master"},
-	{Source: "enterprise", URL: "https://ghe.example.com/Codertocat/Hello-World.git", Pin: webhook.PinBranch, PinValue: "master"},
+	target("main-branch", "https://github.com/Codertocat/Hello-World.git", "branch", "master"),
+	target("default", "https://github.com/codertocat/hello-world.git", "", ""),
+	target("stable", "https://GitHub.com/CODERTOCAT/Hello-World", "semver", ">=0.0.1 <1.0.0"),
+	target("latest", "https://github.com:443/codertocat/hello-world/", "release", "latest"),
+	target("tagged", "https://github.com/Codertocat/Hello-World", "tag", "simple-tag"),
+	target("other-tag", "https://github.com/Codertocat/Hello-World", "tag", "v9.9.9"),
+	target("dev", "https://github.com/Codertocat/Hello-World", "branch", "dev"),
+	target("frozen", "https://github.com/Codertocat/Hello-World", "commit", "6113728f27ae82c7b1a177c8d03f9e96e0adf246"),
+	target("elsewhere", "https://github.com/someone/else.git", "branch", "master"),
+	target("enterprise", "https://ghe.example.com/Codertocat/Hello-World.git", "branch", "master"),
+}
+
+// target builds a Target as config would, from a URL and a pin's key and
+// value; it panics on what config would refuse.
+func target(source, url, kind, value string) webhook.Target {
+	repo, err := gitref.ParseRepo(url)
+	if err != nil {
+		panic(err)
+	}
+	pin, err := gitref.ParsePin(kind, value)
+	if err != nil {
+		panic(err)
+	}
+	return webhook.Target{Source: source, Repo: repo, Pin: pin}
 }
 
 type rig struct {

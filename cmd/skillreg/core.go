@@ -136,7 +136,7 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 	if err != nil {
 		return nil, err
 	}
-	ropts.Releases = releaseResolver{client: rel, host: githubHost(cfg.GitHub.APIURL)}
+	ropts.Releases = releaseResolver{client: rel, host: cfg.GitHub.WebHost()}
 	c.Registry = registry.New(ropts)
 	return c, nil
 }
@@ -176,7 +176,7 @@ func (c *core) preopen(srcs []catalog.Source) {
 	}
 	for _, src := range srcs {
 		if src.Kind == catalog.KindGit {
-			go func() { _, _ = c.pool.Repo(src.Git.URL) }() // Restore reports errors
+			go func() { _, _ = c.pool.Repo(src.Git.Repo.URL()) }() // Restore reports errors
 		}
 	}
 }

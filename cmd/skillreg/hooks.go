@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
@@ -17,25 +16,9 @@ type webhookTargets struct{ reg *registry.Registry }
 func (w webhookTargets) Targets() []webhook.Target {
 	var out []webhook.Target
 	for _, s := range w.reg.Sources() {
-		if s.Git == nil {
-			continue
+		if s.Git != nil {
+			out = append(out, webhook.Target{Source: s.Name, Repo: s.Git.Repo, Pin: s.Git.Pin})
 		}
-		t := webhook.Target{Source: s.Name, URL: s.Git.URL, PinValue: s.Git.Pin.Value}
-		switch s.Git.Pin.Kind {
-		case catalog.PinDefault:
-			t.Pin, t.PinValue = webhook.PinDefault, ""
-		case catalog.PinBranch:
-			t.Pin = webhook.PinBranch
-		case catalog.PinTag:
-			t.Pin = webhook.PinTag
-		case catalog.PinCommit:
-			t.Pin = webhook.PinCommit
-		case catalog.PinSemver:
-			t.Pin = webhook.PinSemver
-		case catalog.PinRelease:
-			t.Pin = webhook.PinRelease
-		}
-		out = append(out, t)
 	}
 	return out
 }

@@ -196,7 +196,7 @@ func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
 		Releases:   rel,
 		Log:        d.deliveries,
 		Logger:     d.log,
-		GitHubHost: githubHost(d.core.cfg.GitHub.APIURL),
+		GitHubHost: d.core.cfg.GitHub.WebHost(),
 		Metrics:    d.metrics.WebhookDelivery,
 		Budget:     d.budget,
 		Context:    d.hookCtx,

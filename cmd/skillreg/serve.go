@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
@@ -333,7 +333,7 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 	if len(cfg.Sources) == 0 {
 		return []catalog.Source{{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills}}, nil
 	}
-	ghHost := githubHost(cfg.GitHub.APIURL)
+	ghHost := cfg.GitHub.WebHost()
 	var out []catalog.Source
 	for _, s := range cfg.Sources {
 		src := catalog.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
@@ -346,22 +346,9 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 			out = append(out, src)
 			continue
 		}
-		g := &catalog.GitSource{URL: s.URL, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
-		if r := s.Ref; r != nil {
-			switch {
-			case r.Branch != "":
-				g.Pin = catalog.Pin{Kind: catalog.PinBranch, Value: r.Branch}
-			case r.Tag != "":
-				g.Pin = catalog.Pin{Kind: catalog.PinTag, Value: r.Tag}
-			case r.Commit != "":
-				g.Pin = catalog.Pin{Kind: catalog.PinCommit, Value: r.Commit}
-			case r.Semver != "":
-				g.Pin = catalog.Pin{Kind: catalog.PinSemver, Value: r.Semver}
-			case r.Release != "":
-				g.Pin = catalog.Pin{Kind: catalog.PinRelease, Value: r.Release}
-			}
-		}
-		g.Token, g.TokenID = tokenSource(s.Auth, s.URL, ghHost, cfg.GitHub.TokenEnv)
+		// Repo and Pin were parsed when the configuration loaded.
+		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
+		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv)
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
@@ -371,7 +358,7 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 // tokenSource says where a git source's token comes from: its own auth,
 // else github.token_env for URLs on the GitHub host. The token is read at
 // every sync (so a rotated file takes effect) and never kept elsewhere.
-func tokenSource(a *config.Auth, url, ghHost, ghTokenEnv string) (func() (string, error), string) {
+func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string) (func() (string, error), string) {
 	switch {
 	case a != nil && a.TokenEnv != "":
 		env := a.TokenEnv
@@ -395,29 +382,11 @@ func tokenSource(a *config.Auth, url, ghHost, ghTokenEnv string) (func() (string
 			}
 			return v, nil
 		}, "file:" + file
-	case ghTokenEnv != "" && ghHost != "" && urlHost(url) == ghHost:
+	case ghTokenEnv != "" && ghHost != "" && repo.Host() == ghHost:
 		env := ghTokenEnv
 		return func() (string, error) { return strings.TrimSpace(os.Getenv(env)), nil }, "github:" + env
 	}
 	return nil, ""
-}
-
-// githubHost is the web host of a GitHub API URL: github.com for the
-// public API, the Enterprise host otherwise.
-func githubHost(apiURL string) string {
-	h := urlHost(apiURL)
-	if h == "api.github.com" {
-		return "github.com"
-	}
-	return h
-}
-
-func urlHost(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return strings.ToLower(u.Hostname())
 }
 
 // releaseResolver resolves "release: latest" pins of repositories on the
@@ -428,15 +397,14 @@ type releaseResolver struct {
 	host   string
 }
 
-func (rr releaseResolver) LatestTag(ctx context.Context, url string) (string, error) {
-	u, err := neturl.Parse(url)
-	if err != nil || strings.ToLower(u.Hostname()) != rr.host {
-		return "", fmt.Errorf("%s is not on %s: %w", registry.RedactURL(url), rr.host, registry.ErrNoReleaseAPI)
+func (rr releaseResolver) LatestTag(ctx context.Context, repo gitref.Repo) (string, error) {
+	owner, name, ok := repo.OwnerName()
+	if !ok || repo.Host() != rr.host {
+		return "", fmt.Errorf("%s is not on %s: %w", repo, rr.host, registry.ErrNoReleaseAPI)
 	}
-	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
-	rel, err := rr.client.Latest(ctx, repo)
+	rel, err := rr.client.Latest(ctx, owner+"/"+name)
 	if errors.Is(err, releases.ErrNoRelease) {
-		return "", fmt.Errorf("%s: %w", repo, registry.ErrNoRelease)
+		return "", fmt.Errorf("%s/%s: %w", owner, name, registry.ErrNoRelease)
 	}
 	if err != nil {
 		return "", err

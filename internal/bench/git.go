@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
@@ -404,7 +405,7 @@ func gitSync(repo *gitstore.Repo, digests map[string][sha256.Size]byte) (commit 
 	if err != nil {
 		return "", 0, 0, err
 	}
-	res, err := refs.Resolve(gitstore.Pin{})
+	res, err := refs.Resolve(gitref.Pin{})
 	if err != nil {
 		return "", 0, 0, err
 	}

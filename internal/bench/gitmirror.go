@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitmirror"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
@@ -50,9 +51,13 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 		return nil, err
 	}
 	defer pool.Close()
+	repo, err := gitref.ParseRepo(remote.URL())
+	if err != nil {
+		return nil, err
+	}
 	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
 	reg.SetSources([]catalog.Source{{Name: "corpus", Kind: catalog.KindGit,
-		Git: &catalog.GitSource{URL: remote.URL(), Pin: catalog.Pin{Kind: catalog.PinBranch, Value: "main"}}}})
+		Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-github/v60/github"
 	"github.com/labstack/echo/v4"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -51,7 +52,7 @@ func runWebhook(env *Env) ([]Row, error) {
 
 	h, err := webhook.New(webhook.Options{
 		Secrets: []string{webhookSecret},
-		Sources: benchSources{{Source: "skills", URL: "https://github.com/skillreg/bench-skills.git", Pin: webhook.PinBranch, PinValue: "main"}},
+		Sources: benchSources{{Source: "skills", Repo: benchRepo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}},
 		Syncer:  noopSyncer{},
 	})
 	if err != nil {
@@ -267,6 +268,8 @@ func serveLoopback(h http.Handler) (*loopbackServer, error) {
 func (s *loopbackServer) close() { s.srv.Shutdown(context.Background()) }
 
 type benchSources []webhook.Target
+
+var benchRepo, _ = gitref.ParseRepo("https://github.com/skillreg/bench-skills.git")
 
 func (s benchSources) Targets() []webhook.Target { return s }
 
