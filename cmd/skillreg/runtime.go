@@ -35,8 +35,9 @@ type runtimeConfig struct {
 }
 
 // build makes the runtime of cfg for the surfaces this daemon has. It
-// changes nothing the daemon serves: on error nothing it made is left
-// running.
+// changes nothing the daemon serves (at most it makes the shared releases
+// client, which is made on first use anyway), and on error nothing it made
+// is left running.
 func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 	rt := &runtimeConfig{cfg: cfg, front: newFrontPolicy(cfg)}
 	if rt.sources, err = sources(cfg); err != nil {
