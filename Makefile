@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The shared conformance suite sits beside the checkout.
 CONFORMANCE ?= ../shared/conformance/run.sh
 
-.PHONY: all build run test unit conformance inspector bench fmt-check vet tools chromium node npm-tools
+.PHONY: all build run test unit lint conformance inspector bench fmt-check vet tools go-tools chromium node npm-tools
 all: build
 
 tools:
@@ -29,6 +29,20 @@ fmt-check: tools
 vet: tools
 	$(GO) vet ./...
 
+# The pinned Go linters (scripts/go-tools.txt: staticcheck, deadcode) go
+# into $$SKILLREG_TOOLS/go/bin (default ~/.cache/skillreg-tools/go/bin);
+# a no-op, without network, once installed.
+GO_TOOLS_BIN = $(shell scripts/install-go-tools.sh --bin)
+go-tools: tools
+	@GO=$(GO) scripts/install-go-tools.sh
+
+# staticcheck with its default checks; deadcode -test must report nothing:
+# a function no test or binary reaches is deleted, not kept "for later".
+lint: go-tools
+	$(GO_TOOLS_BIN)/staticcheck ./...
+	@out=$$($(GO_TOOLS_BIN)/deadcode -test ./...) || exit 1; \
+	if [ -n "$$out" ]; then echo "deadcode: unreachable functions (delete them, or use them):" >&2; echo "$$out" >&2; exit 1; fi
+
 # The web catalog's browser test drives Debian's headless Chromium; this
 # installs it when missing (a no-op when present; outside CI the test skips
 # with a message if it cannot be installed, with CI=true it fails).
@@ -46,7 +60,7 @@ npm-tools:
 unit: tools chromium npm-tools
 	$(GO) test -race -count=1 ./...
 
-test: fmt-check vet unit conformance inspector
+test: fmt-check vet lint unit conformance inspector
 
 node:
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "make: Node.js and npm are required for the MCP conformance suite and to install the pinned test tools (scripts/npm-tools.txt); install them and retry" >&2; exit 1; }

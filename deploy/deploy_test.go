@@ -341,6 +341,7 @@ func probePaths(c *corev1.Container) []string {
 // TestDaemonServesDeployments starts the real daemon the way the image and
 // the StatefulSet start it, and asks it what their probes ask.
 func TestDaemonServesDeployments(t *testing.T) {
+	t.Parallel()
 	ms := loadManifests(t)
 	sts, c := theStatefulSet(t, ms)
 	probes := probePaths(c)

@@ -243,6 +243,7 @@ func makeBuild(t *testing.T) (map[string]string, []string) {
 }
 
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	stages := parseDockerfile(t)
 	final := stages[len(stages)-1]
 
@@ -455,6 +456,7 @@ func (ign dockerignore) excludes(p string) bool {
 // TestDockerBuildContext builds the binary from only what .dockerignore
 // lets into the build context, as the image's build stage does.
 func TestDockerBuildContext(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the daemon from a copy of the context")
 	}

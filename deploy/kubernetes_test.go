@@ -183,6 +183,7 @@ func selects(selector, labels map[string]string) bool {
 }
 
 func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
 	ms := loadManifests(t)
 	sts, c := theStatefulSet(t, ms)
 	pod := &sts.Spec.Template.Spec

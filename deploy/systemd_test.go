@@ -87,6 +87,7 @@ func execArgs(v string) []string {
 var unitFilePath = filepath.Join("systemd", "skillreg.service")
 
 func TestSystemdUnit(t *testing.T) {
+	t.Parallel()
 	u := parseUnit(t, unitFilePath)
 	svc := u["Service"]
 	if svc == nil {
@@ -171,6 +172,7 @@ func TestSystemdUnit(t *testing.T) {
 // changes the --config file and sends what ExecReload sends: the daemon
 // must keep serving and take the new file.
 func TestSystemdReload(t *testing.T) {
+	t.Parallel()
 	u := parseUnit(t, unitFilePath)
 	start := execArgs(u.get("Service", "ExecStart"))
 	skills := filepath.Join(repoRoot, "examples", "skills")

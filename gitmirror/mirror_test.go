@@ -21,20 +21,10 @@ import (
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 )
-
-func TestMain(m *testing.M) {
-	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Setenv("GIT_TERMINAL_PROMPT", "0")
-	os.Exit(m.Run())
-}
-
-func md(name string) string {
-	return "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"
-}
 
 // daemon is a registry over one git source and the mirror on real HTTP.
 type daemon struct {
@@ -99,13 +89,13 @@ func upstream(t *testing.T) (*gittest.Server, *gittest.Repo) {
 	r := srv.CreateRepo("skills")
 	r.WriteFiles(map[string]string{
 		"README.md":                  "not served",
-		"skills/lint/SKILL.md":       md("lint"),
-		"skills/deploy/SKILL.md":     md("deploy"),
+		"skills/lint/SKILL.md":       testkit.SkillMD("lint"),
+		"skills/deploy/SKILL.md":     testkit.SkillMD("deploy"),
 		"skills/deploy/scripts/x.sh": "#!/bin/sh\necho deploy\n",
 		"skills/deploy/ref/run.md":   "# runbook\n",
 		"skills/broken/SKILL.md":     "---\nname: Not A Valid Name!\n---\n",
 		"skills/broken/extra.txt":    "never served",
-		"private/hidden/SKILL.md":    md("hidden"),
+		"private/hidden/SKILL.md":    testkit.SkillMD("hidden"),
 	})
 	r.Chmod("skills/deploy/scripts/x.sh", 0o755)
 	r.Commit("initial")
@@ -125,6 +115,7 @@ func git(t *testing.T, dir string, args ...string) string {
 func execGit(dir string, args ...string) *exec.Cmd {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gittest.Env()...)
 	return cmd
 }
 
@@ -206,6 +197,7 @@ func sameFiles(t *testing.T, got, want map[string]string) {
 }
 
 func TestGitCloneFetchAll(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	work := t.TempDir()
@@ -237,7 +229,7 @@ func TestGitCloneFetchAll(t *testing.T) {
 	old := git(t, clone, "rev-parse", "HEAD")
 
 	// A push upstream and a sync: the fetch fast-forwards by one commit.
-	up.WriteFiles(map[string]string{"skills/lint/SKILL.md": md("lint") + "More.\n", "skills/new/SKILL.md": md("new")})
+	up.WriteFiles(map[string]string{"skills/lint/SKILL.md": testkit.SkillMD("lint") + "More.\n", "skills/new/SKILL.md": testkit.SkillMD("new")})
 	up.Commit("second")
 	up.Push("main")
 	d.sync(t)
@@ -261,13 +253,14 @@ func TestGitCloneFetchAll(t *testing.T) {
 }
 
 func TestCommitIDsAgreeAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	a := newDaemon(t, up.URL(), ServeOptions{})
 	b := newDaemon(t, up.URL(), ServeOptions{})
 	if x, y := a.head(t, "team"), b.head(t, "team"); x != y {
 		t.Fatalf("first commit differs: %s vs %s", x, y)
 	}
-	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 	up.Commit("second")
 	up.Push("main")
 	a.sync(t)
@@ -278,6 +271,7 @@ func TestCommitIDsAgreeAcrossReplicas(t *testing.T) {
 }
 
 func TestAccess(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	tok := "skr_teamtoken"
 	sum := sha256.Sum256([]byte(tok))
@@ -337,6 +331,7 @@ func TestAccess(t *testing.T) {
 // reopened, serves the same commit for the same content (no new commit)
 // and puts the next one on top of it.
 func TestHistoryInTheStore(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	path := filepath.Join(t.TempDir(), "skillreg.db")
@@ -365,7 +360,7 @@ func TestHistoryInTheStore(t *testing.T) {
 	if g2.commit != g1.commit {
 		t.Fatalf("after a restart the same content is commit %s, was %s", g2.commit, g1.commit)
 	}
-	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 	up.Commit("second")
 	up.Push("main")
 	d.sync(t)
@@ -387,6 +382,7 @@ func TestHistoryInTheStore(t *testing.T) {
 // TestHistoryBounded: the recorded history keeps MaxHistory commits, the
 // held trees Held generations.
 func TestHistoryBounded(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	m, _ := New(Options{Catalog: d.reg, MaxHistory: 3, Held: 2})
@@ -410,6 +406,7 @@ func TestHistoryBounded(t *testing.T) {
 // commit and passes git fsck; a clone two generations behind fetches
 // fast-forward.
 func TestFullCloneAndBehindFetch(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	work := t.TempDir()
@@ -440,17 +437,12 @@ func TestFullCloneAndBehindFetch(t *testing.T) {
 // files changed, still clones in full (only the newest generation is
 // served: the old bytes are gone) and a clone from before fast-forwards.
 func TestDirectorySourceAfterAChange(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	write := func(p, data string) {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	testkit.WriteFiles(t, dir, map[string]string{"tool/SKILL.md": testkit.SkillMD("tool"), "tool/run.sh": "#!/bin/sh\necho one\n"})
+	if err := os.Chmod(filepath.Join(dir, "tool/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	write("tool/SKILL.md", md("tool"))
-	write("tool/run.sh", "#!/bin/sh\necho one\n")
-	os.Chmod(filepath.Join(dir, "tool/run.sh"), 0o755)
 	reg := registry.New(registry.Options{ContentCacheBytes: -1})
 	reg.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: dir}})
 	sync := func() {
@@ -467,7 +459,7 @@ func TestDirectorySourceAfterAChange(t *testing.T) {
 	work := t.TempDir()
 	git(t, work, "clone", srv.URL+"/git/local.git", "before")
 	sameFiles(t, checkedOut(t, filepath.Join(work, "before")), servedFiles(t, reg, "local", ""))
-	write("tool/run.sh", "#!/bin/sh\necho two\n")
+	testkit.WriteFiles(t, dir, map[string]string{"tool/run.sh": "#!/bin/sh\necho two\n"})
 	sync()
 	git(t, work, "clone", srv.URL+"/git/local.git", "after")
 	after := filepath.Join(work, "after")
@@ -482,9 +474,10 @@ func TestDirectorySourceAfterAChange(t *testing.T) {
 // older generation's blobs, a full clone stops its history before that
 // generation (a shallow clone that fsck accepts) instead of failing.
 func TestOlderGenerationPruned(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
-	up.WriteFiles(map[string]string{"skills/lint/SKILL.md": md("lint") + "Changed.\n"})
+	up.WriteFiles(map[string]string{"skills/lint/SKILL.md": testkit.SkillMD("lint") + "Changed.\n"})
 	up.Commit("second")
 	up.Push("main")
 	d.sync(t)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // req builds a protocol v2 request from lines; "|" is the delimiter.
@@ -30,6 +32,7 @@ func fetchReq(args ...string) []byte {
 }
 
 func TestUploadPackRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{})
 	head := d.head(t, "team")
@@ -47,29 +50,29 @@ func TestUploadPackRefusesBadRequests(t *testing.T) {
 		gzip   bool
 		status int
 	}{
-		{"empty", nil, false, 400},
-		{"not hex", []byte("zzzzcommand=fetch\n"), false, 400},
-		{"truncated", []byte("00"), false, 400},
-		{"length 3", []byte("0003"), false, 400},
-		{"length past the body", []byte("ffffcommand=fetch"), false, 400},
-		{"no flush", pkt("command=ls-refs\n"), false, 400},
-		{"no command", req("|", "want "+head), false, 400},
-		{"unknown command", req("command=push"), false, 400},
-		{"unknown capability", req("command=fetch", "shiny-new-thing", "|", "want "+head, "done"), false, 400},
-		{"other object format", req("command=fetch", "object-format=sha256", "|", "want "+head, "done"), false, 400},
-		{"too many wants", fetchReq(append(wants, "done")...), false, 400},
-		{"depth 0", fetchReq("want "+head, "deepen 0", "done"), false, 400},
-		{"negative depth", fetchReq("want "+head, "deepen -1", "done"), false, 400},
-		{"huge depth", fetchReq("want "+head, "deepen 99999999999999999999", "done"), false, 400},
-		{"bad want", fetchReq("want nothex", "done"), false, 400},
-		{"unknown want", fetchReq("want "+strings.Repeat("a", 40), "done"), false, 400},
-		{"no want", fetchReq("done"), false, 400},
-		{"filter not offered", fetchReq("want "+head, "filter blob:none", "done"), false, 400},
-		{"data after flush", append(fetchReq("want "+head, "done"), "0000"...), false, 400},
-		{"response-end packet", []byte("0002"), false, 400},
-		{"too large", bytes.Repeat([]byte("0"), MaxRequestBytes+10), false, 413},
-		{"gzip bomb", bomb.Bytes(), true, 413},
-		{"bad gzip", []byte("not gzip"), true, 400},
+		{name: "empty", body: nil, status: 400},
+		{name: "not hex", body: []byte("zzzzcommand=fetch\n"), status: 400},
+		{name: "truncated", body: []byte("00"), status: 400},
+		{name: "length 3", body: []byte("0003"), status: 400},
+		{name: "length past the body", body: []byte("ffffcommand=fetch"), status: 400},
+		{name: "no flush", body: pkt("command=ls-refs\n"), status: 400},
+		{name: "no command", body: req("|", "want "+head), status: 400},
+		{name: "unknown command", body: req("command=push"), status: 400},
+		{name: "unknown capability", body: req("command=fetch", "shiny-new-thing", "|", "want "+head, "done"), status: 400},
+		{name: "other object format", body: req("command=fetch", "object-format=sha256", "|", "want "+head, "done"), status: 400},
+		{name: "too many wants", body: fetchReq(append(wants, "done")...), status: 400},
+		{name: "depth 0", body: fetchReq("want "+head, "deepen 0", "done"), status: 400},
+		{name: "negative depth", body: fetchReq("want "+head, "deepen -1", "done"), status: 400},
+		{name: "huge depth", body: fetchReq("want "+head, "deepen 99999999999999999999", "done"), status: 400},
+		{name: "bad want", body: fetchReq("want nothex", "done"), status: 400},
+		{name: "unknown want", body: fetchReq("want "+strings.Repeat("a", 40), "done"), status: 400},
+		{name: "no want", body: fetchReq("done"), status: 400},
+		{name: "filter not offered", body: fetchReq("want "+head, "filter blob:none", "done"), status: 400},
+		{name: "data after flush", body: append(fetchReq("want "+head, "done"), "0000"...), status: 400},
+		{name: "response-end packet", body: []byte("0002"), status: 400},
+		{name: "too large", body: bytes.Repeat([]byte("0"), MaxRequestBytes+10), status: 413},
+		{name: "gzip bomb", body: bomb.Bytes(), gzip: true, status: 413},
+		{name: "bad gzip", body: []byte("not gzip"), gzip: true, status: 400},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,6 +100,7 @@ func TestUploadPackRefusesBadRequests(t *testing.T) {
 // HTTP exchange of older clients) clones shallow and in full, and fetches
 // fast-forward after a push and a sync.
 func TestProtocolV0AndV1(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0", "1"} {
 		t.Run("v"+v, func(t *testing.T) {
 			_, up := upstream(t)
@@ -109,7 +113,7 @@ func TestProtocolV0AndV1(t *testing.T) {
 			shallow, full := filepath.Join(work, "shallow"), filepath.Join(work, "full")
 			sameFiles(t, checkedOut(t, shallow), servedFiles(t, d.reg, "team", ""))
 			old := git(t, full, "rev-parse", "HEAD")
-			up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+			up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 			up.Commit("second")
 			up.Push("main")
 			d.sync(t)
@@ -127,6 +131,7 @@ func TestProtocolV0AndV1(t *testing.T) {
 }
 
 func TestParseV0Refuses(t *testing.T) {
+	t.Parallel()
 	id := strings.Repeat("ab", 20)
 	wants := strings.Repeat("want "+id+"\n", MaxWants+1)
 	for name, body := range map[string][]byte{
@@ -149,6 +154,7 @@ func TestParseV0Refuses(t *testing.T) {
 }
 
 func TestConcurrentUploadPacksCapped(t *testing.T) {
+	t.Parallel()
 	_, up := upstream(t)
 	d := newDaemon(t, up.URL(), ServeOptions{Concurrent: 1})
 	h := d.m.Handler(ServeOptions{Concurrent: 1})
@@ -178,13 +184,6 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
-
-func gitErr(t *testing.T, dir string, args ...string) (string, error) {
-	t.Helper()
-	cmd := execGit(dir, args...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
 
 func FuzzParseRequest(f *testing.F) {
 	id := strings.Repeat("ab", 20)
@@ -224,6 +223,7 @@ func FuzzParseRequest(f *testing.F) {
 // advertisement's shallow line) and a v0 client one commit behind still
 // fast-forwards.
 func TestProtocolV0BeyondHeld(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0", "2"} {
 		t.Run("v"+v, func(t *testing.T) { beyondHeld(t, "protocol.version="+v) })
 	}
@@ -237,7 +237,7 @@ func beyondHeld(t *testing.T, pv string) {
 	url := d.srv.URL + "/git/team.git"
 	git(t, work, "-c", pv, "clone", url, "behind")
 	old := git(t, filepath.Join(work, "behind"), "rev-parse", "HEAD")
-	up.WriteFiles(map[string]string{"skills/new/SKILL.md": md("new")})
+	up.WriteFiles(map[string]string{"skills/new/SKILL.md": testkit.SkillMD("new")})
 	up.Commit("second")
 	up.Push("main")
 	d.sync(t)

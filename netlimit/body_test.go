@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // trickle is a body that has delivered some bytes and then waits (as a
@@ -35,6 +37,7 @@ func (t *trickle) Read(p []byte) (int, error) {
 // arrived, not what Content-Length (or the limit) promises, and every
 // byte held is paid from the budget.
 func TestReadAllGrowsWithArrival(t *testing.T) {
+	t.Parallel()
 	b := NewBudget(64<<10, 20*time.Millisecond)
 	release := make(chan struct{})
 	type result struct {
@@ -75,17 +78,11 @@ func TestReadAllGrowsWithArrival(t *testing.T) {
 // waitHeld waits until n bytes of b are held (the goroutines got there).
 func waitHeld(t *testing.T, b *Budget, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b.InUse() >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("%d bytes never held", n)
+	testkit.WaitUntil(t, fmt.Sprintf("%d bytes held", n), func() bool { return b.InUse() >= n })
 }
 
 func TestReadAllLimits(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		size, limit int
 		err         error
@@ -153,6 +150,7 @@ func status(t *testing.T, c net.Conn) string {
 // 408, buffered or not; one that arrives is served; a Content-Length over
 // the limit is refused before any byte is read.
 func TestBodiesPace(t *testing.T) {
+	t.Parallel()
 	for _, buffer := range []bool{true, false} {
 		t.Run(fmt.Sprint("buffer=", buffer), func(t *testing.T) {
 			slow := bodiesServer(t, NewBudget(1<<20, 0), BodyPolicy{Limit: 1 << 20, Grace: 100 * time.Millisecond, MinRate: 1 << 10, Buffer: buffer})
@@ -177,6 +175,7 @@ func TestBodiesPace(t *testing.T) {
 // TestBodiesBudget: with the budget held by a body in flight, another is
 // answered 503 with Retry-After, and once it is released, served.
 func TestBodiesBudget(t *testing.T) {
+	t.Parallel()
 	budget := NewBudget(8<<10, 50*time.Millisecond)
 	addr := bodiesServer(t, budget, BodyPolicy{Limit: 1 << 20, Grace: time.Minute, Buffer: true})
 	// 4,000 bytes in: a 4 KiB buffer held. A 3,000-byte body needs 6 KiB
@@ -190,18 +189,9 @@ func TestBodiesBudget(t *testing.T) {
 		t.Fatalf("over the budget: %q, want 503 with Retry-After", resp)
 	}
 	hog.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c := rawPost(t, addr, 3000, strings.Repeat("b", 3000))
-		resp := readAll(t, c)
-		if strings.Contains(resp, " 200 ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("budget never came back: %q", resp)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, "the budget back (a body served 200)", func() bool {
+		return strings.Contains(readAll(t, rawPost(t, addr, 3000, strings.Repeat("b", 3000))), " 200 ")
+	})
 }
 
 func readAll(t *testing.T, c net.Conn) string {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestClient(t *testing.T) {
+	t.Parallel()
 	proxies := Proxies{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	cases := []struct {
 		peer string
@@ -46,6 +47,7 @@ func TestClient(t *testing.T) {
 }
 
 func TestForwardedCapsClients(t *testing.T) {
+	t.Parallel()
 	proxies := Proxies{netip.MustParsePrefix("10.0.0.0/8")}
 	per := NewPerClient(1)
 	inside := make(chan string, 1)

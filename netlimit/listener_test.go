@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // serve runs an http.Server answering 200 "ok PATH" on l, with ProbeOnly.
@@ -76,6 +78,7 @@ func isTimeout(err error) bool {
 }
 
 func TestListenerCaps(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		o        Options
@@ -83,15 +86,15 @@ func TestListenerCaps(t *testing.T) {
 		next     string   // then one more from here
 		admitted bool
 	}{
-		{"under the total cap", Options{MaxConns: 3}, []string{"127.0.0.2", "127.0.0.3"}, "127.0.0.4", true},
-		{"over the total cap", Options{MaxConns: 2}, []string{"127.0.0.2", "127.0.0.3"}, "127.0.0.4", false},
-		{"over the per-address cap", Options{MaxConns: 10, MaxConnsPerIP: 2}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", false},
-		{"another address under its cap", Options{MaxConns: 10, MaxConnsPerIP: 2}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.3", true},
-		{"per-address cap off", Options{MaxConns: 10}, []string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", true},
-		{"exempt peer (a trusted proxy)", Options{MaxConns: 10, MaxConnsPerIP: 2, Exempt: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") }},
-			[]string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", true},
-		{"exempt peer still under the total cap", Options{MaxConns: 2, MaxConnsPerIP: 2, Exempt: func(netip.Addr) bool { return true }},
-			[]string{"127.0.0.2", "127.0.0.2"}, "127.0.0.2", false},
+		{name: "under the total cap", o: Options{MaxConns: 3}, hold: []string{"127.0.0.2", "127.0.0.3"}, next: "127.0.0.4", admitted: true},
+		{name: "over the total cap", o: Options{MaxConns: 2}, hold: []string{"127.0.0.2", "127.0.0.3"}, next: "127.0.0.4"},
+		{name: "over the per-address cap", o: Options{MaxConns: 10, MaxConnsPerIP: 2}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2"},
+		{name: "another address under its cap", o: Options{MaxConns: 10, MaxConnsPerIP: 2}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.3", admitted: true},
+		{name: "per-address cap off", o: Options{MaxConns: 10}, hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2", admitted: true},
+		{name: "exempt peer (a trusted proxy)", o: Options{MaxConns: 10, MaxConnsPerIP: 2, Exempt: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") }},
+			hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2", admitted: true},
+		{name: "exempt peer still under the total cap", o: Options{MaxConns: 2, MaxConnsPerIP: 2, Exempt: func(netip.Addr) bool { return true }},
+			hold: []string{"127.0.0.2", "127.0.0.2"}, next: "127.0.0.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,6 +128,7 @@ func TestListenerCaps(t *testing.T) {
 }
 
 func TestListenerFreesPlaces(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 1, MaxConnsPerIP: 1})
 	addr := serve(t, l)
 	for i := range 20 {
@@ -133,14 +137,12 @@ func TestListenerFreesPlaces(t *testing.T) {
 			t.Fatalf("connection %d: %d %v (a closed connection did not free its place)", i, code, err)
 		}
 		c.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for l.Stats().Open != 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitUntil(t, "the closed connection's place freed", func() bool { return l.Stats().Open == 0 })
 	}
 }
 
 func TestProbePool(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 1, Reserved: 2, ProbePaths: []string{"/healthz", "/readyz"}, PeekTimeout: 100 * time.Millisecond})
 	addr := serve(t, l)
 	held := dialFrom(t, "127.0.0.2", addr)
@@ -189,6 +191,7 @@ func TestProbePool(t *testing.T) {
 // TestProbesUnderFlood: while the caps are full and a flood keeps
 // opening silent connections over them, probes still get answers.
 func TestProbesUnderFlood(t *testing.T) {
+	t.Parallel()
 	l := listen(t, Options{MaxConns: 20, MaxConnsPerIP: 10, ProbePaths: []string{"/healthz"}, PeekTimeout: 5 * time.Second})
 	addr := serve(t, l)
 	for i := range 20 {
@@ -242,6 +245,7 @@ func TestProbesUnderFlood(t *testing.T) {
 }
 
 func TestIsProbe(t *testing.T) {
+	t.Parallel()
 	paths := []string{"/healthz", "/readyz"}
 	cases := []struct {
 		line           string
@@ -291,6 +295,7 @@ func FuzzIsProbe(f *testing.F) {
 // the addresses of its network does not dodge max_connections_per_ip;
 // IPv4 and loopback addresses count alone.
 func TestCapKey(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		same bool

@@ -187,9 +187,6 @@ func Connect(ctx context.Context, o ClientOptions) (*Client, error) {
 // Close ends the session.
 func (c *Client) Close() error { return c.cs.Close() }
 
-// Server is the endpoint this client talks to.
-func (c *Client) Server() string { return c.o.Server }
-
 // List returns every entry of skills/list, following cursors (bounded, and
 // refusing a cursor that repeats).
 func (c *Client) List(ctx context.Context) ([]Entry, error) {

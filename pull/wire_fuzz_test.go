@@ -30,8 +30,8 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // readResponse reads body as the SDK does, through pull's transport: the
-// response bytes and the error the read ended with, and the transport.
-func readResponse(body []byte, contentType string, limits jsonbound.Limits) ([]byte, error, *transport) {
+// response bytes, the transport, and the error the read ended with.
+func readResponse(body []byte, contentType string, limits jsonbound.Limits) ([]byte, *transport, error) {
 	server, _ := url.Parse("http://127.0.0.1/mcp")
 	tr := &transport{
 		base: roundTripFunc(func(*http.Request) (*http.Response, error) {
@@ -46,7 +46,7 @@ func readResponse(body []byte, contentType string, limits jsonbound.Limits) ([]b
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
-	return got, err, tr
+	return got, tr, err
 }
 
 // sseMessages splits an event stream the way the SSE specification says
@@ -141,7 +141,7 @@ func checkResponse(t *testing.T, body []byte, sse bool) {
 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	got, err, tr := readResponse(body, contentType, jsonbound.Limits{})
+	got, tr, err := readResponse(body, contentType, jsonbound.Limits{})
 	if err == nil {
 		for _, m := range msgs {
 			decodeMessage(m)

@@ -69,9 +69,10 @@ const hotPrefix = "skill://hot/"
 func runLoad(env *Env) ([]Row, error) {
 	// Its own corpus, in two sources: a stable one and a tenth of the
 	// skills in one that changes every second. A single 10,000-skill
-	// directory source rescans its whole tree on a change (350-550 ms idle,
-	// 2-4 s with the machine's two cores taken by this load), so it could
-	// not swap every second; teams' sources that change often are small.
+	// directory source rescans its whole tree on a change (the "index"
+	// row's walk and hash, several times slower with the machine's cores
+	// taken by this load), so it could not swap every second; teams'
+	// sources that change often are small.
 	dir := filepath.Join(env.Tmp, "load-corpus")
 	hotDir := filepath.Join(env.Tmp, "load-hot")
 	hotN := max(env.Skills/10, hotSkills)

@@ -298,8 +298,6 @@ func (r mcpRequest) doAs(c *http.Client, url, version, session string) ([]byte, 
 
 func listReq(cursor string) mcpRequest { return stateless.listReq(cursor) }
 
-func readReq(uri string) mcpRequest { return stateless.readReq(uri) }
-
 // protocol is how a bench client talks to /mcp: a stateless 2026-07-28
 // request carrying its _meta, or a request inside a 2025-11-25 session
 // opened with initialize.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,25 +92,6 @@ func SkillsFS(skills []RealisticSkill) fs.FS {
 		}
 	}
 	return newMemFS(files)
-}
-
-// WriteRealistic writes the corpus under root and returns the number of
-// files and bytes written.
-func WriteRealistic(root string, o RealisticOptions) (files int, bytes int64, err error) {
-	for _, s := range Realistic(o) {
-		for _, f := range s.Files {
-			p := filepath.Join(root, filepath.FromSlash(s.Dir), filepath.FromSlash(f.Path))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return files, bytes, err
-			}
-			if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-				return files, bytes, err
-			}
-			files++
-			bytes += int64(len(f.Data))
-		}
-	}
-	return files, bytes, nil
 }
 
 type tech struct {

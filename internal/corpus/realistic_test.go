@@ -10,6 +10,7 @@ import (
 )
 
 func TestRealisticIsValidAndDeterministic(t *testing.T) {
+	t.Parallel()
 	o := RealisticOptions{Skills: 2000, Seed: 7}
 	a, b := Realistic(o), Realistic(o)
 	if len(a) != o.Skills {
@@ -55,6 +56,7 @@ func TestRealisticIsValidAndDeterministic(t *testing.T) {
 }
 
 func TestRealisticBeyondCombinations(t *testing.T) {
+	t.Parallel()
 	const n = 15000 // more than the combinations, so names get a round suffix
 	names := map[string]bool{}
 	for _, s := range Realistic(RealisticOptions{Skills: n, Seed: 1}) {
@@ -72,6 +74,7 @@ func TestRealisticBeyondCombinations(t *testing.T) {
 }
 
 func TestRealisticFS(t *testing.T) {
+	t.Parallel()
 	fsys := RealisticFS(RealisticOptions{Skills: 50, Seed: 3})
 	var want []string
 	for _, s := range Realistic(RealisticOptions{Skills: 50, Seed: 3}) {

@@ -50,6 +50,7 @@ func seed(s *fakegithub.Server) {
 }
 
 func TestLatestExcludesDraftsAndPrereleases(t *testing.T) {
+	t.Parallel()
 	for _, prefix := range []string{"", "/api/v3"} {
 		t.Run("prefix="+prefix, func(t *testing.T) {
 			s, _ := newFake(t, fakegithub.Options{})
@@ -83,6 +84,7 @@ func TestLatestExcludesDraftsAndPrereleases(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{})
 	s.CreateRepo("acme/empty")
 	gh := client(t, s.URL)
@@ -96,6 +98,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestListPaginatesAndHidesDraftsFromAnonymous(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{Token: "sekret"})
 	seed(s)
 	for i := 0; i < 6; i++ {
@@ -172,6 +175,7 @@ func conditionalGet(t *testing.T, gh *github.Client, etag string) (int, string, 
 }
 
 func TestConditionalRequests(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{Token: "sekret"})
 	seed(s)
 	const path = "/repos/chainbase-labs/agentkey/releases/latest"
@@ -210,6 +214,7 @@ func TestConditionalRequests(t *testing.T) {
 }
 
 func TestPrimaryRateLimit(t *testing.T) {
+	t.Parallel()
 	s, clk := newFake(t, fakegithub.Options{AnonymousLimit: 2})
 	seed(s)
 	gh := client(t, s.URL)
@@ -243,6 +248,7 @@ func TestPrimaryRateLimit(t *testing.T) {
 }
 
 func TestSecondaryRateLimit(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusForbidden} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			s, clk := newFake(t, fakegithub.Options{})
@@ -272,6 +278,7 @@ func TestSecondaryRateLimit(t *testing.T) {
 }
 
 func TestFailNextAndBadCredentials(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{Token: "sekret"})
 	seed(s)
 	gh := client(t, s.URL)
@@ -298,6 +305,7 @@ func TestFailNextAndBadCredentials(t *testing.T) {
 }
 
 func TestHoldUntilReleasedOrCancelled(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{})
 	seed(s)
 	gh := client(t, s.URL)
@@ -336,6 +344,7 @@ func TestHoldUntilReleasedOrCancelled(t *testing.T) {
 }
 
 func TestEditAndDeleteMoveLatest(t *testing.T) {
+	t.Parallel()
 	s, clk := newFake(t, fakegithub.Options{})
 	seed(s)
 	gh := client(t, s.URL)
@@ -379,6 +388,7 @@ func TestEditAndDeleteMoveLatest(t *testing.T) {
 }
 
 func TestReleasesListsStoredReleases(t *testing.T) {
+	t.Parallel()
 	s, _ := newFake(t, fakegithub.Options{})
 	seed(s)
 	rels := s.Releases(repo)

@@ -6,7 +6,8 @@
 //
 // Every git command this package runs sets GIT_CONFIG_GLOBAL=/dev/null and
 // GIT_CONFIG_NOSYSTEM=1 itself, so the developer's configuration never leaks
-// into a test; tests that run git themselves must still set both (TestMain).
+// into a test; tests that run git themselves add Env to the command's
+// environment.
 package gittest
 
 import (
@@ -122,15 +123,19 @@ func Start(dir string) (*Server, error) {
 			Env: append([]string{
 				"GIT_PROJECT_ROOT=" + root,
 				"GIT_HTTP_EXPORT_ALL=1",
-			}, gitEnv()...),
+			}, Env()...),
 		},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s, nil
 }
 
-// gitEnv isolates every git process from the machine's configuration.
-func gitEnv() []string {
+// Env is the environment that isolates a git process from the machine's
+// configuration (no global or system config, no credential prompt). Every
+// git command this package runs has it; a test that runs git itself
+// appends it to the command's Env, which keeps the test free to run in
+// parallel (os.Setenv in a TestMain or t.Setenv would not).
+func Env() []string {
 	return []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0"}
 }
 
@@ -293,9 +298,6 @@ func (s *Server) CreateRepo(name string) *Repo {
 	return r
 }
 
-// Name returns the repository's name.
-func (r *Repo) Name() string { return r.name }
-
 // URL returns the repository's smart-HTTP URL.
 func (r *Repo) URL() string { return r.s.URL() + "/" + r.name + ".git" }
 
@@ -328,7 +330,7 @@ func (r *Repo) GitBare(args ...string) string {
 func (r *Repo) git(args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	date := fmt.Sprintf("@%d +0000", 1_700_000_000+r.seq)
-	cmd.Env = append(os.Environ(), gitEnv()...)
+	cmd.Env = append(os.Environ(), Env()...)
 	cmd.Env = append(cmd.Env,
 		"GIT_AUTHOR_NAME=gittest", "GIT_AUTHOR_EMAIL=gittest@example.invalid",
 		"GIT_COMMITTER_NAME=gittest", "GIT_COMMITTER_EMAIL=gittest@example.invalid",
@@ -370,16 +372,6 @@ func (r *Repo) WriteTree(fn func(dir string) error) {
 func (r *Repo) Chmod(path string, mode os.FileMode) {
 	if err := os.Chmod(filepath.Join(r.work, filepath.FromSlash(path)), mode); err != nil {
 		r.s.fail(err)
-	}
-}
-
-// Remove deletes files or directories from the working clone.
-func (r *Repo) Remove(paths ...string) {
-	for _, p := range paths {
-		if err := os.RemoveAll(filepath.Join(r.work, filepath.FromSlash(p))); err != nil {
-			r.s.fail(err)
-			return
-		}
 	}
 }
 

@@ -12,12 +12,6 @@ import (
 	"time"
 )
 
-func TestMain(m *testing.M) {
-	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Exit(m.Run())
-}
-
 // cloneCLI clones url with the git CLI over HTTP and returns the clone's
 // directory and git's error output.
 func cloneCLI(t *testing.T, url string, extra ...string) (string, error) {
@@ -25,7 +19,7 @@ func cloneCLI(t *testing.T, url string, extra ...string) (string, error) {
 	dir := filepath.Join(t.TempDir(), "clone")
 	args := append([]string{"clone", "--quiet"}, extra...)
 	cmd := exec.Command("git", append(args, url, dir)...)
-	cmd.Env = append(os.Environ(), gitEnv()...)
+	cmd.Env = append(os.Environ(), Env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return dir, errors.New(strings.TrimSpace(string(out)))
@@ -34,6 +28,7 @@ func cloneCLI(t *testing.T, url string, extra ...string) (string, error) {
 }
 
 func TestServeCommitsOverSmartHTTP(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	r := s.CreateRepo("skills")
 	r.WriteFiles(map[string]string{"a/SKILL.md": "hello\n", "b.txt": "b\n"})
@@ -76,6 +71,7 @@ func TestServeCommitsOverSmartHTTP(t *testing.T) {
 }
 
 func TestDeterministicCommitIDs(t *testing.T) {
+	t.Parallel()
 	var ids []string
 	for range 2 {
 		s := NewServer(t)
@@ -89,6 +85,7 @@ func TestDeterministicCommitIDs(t *testing.T) {
 }
 
 func TestForcePushDeleteRefAndDelete(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	r := s.CreateRepo("x")
 	r.WriteFiles(map[string]string{"f": "1"})
@@ -121,6 +118,7 @@ func TestForcePushDeleteRefAndDelete(t *testing.T) {
 }
 
 func TestFailures(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	r := s.CreateRepo("x")
 	r.Commit("one")
@@ -187,6 +185,7 @@ func TestFailures(t *testing.T) {
 // TestCloseReleasesHangingRequests checks that Close does not wait for a
 // client that never gives up.
 func TestCloseReleasesHangingRequests(t *testing.T) {
+	t.Parallel()
 	s, err := Start(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +209,7 @@ func TestCloseReleasesHangingRequests(t *testing.T) {
 }
 
 func TestStartHelpersPanicWithoutTB(t *testing.T) {
+	t.Parallel()
 	s, err := Start(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

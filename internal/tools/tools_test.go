@@ -1,9 +1,10 @@
 package tools
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 func TestFind(t *testing.T) {
@@ -12,13 +13,8 @@ func TestFind(t *testing.T) {
 	if got, want := Dir(), filepath.Join(root, "npm"); got != want {
 		t.Fatalf("Dir() = %s, want %s", got, want)
 	}
+	testkit.WriteFiles(t, root, map[string]string{"npm/node_modules/x/package.json": "{}"})
 	p := filepath.Join(root, "npm", "node_modules", "x", "package.json")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if got := Find(t, "node_modules/x/package.json"); got != p {
 		t.Fatalf("Find = %s, want %s", got, p)
 	}
