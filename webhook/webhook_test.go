@@ -31,6 +31,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -956,13 +957,7 @@ func TestConcurrentDeliveriesAskOnce(t *testing.T) {
 // the syncs that follow them have run).
 func waitJournal(t *testing.T, j *journal, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(j.all()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("journal %q: want %d entries", j.all(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, fmt.Sprintf("%d journal entries", n), func() bool { return len(j.all()) >= n })
 }
 
 // TestRefreshNeverBlocks: a release deletion answers while the refresh is
@@ -987,9 +982,7 @@ func TestRefreshNeverBlocks(t *testing.T) {
 	close(r.releases.gate)
 	<-r.releases.started // the merged follow-up
 	// Close would cut the follow-up short: wait for the sync it asks for.
-	for slices.Index(r.j.all(), "sync latest") < 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, "the sync after the refresh", func() bool { return slices.Contains(r.j.all(), "sync latest") })
 	r.h.Close()
 	r.releases.mu.Lock()
 	n := r.releases.refresh

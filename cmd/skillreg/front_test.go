@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // fastFront sets the front door's deadlines far below their defaults, as
@@ -40,7 +41,7 @@ func startTuned(t testing.TB, yaml string, tune func(*Daemon)) *testDaemon {
 	}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	log := testkit.Logger(t, slog.LevelError)
 	var tunes []func(*Daemon)
 	if tune != nil {
 		tunes = append(tunes, tune)
