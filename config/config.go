@@ -57,6 +57,11 @@ type Log struct {
 type MCP struct {
 	// CacheTTL is the ttlMs hint of cacheable results (default 30s).
 	CacheTTL Duration `yaml:"cache_ttl"`
+	// FastPath turns the MCP fast path (mcp/fastpath: the SDK workarounds
+	// that answer skills/list and resources/read of skill files without
+	// the SDK's per-request machinery) on or off; the answers are the
+	// same either way. Default true; set at load (never nil after it).
+	FastPath *bool `yaml:"fast_path"`
 }
 
 // HTTP configures the HTTP front door: connection caps, body pacing, which
@@ -205,6 +210,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // D returns the duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// DefaultFastPath is mcp.fast_path's default: the fast path on (mcp's
+// DefaultFastPath).
+const DefaultFastPath = true
+
 // Defaults.
 const (
 	DefaultListen    = "127.0.0.1:8080"
@@ -340,6 +349,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MCP.CacheTTL == 0 {
 		c.MCP.CacheTTL = Duration(DefaultCacheTTL)
+	}
+	if c.MCP.FastPath == nil {
+		on := DefaultFastPath
+		c.MCP.FastPath = &on
 	}
 	if c.GitHub.APIURL == "" {
 		c.GitHub.APIURL = DefaultAPIURL

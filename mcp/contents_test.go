@@ -16,6 +16,10 @@ import (
 // SDK's, on both generations: each answer's contents carry "text": "" (the
 // MCP schema requires text or blob; the SDK's type drops an empty text).
 func TestEmptyFileHasText(t *testing.T) {
+	bothWays(t, testEmptyFileHasText)
+}
+
+func testEmptyFileHasText(t *testing.T, fast bool) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"tool/SKILL.md":        "---\nname: tool\ndescription: Has empty files.\n---\nbody\n",
@@ -36,7 +40,7 @@ func TestEmptyFileHasText(t *testing.T) {
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Catalogs: r})
+	s := New(Options{Catalogs: r, FastPath: &fast})
 	session := openSession(t, s)
 	for _, name := range []string{"__init__.py", "sub/empty.txt", "scripts/run.bin"} {
 		uri := "skill://local/tool/" + name
@@ -47,7 +51,7 @@ func TestEmptyFileHasText(t *testing.T) {
 			body:   `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"` + uri + `"}}`}
 		for _, c := range []call{modern, old} {
 			t.Run(c.name, func(t *testing.T) {
-				_, body := c.compare(t, s) // the fast path, held to the SDK's path
+				_, body := c.compare(t, s, nil) // the fast path, held to the SDK's path
 				var res struct {
 					Result struct {
 						Contents []map[string]json.RawMessage `json:"contents"`

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 
-	segjson "github.com/segmentio/encoding/json"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/jsonbound"
+	"github.com/skillreg/skillreg/mcp/fastpath"
 )
 
 // Every POST body is checked once, before the fast path or the SDK decodes
@@ -37,11 +40,6 @@ import (
 //     byte in value. Any other id (a fraction, an exponent, a huge number,
 //     null, true, an object, an array) gets -32600 Invalid Request.
 
-// fastMaxTokens bounds the values of a body the fast path decodes: its
-// requests have a few dozen; a larger body goes to the SDK, which answers
-// it the same way.
-const fastMaxTokens = 4096
-
 // maxBodyValues bounds the values (jsonbound's tokens) of any request body.
 const maxBodyValues = 1 << 16
 
@@ -49,17 +47,17 @@ const maxBodyValues = 1 << 16
 type bodyShape int
 
 const (
-	shapeSmall   bodyShape = iota // within the SDK's depth and fastMaxTokens
+	shapeSmall   bodyShape = iota // within the SDK's depth and fastpath.MaxTokens
 	shapeLarge                    // within the SDK's depth, more values than the fast path decodes
 	shapeDeep                     // deeper than the SDK reads: only the SDK may see it
 	shapeTooMany                  // more than maxBodyValues: refused before any decoder
 )
 
 // scanShape bounds body's depth and values in one linear, allocation-free
-// pass (a second one only for a body past fastMaxTokens, never on the
-// fast path).
+// pass (a second one only for a body past fastpath.MaxTokens, never on
+// the fast path).
 func scanShape(body []byte) bodyShape {
-	err := jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: fastMaxTokens})
+	err := jsonbound.Check(body, jsonbound.Limits{MaxDepth: jsonbound.DefaultMaxDepth, MaxTokens: fastpath.MaxTokens})
 	switch {
 	case err == nil:
 		return shapeSmall
@@ -83,6 +81,77 @@ func writeTooManyValues(w http.ResponseWriter) {
 	http.Error(w, fmt.Sprintf("malformed payload: unmarshaling jsonrpc message: json: more than %d values", maxBodyValues), http.StatusBadRequest)
 }
 
+// inMemory is a request body that is already in memory, whole (as the
+// daemon's front door buffers /mcp bodies): its bytes are used in place.
+type inMemory interface{ Bytes() []byte }
+
+// bodyPool recycles request buffers, up to maxPooledBody each (requests
+// are small; a large one's buffer is dropped).
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 64 << 10
+
+// serveBody reads the body of a JSON POST once (up to the size limit),
+// bounds its shape (refusing more values than any request has), refuses
+// an id the SDK would not echo exactly, and lets the fast path (when
+// fast) answer it. It reports whether it answered; when it did not,
+// r.Body reads the whole body again for the SDK. stateless is the
+// request's protocol generation, sess the initialized 2025-11-25 session
+// it names, if any.
+func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, stateless bool, sess *sdk.ServerSession) (answered, tookFast bool) {
+	var body []byte
+	var err error
+	if m, ok := r.Body.(inMemory); ok {
+		// A front door holds the whole body already (within its memory
+		// budget): read it in place, and give the SDK the same bytes.
+		body = m.Bytes()
+		r.Body = readCloser{bytes.NewReader(body), r.Body}
+	} else {
+		buf := bodyPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		defer func() {
+			if buf.Cap() <= maxPooledBody {
+				bodyPool.Put(buf)
+			}
+		}()
+		_, err = buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
+		body = buf.Bytes()
+		// The SDK reads what was read, then the rest (and answers 413 for
+		// an oversized body, or the read error).
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
+	}
+	if err != nil || int64(len(body)) > s.o.MaxBodyBytes {
+		return false, false
+	}
+	shape := scanShape(body)
+	switch shape {
+	case shapeDeep:
+		return false, false // the SDK refuses it, with its own scan
+	case shapeTooMany:
+		writeTooManyValues(w)
+		if s.o.Observe != nil {
+			s.o.Observe("other", "error", 0)
+		}
+		return true, false
+	}
+	if fast && s.fast != nil && shape == shapeSmall && (stateless || sess != nil) && s.fast.Serve(w, r, sess, body) {
+		return true, true
+	}
+	if badIDs(body) {
+		writeInvalidID(w)
+		if s.o.Observe != nil {
+			s.o.Observe("other", "error", 0)
+		}
+		return true, false
+	}
+	return false, false
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
 // isJSONPost reports whether r is a POST of a JSON body, the only request
 // whose body the SDK decodes.
 func isJSONPost(r *http.Request) bool {
@@ -100,7 +169,7 @@ func isJSONPost(r *http.Request) bool {
 // own errors.
 func badIDs(body []byte) bool {
 	var batch []json.RawMessage
-	if segjson.Unmarshal(body, &batch) == nil {
+	if fastpath.Unmarshal(body, &batch) == nil {
 		for _, m := range batch {
 			if badID(m) {
 				return true
@@ -115,7 +184,7 @@ func badID(msg []byte) bool {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if _, err := segjson.Parse(msg, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil || m.ID == nil {
+	if err := fastpath.Parse(msg, &m); err != nil || m.ID == nil {
 		return false // not a message, or a notification: the SDK's to answer
 	}
 	return !exactID(m.ID)

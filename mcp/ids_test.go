@@ -18,7 +18,11 @@ import (
 // another id (the SDK turned 1.5 into 1 and 1e300 into
 // -9223372036854775808).
 func TestRequestIDs(t *testing.T) {
-	s := fastServer(t)
+	bothWays(t, testRequestIDs)
+}
+
+func testRequestIDs(t *testing.T, fast bool) {
+	s := fastServer(t, fast)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	session := openSession(t, s)

@@ -5,9 +5,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/mcp/fastpath"
 )
 
 // ExtensionID is the Skills extension's capability key.
@@ -22,6 +26,28 @@ const ExtensionID = "io.modelcontextprotocol/skills"
 
 // statelessVersion is the first protocol version served without sessions.
 const statelessVersion = "2026-07-28"
+
+// The defaults of Options.
+const (
+	// DefaultCacheTTL is the ttlMs hint of cacheable results: short,
+	// since 2026-07-28 clients get no change notifications.
+	DefaultCacheTTL = 30 * time.Second
+	// DefaultPageSize is the page of skills/list, resources/list and
+	// directory reads: a page of a large catalog stays well under the
+	// front door's answer sizes, and a small catalog is one page.
+	DefaultPageSize = 200
+	// DefaultMaxBodyBytes caps a request body: far above any request MCP
+	// defines (tool arguments are capped at 64 KiB), yet small enough to
+	// buffer whole (the daemon's front door buffers /mcp bodies to the
+	// same bound).
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultSessionTimeout closes a 2025-11-25 session idle this long:
+	// clients reconnect cheaply, and an abandoned session holds memory.
+	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultFastPath is whether the fast path (mcp/fastpath) answers
+	// what it can when Options.FastPath is nil.
+	DefaultFastPath = true
+)
 
 // Catalogs is what the MCP surface reads: the registry's generations and
 // verified file bytes.
@@ -46,15 +72,25 @@ type Options struct {
 	Logger   *slog.Logger
 	// Name and Version are the server's implementation info.
 	Name, Version string
-	// CacheTTL is the ttlMs hint of cacheable results (default 30s).
+	// CacheTTL is the ttlMs hint of cacheable results (default
+	// DefaultCacheTTL).
 	CacheTTL time.Duration
 	// PageSize of skills/list, resources/list and directory reads
-	// (default 200).
+	// (default DefaultPageSize).
 	PageSize int
-	// MaxBodyBytes caps a request body (default 4 MiB); larger ones get 413.
+	// MaxBodyBytes caps a request body (default DefaultMaxBodyBytes);
+	// larger ones get 413.
 	MaxBodyBytes int64
-	// SessionTimeout closes 2025-11-25 sessions idle this long (default 30m).
+	// SessionTimeout closes 2025-11-25 sessions idle this long (default
+	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
+	// FastPath says whether the fast path (mcp/fastpath: skills/list and
+	// resources/read of skill files answered without the SDK's
+	// per-request machinery, with its render cache and idle-session
+	// timer) is on; nil means DefaultFastPath. Off, the SDK alone serves
+	// every request and closes idle sessions itself; the answers are the
+	// same.
+	FastPath *bool
 	// CallerOf tells who sent a request (from the headers of its HTTP
 	// request); nil means everyone sees the whole catalog.
 	CallerOf func(h http.Header) Caller
@@ -92,8 +128,8 @@ type Server struct {
 	stateful  *sdk.StreamableHTTPHandler
 	stateless *sdk.StreamableHTTPHandler
 	notifier  *notifier
-	pages     pageCache // skills/list pages of the fast path
-	sessions  *sessions // open 2025-11-25 sessions
+	fast      *fastpath.Handler  // nil with the fast path off
+	sessions  *fastpath.Sessions // open 2025-11-25 sessions, for the fast path; nil with it off
 }
 
 // New builds the MCP server over a catalog.
@@ -102,21 +138,35 @@ func New(o Options) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.CacheTTL <= 0 {
-		o.CacheTTL = 30 * time.Second
+		o.CacheTTL = DefaultCacheTTL
 	}
 	if o.PageSize <= 0 {
-		o.PageSize = 200
+		o.PageSize = DefaultPageSize
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 4 << 20
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 30 * time.Minute
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.Name == "" {
 		o.Name = "skillreg"
 	}
-	s := &Server{o: o, log: o.Logger, sessions: newSessions(o.SessionTimeout)}
+	s := &Server{o: o, log: o.Logger}
+	fast := DefaultFastPath
+	if o.FastPath != nil {
+		fast = *o.FastPath
+	}
+	if fast {
+		s.fast = fastpath.New(fastBackend{s}, fastpath.Options{
+			PageSize:      o.PageSize,
+			LocalhostRule: !o.HostsChecked,
+			Observe:       o.Observe,
+		})
+		s.sessions = fastpath.NewSessions(o.SessionTimeout)
+	} else {
+		o.Logger.Info("MCP fast path off: the SDK answers every request")
+	}
 	s.ttl.Store(int64(o.CacheTTL))
 	sdkLog := slog.New(quiet{o.Logger.Handler()})
 	caps := &sdk.ServerCapabilities{
@@ -134,7 +184,11 @@ func New(o Options) *Server {
 		SetCacheable: s.setCacheable,
 	})
 	s.notifier = &notifier{srv: s.sdk}
-	s.sdk.AddReceivingMiddleware(s.observe, s.trackSessions, s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware)
+	mw := []sdk.Middleware{s.observe, s.callerMiddleware, s.argumentsLimit, s.resourcesMiddleware}
+	if s.sessions != nil {
+		mw = slices.Insert(mw, 1, s.sessions.Middleware)
+	}
+	s.sdk.AddReceivingMiddleware(mw...)
 	s.addTools()
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills))
 	must(sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill))
@@ -142,16 +196,20 @@ func New(o Options) *Server {
 	s.SetSkillMeta(o.SkillMeta)
 
 	httpOpts := func(stateless bool) *sdk.StreamableHTTPOptions {
-		return &sdk.StreamableHTTPOptions{
+		h := &sdk.StreamableHTTPOptions{
 			Stateless:           stateless,
 			JSONResponse:        true,
 			Logger:              sdkLog,
 			MaxRequestBodyBytes: o.MaxBodyBytes,
 			// The caller's Host allow-list replaces the SDK's rule.
 			DisableLocalhostProtection: o.HostsChecked,
-			// Idle sessions are closed by s.sessions, which also sees
-			// the requests the fast path answers.
 		}
+		// With the fast path on, idle sessions are closed by s.sessions,
+		// which also sees the requests the fast path answers.
+		if s.sessions == nil && !stateless {
+			h.SessionTimeout = o.SessionTimeout
+		}
+		return h
 	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
 	s.stateful = sdk.NewStreamableHTTPHandler(get, httpOpts(false))
@@ -199,15 +257,18 @@ func (s *Server) SetCacheTTL(d time.Duration) { s.ttl.Store(int64(d)) }
 
 func (s *Server) cacheTTL() time.Duration { return time.Duration(s.ttl.Load()) }
 
+// FastPath reports whether the fast path (mcp/fastpath) is on.
+func (s *Server) FastPath() bool { return s.fast != nil }
+
 // SDK returns the underlying SDK server (for stdio and in-process use).
 func (s *Server) SDK() *sdk.Server { return s.sdk }
 
 // ServeHTTP serves the MCP endpoint: requests of the stateless protocol
 // generation (MCP-Protocol-Version 2026-07-28 or later) go to the fast
-// path (fast.go) or, when it does not take them, to the stateless handler;
-// everything else, including the initialize handshake, to the
-// session-keeping one, but for the requests of an initialized session the
-// fast path takes. All serve the same server.
+// path (mcp/fastpath, when on) or, when it does not take them, to the
+// stateless handler; everything else, including the initialize handshake,
+// to the session-keeping one, but for the requests of an initialized
+// session the fast path takes. All serve the same server.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
 
 // serve is ServeHTTP, reporting whether the fast path answered.
@@ -216,14 +277,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (fast bool) {
 }
 
 // route serves r: every JSON POST body passes serveBody's checks first,
-// then the fast path (when fast) or the SDK answers it.
+// then the fast path (when fast and on) or the SDK answers it.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, fast bool) bool {
 	stateless := r.Header.Get("MCP-Protocol-Version") >= statelessVersion
 	var ss *sdk.ServerSession
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !stateless {
-		if sess := s.sessions.begin(id); sess != nil {
-			defer s.sessions.end(sess)
-			ss = sess.ss
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !stateless && s.sessions != nil {
+		if sess := s.sessions.Begin(id); sess != nil {
+			defer s.sessions.End(sess)
+			ss = sess.ServerSession()
 		}
 	}
 	if isJSONPost(r) {
@@ -351,6 +412,29 @@ func (s *Server) scope(ctx context.Context) string {
 	return "public"
 }
 
+// resultHead is what a skills/list result has before its skills.
+type resultHead struct {
+	sdk.ResultBase
+	CacheHints
+}
+
+// resultBase is the _meta the SDK gives every result on 2026-07-28: the
+// server's implementation info.
+func (s *Server) resultBase() sdk.ResultBase {
+	return sdk.ResultBase{Meta: sdk.Meta{sdk.MetaKeyServerInfo: s.impl}}
+}
+
+// encodeJSON is json.Marshal without HTML escaping, as the SDK writes.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // setCacheable sets the CacheHints of the results the SDK builds itself.
 func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheable) {
 	if c.TTLMs == 0 {
@@ -365,7 +449,9 @@ func (s *Server) setCacheable(ctx context.Context, _ sdk.Request, c *sdk.Cacheab
 // and the prompt list when the skills' names or descriptions did. Call it
 // after every swap (a swap only happens when something changed).
 func (s *Server) CatalogChanged(old, new *catalog.Catalog) {
-	s.pages.clear()
+	if s.fast != nil {
+		s.fast.Clear()
+	}
 	s.notifier.resourcesChanged()
 	if promptsDiffer(old, new) {
 		s.notifier.promptsChanged()

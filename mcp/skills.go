@@ -1,23 +1,13 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"reflect"
-	"runtime"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"weak"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/skill"
+	"github.com/skillreg/skillreg/mcp/fastpath"
 )
 
 // Keys skillreg uses in _meta.
@@ -49,266 +39,43 @@ type EntryMeta struct {
 
 // NewEntry renders one skill as its extension entry.
 func NewEntry(ref catalog.Ref) Entry {
-	r := renders.get(ref)
-	return Entry{
-		URI:         r.uri,
-		Frontmatter: ref.Skill.Frontmatter.JSON,
-		Resources:   slices.Clone(r.resources), // the caller's to change
-		Meta:        EntryMeta{Provenance: ref.Snap.Provenance(ref.Skill), Untrusted: true},
-	}
-}
-
-// wireEntry is what skills/list and skills/get put on the wire: an Entry,
-// byte for byte, with the frontmatter as a value encoding/json writes
-// without re-scanning it. encoding/json re-validates and compacts whatever
-// a json.Marshaler (json.RawMessage included) returns, a byte-at-a-time
-// scan several times slower than writing strings, and the SDK marshals
-// every result twice (the result, then the JSON-RPC message around it);
-// the frontmatter objects were most of that first scan.
-type wireEntry struct {
-	URI         string        `json:"uri"`
-	Frontmatter any           `json:"frontmatter"`
-	Resources   []ResourceRef `json:"resources"`
-	Meta        EntryMeta     `json:"_meta"`
-}
-
-func newWireEntry(ref catalog.Ref) wireEntry {
-	r := renders.get(ref)
-	return wireEntry{
-		URI:         r.uri,
-		Frontmatter: r.frontmatter,
-		Resources:   r.resources,
-		Meta:        EntryMeta{Provenance: ref.Snap.Provenance(ref.Skill), Untrusted: true},
-	}
-}
-
-// Warm renders cat's first skills/list page (as a caller who sees every
-// source gets it) into the page cache, so the first request after a
-// restart does not pay for it: 4-9 ms of a 10,000-skill catalog's first
-// answer. Later pages render as they are asked for, once per skill.
-func (s *Server) Warm(cat *catalog.Catalog) {
-	if rest, err := s.renderPage(cat, catalog.Filter{}, 0); err == nil {
-		s.pages.put(cat, s.o.Catalogs.Current, pageKey{}, rest)
-	}
-}
-
-// renders caches, per indexed skill, the parts of its entry that depend
-// only on the skill and its source's name: its URIs and its frontmatter
-// ready to encode. Skills never change once indexed, and a resync reuses
-// the unchanged ones, so each is rendered once however many generations
-// and pages serve it; the provenance, which names the snapshot's commit,
-// is filled in per answer. Keys are weak: an entry goes when its skill
-// does.
-var renders renderCache
-
-type renderCache struct {
-	m sync.Map // weak.Pointer[skill.Skill] -> *skillRender
-}
-
-type skillRender struct {
-	source      string // the source name the URIs were built with
-	uri         string
-	resources   []ResourceRef                // shared by every entry: read only
-	frontmatter any                          // a native value (see nativeJSON) or json.RawMessage
-	encoded     atomic.Pointer[encodedEntry] // the entry's bytes, for the fast path
-}
-
-func (c *renderCache) get(ref catalog.Ref) *skillRender {
-	k := weak.Make(ref.Skill)
-	if v, ok := c.m.Load(k); ok {
-		if r := v.(*skillRender); r.source == ref.Snap.Source {
-			return r
-		}
-		return newRender(ref) // the same skill under another source name: not cached
-	}
-	r := newRender(ref)
-	if v, loaded := c.m.LoadOrStore(k, r); loaded {
-		if r2 := v.(*skillRender); r2.source == ref.Snap.Source {
-			return r2
-		}
-		return r
-	}
-	runtime.AddCleanup(ref.Skill, func(k weak.Pointer[skill.Skill]) { c.m.Delete(k) }, k)
-	return r
-}
-
-func newRender(ref catalog.Ref) *skillRender {
 	sk := ref.Skill
-	r := &skillRender{source: ref.Snap.Source, uri: ref.URI(), resources: make([]ResourceRef, len(sk.Files))}
+	uri := ref.URI()
+	res := make([]ResourceRef, len(sk.Files))
 	for i := range sk.Files {
 		f := &sk.Files[i]
-		uri := r.uri // SKILL.md's URI is the entry's own
+		u := uri // SKILL.md's URI is the entry's own
 		if f.Path != "SKILL.md" {
-			uri = ref.Snap.FileURI(sk, f)
+			u = ref.Snap.FileURI(sk, f)
 		}
-		r.resources[i] = ResourceRef{URI: uri, Digest: f.Digest, Size: f.Size}
+		res[i] = ResourceRef{URI: u, Digest: f.Digest, Size: f.Size}
 	}
-	r.frontmatter = json.RawMessage(sk.Frontmatter.JSON)
-	if v, ok := nativeJSON(sk.Frontmatter.JSON); ok {
-		r.frontmatter = v
-	}
-	return r
-}
-
-// nativeJSON turns a JSON object into a Go value that encoding/json
-// renders as exactly the same bytes, with or without HTML escaping, and
-// without calling a Marshaler: objects become structs made with
-// reflect.StructOf (fields in key order, the keys as their tags), numbers
-// json.Number, arrays []any. It reports false when it cannot (a key that
-// is no valid tag name, too many distinct shapes); the result is checked
-// by encoding it both ways and comparing with what the Marshaler path
-// would write.
-func nativeJSON(raw []byte) (any, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := nativeValue(dec)
-	if err != nil || dec.More() {
-		return nil, false
-	}
-	for _, esc := range []bool{false, true} {
-		var want, got bytes.Buffer
-		for _, out := range []struct {
-			b *bytes.Buffer
-			v any
-		}{{&want, json.RawMessage(raw)}, {&got, v}} {
-			enc := json.NewEncoder(out.b)
-			enc.SetEscapeHTML(esc)
-			if err := enc.Encode(out.v); err != nil {
-				return nil, false
-			}
-		}
-		if !bytes.Equal(want.Bytes(), got.Bytes()) {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-var errNotNative = errors.New("not representable")
-
-func nativeValue(dec *json.Decoder) (any, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := t.(type) {
-	case json.Delim:
-		switch t {
-		case '[':
-			list := []any{}
-			for dec.More() {
-				v, err := nativeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
-			}
-			_, err := dec.Token() // ']'
-			return list, err
-		case '{':
-			var keys []string
-			var vals []any
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				v, err := nativeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				keys = append(keys, k.(string))
-				vals = append(vals, v)
-			}
-			if _, err := dec.Token(); err != nil { // '}'
-				return nil, err
-			}
-			return nativeObject(keys, vals)
-		}
-		return nil, errNotNative
-	default: // string, json.Number, bool, nil
-		return t, nil
+	return Entry{
+		URI:         uri,
+		Frontmatter: sk.Frontmatter.JSON,
+		Resources:   res,
+		Meta:        EntryMeta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
 	}
 }
 
-// shapes caches the struct types of object shapes (keys and field kinds),
-// bounded: reflect keeps every type it makes for the life of the process,
-// and a repository must not be able to grow that without limit.
-var shapes struct {
-	sync.Mutex
-	m map[string]reflect.Type
+// wireEntry is what skills/list and skills/get put on the wire for ref:
+// with the fast path on, its rendered entry (fastpath.WireEntry: the same
+// bytes, written without re-scanning the frontmatter); with it off, the
+// Entry the SDK marshals.
+func (s *Server) wireEntry(ref catalog.Ref) any {
+	if s.fast != nil {
+		return fastpath.Wire(ref)
+	}
+	return NewEntry(ref)
 }
 
-const maxShapes = 1024
-
-var (
-	stringType = reflect.TypeFor[string]()
-	numberType = reflect.TypeFor[json.Number]()
-	boolType   = reflect.TypeFor[bool]()
-	anyType    = reflect.TypeFor[any]()
-)
-
-func nativeObject(keys []string, vals []any) (any, error) {
-	fields := make([]reflect.StructField, len(keys))
-	var sig strings.Builder
-	for i, k := range keys {
-		if !validTag(k) {
-			return nil, errNotNative
-		}
-		typ := anyType
-		switch vals[i].(type) {
-		case string:
-			typ = stringType
-		case json.Number:
-			typ = numberType
-		case bool:
-			typ = boolType
-		}
-		fields[i] = reflect.StructField{Name: "F" + strconv.Itoa(i), Type: typ, Tag: reflect.StructTag(`json:"` + k + `"`)}
-		sig.WriteString(k)
-		sig.WriteByte(0)
-		sig.WriteString(typ.String())
-		sig.WriteByte(0)
+// Warm renders cat's first skills/list page into the fast path's page
+// cache, so the first request after a restart does not pay for it; a
+// no-op with the fast path off.
+func (s *Server) Warm(cat *catalog.Catalog) {
+	if s.fast != nil {
+		s.fast.Warm(cat)
 	}
-	shapes.Lock()
-	t, ok := shapes.m[sig.String()]
-	if !ok {
-		if len(shapes.m) >= maxShapes {
-			shapes.Unlock()
-			return nil, errNotNative
-		}
-		if shapes.m == nil {
-			shapes.m = map[string]reflect.Type{}
-		}
-		t = reflect.StructOf(fields)
-		shapes.m[sig.String()] = t
-	}
-	shapes.Unlock()
-	v := reflect.New(t).Elem()
-	for i, x := range vals {
-		if x != nil {
-			v.Field(i).Set(reflect.ValueOf(x))
-		}
-	}
-	return v.Interface(), nil
-}
-
-// validTag reports whether encoding/json takes k, as a struct tag, for
-// the key: the characters its isValidTag allows, and not "-" (skip) or
-// anything a struct tag would need to escape.
-func validTag(k string) bool {
-	if k == "" || k == "-" {
-		return false
-	}
-	for _, c := range k {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case c < 0x80 && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'):
-		default:
-			return false // non-ASCII letters pass encoding/json, but keep to what is plain
-		}
-	}
-	return true
 }
 
 // ListSkillsParams are the params of skills/list.
@@ -325,13 +92,14 @@ type ListSkillsResult struct {
 	NextCursor string  `json:"nextCursor,omitempty"`
 }
 
-// listSkillsWire is ListSkillsResult as the server writes it (see
-// wireEntry); a test holds the two to the same bytes.
+// listSkillsWire is ListSkillsResult as the server writes it: Skills is
+// a []fastpath.WireEntry or a []Entry (see wireEntry); a test holds the
+// two to the same bytes.
 type listSkillsWire struct {
 	sdk.ResultBase
 	CacheHints
-	Skills     []wireEntry `json:"skills"`
-	NextCursor string      `json:"nextCursor,omitempty"`
+	Skills     any    `json:"skills"`
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // GetSkillParams are the params of skills/get.
@@ -347,11 +115,12 @@ type GetSkillResult struct {
 	Skill Entry `json:"skill"`
 }
 
-// getSkillWire is GetSkillResult as the server writes it.
+// getSkillWire is GetSkillResult as the server writes it (Skill as
+// wireEntry returns it).
 type getSkillWire struct {
 	sdk.ResultBase
 	CacheHints
-	Skill wireEntry `json:"skill"`
+	Skill any `json:"skill"`
 }
 
 // page resolves a cursor to the generation it belongs to and an offset in
@@ -381,9 +150,19 @@ func (s *Server) listSkills(ctx context.Context, ss *sdk.ServerSession, p *ListS
 		return nil, rpcError(err, "")
 	}
 	refs, next := cat.Page(callerFrom(ctx).Filter, off, s.o.PageSize)
-	res := &listSkillsWire{CacheHints: s.hintsFor(ctx, ss), Skills: make([]wireEntry, len(refs))}
-	for i, r := range refs {
-		res.Skills[i] = newWireEntry(r)
+	res := &listSkillsWire{CacheHints: s.hintsFor(ctx, ss)}
+	if s.fast != nil {
+		skills := make([]fastpath.WireEntry, len(refs))
+		for i, r := range refs {
+			skills[i] = fastpath.Wire(r)
+		}
+		res.Skills = skills
+	} else {
+		skills := make([]Entry, len(refs))
+		for i, r := range refs {
+			skills[i] = NewEntry(r)
+		}
+		res.Skills = skills
 	}
 	if next >= 0 {
 		res.NextCursor = cat.Cursor(next).Encode()
@@ -399,7 +178,7 @@ func (s *Server) getSkill(ctx context.Context, ss *sdk.ServerSession, p *GetSkil
 	if err != nil {
 		return nil, rpcError(err, p.URI)
 	}
-	return &getSkillWire{CacheHints: s.hintsFor(ctx, ss), Skill: newWireEntry(ref)}, nil
+	return &getSkillWire{CacheHints: s.hintsFor(ctx, ss), Skill: s.wireEntry(ref)}, nil
 }
 
 // ReadDirectoryParams are the params of resources/directory/read.

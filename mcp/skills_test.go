@@ -2,14 +2,13 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
-	"weak"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/mcp/fastpath"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -73,13 +72,15 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 		for round := range 2 { // the second round reads the render cache
 			want := &ListSkillsResult{CacheHints: hints, NextCursor: "c"}
 			got := &listSkillsWire{CacheHints: hints, NextCursor: "c"}
+			var wire []fastpath.WireEntry
 			for _, r := range refs {
 				want.Skills = append(want.Skills, NewEntry(r))
-				got.Skills = append(got.Skills, newWireEntry(r))
-				if _, raw := got.Skills[len(got.Skills)-1].Frontmatter.(json.RawMessage); raw && round == 0 {
+				wire = append(wire, fastpath.Wire(r))
+				if _, raw := wire[len(wire)-1].Frontmatter.(json.RawMessage); raw && round == 0 {
 					t.Logf("%s: frontmatter kept as raw JSON: %s", r.URI(), r.Skill.Frontmatter.JSON)
 				}
 			}
+			got.Skills = wire
 			want.Meta = map[string]any{"k": "v"}
 			got.Meta = map[string]any{"k": "v"}
 			for _, esc := range []bool{false, true} {
@@ -88,7 +89,7 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 				}
 			}
 			one := encode(t, &GetSkillResult{CacheHints: hints, Skill: NewEntry(refs[1])}, false)
-			if g := encode(t, &getSkillWire{CacheHints: hints, Skill: newWireEntry(refs[1])}, false); !bytes.Equal(one, g) {
+			if g := encode(t, &getSkillWire{CacheHints: hints, Skill: fastpath.Wire(refs[1])}, false); !bytes.Equal(one, g) {
 				t.Fatalf("skills/get differs\nwant %s\ngot  %s", one, g)
 			}
 		}
@@ -102,7 +103,7 @@ func TestNewEntryOwnsResources(t *testing.T) {
 	ref := catalog.Ref{Snap: snap, Skill: snap.Skills[0]}
 	e := NewEntry(ref)
 	e.Resources[0].URI = "changed"
-	if NewEntry(ref).Resources[0].URI == "changed" || newWireEntry(ref).Resources[0].URI == "changed" {
+	if NewEntry(ref).Resources[0].URI == "changed" || fastpath.Wire(ref).Resources[0].URI == "changed" {
 		t.Fatal("changing an entry changed the render cache")
 	}
 }
@@ -115,37 +116,10 @@ func TestRenderCacheFollowsSource(t *testing.T) {
 	sk := a.Skills[0]
 	for _, s := range []*catalog.Snapshot{a, b, a} {
 		want := catalog.FileURI(s.Source, sk.Path+"/SKILL.md")
-		if u := newWireEntry(catalog.Ref{Snap: s, Skill: sk}).URI; u != want {
+		if u := fastpath.Wire(catalog.Ref{Snap: s, Skill: sk}).URI; u != want {
 			t.Fatalf("uri = %s, want %s", u, want)
 		}
 	}
-}
-
-// FuzzNativeJSON checks that nativeJSON never panics and that whatever it
-// returns encodes exactly as the raw JSON does.
-func FuzzNativeJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"a":[1,"x",null,true,{"b":{}}]}`, `{"-":1}`, `{"a b":"<>&\u2028"}`, `{"é":1}`, `{"":1}`, `{"a":1e400}`, `{"a":-0.0}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if !json.Valid([]byte(s)) {
-			return
-		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, []byte(s)); err != nil {
-			return
-		}
-		raw := compact.Bytes()
-		v, ok := nativeJSON(raw)
-		if !ok {
-			return
-		}
-		for _, esc := range []bool{false, true} {
-			if w, g := encode(t, json.RawMessage(raw), esc), encode(t, v, esc); !bytes.Equal(w, g) {
-				t.Fatalf("%s: native encoding %s differs from %s", raw, g, w)
-			}
-		}
-	})
 }
 
 func BenchmarkListPageEncode(b *testing.B) {
@@ -177,42 +151,12 @@ func BenchmarkListPageEncode(b *testing.B) {
 	})
 	b.Run("wire", func(b *testing.B) {
 		for b.Loop() {
-			res := &listSkillsWire{CacheHints: hints, Skills: make([]wireEntry, len(refs))}
+			skills := make([]fastpath.WireEntry, len(refs))
 			for i, r := range refs {
-				res.Skills[i] = newWireEntry(r)
+				skills[i] = fastpath.Wire(r)
 			}
+			res := &listSkillsWire{CacheHints: hints, Skills: skills}
 			b.SetBytes(int64(len(encode(b, res, false))))
 		}
 	})
-}
-
-// oneCatalog serves one generation and no files.
-type oneCatalog struct{ cat *catalog.Catalog }
-
-func (o oneCatalog) Current() *catalog.Catalog { return o.cat }
-func (o oneCatalog) Resume(catalog.Cursor) (*catalog.Catalog, bool) {
-	return nil, false
-}
-func (o oneCatalog) ReadFile(context.Context, catalog.FileRef) ([]byte, error) {
-	return nil, catalog.ErrNotFound
-}
-
-// TestWarmRendersTheFirstPage: after Warm, the first page is in the page
-// cache and its entries in the render cache, and nothing past the page
-// was rendered.
-func TestWarmRendersTheFirstPage(t *testing.T) {
-	snap := testSnapshot(t, "warm", "")
-	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap})
-	s := &Server{o: Options{PageSize: 4, Catalogs: oneCatalog{cat}}}
-	s.Warm(cat)
-	if _, ok := s.pages.get(cat, pageKey{}); !ok {
-		t.Error("the first page is not in the page cache after Warm")
-	}
-	refs := cat.All(catalog.Filter{})
-	for i, r := range refs {
-		_, cached := renders.m.Load(weak.Make(r.Skill))
-		if cached != (i < 4) {
-			t.Errorf("entry %d (%s): cached %v after Warm with a page of 4", i, r.URI(), cached)
-		}
-	}
 }

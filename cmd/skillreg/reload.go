@@ -32,7 +32,7 @@ func (o overrides) apply(cfg *config.Config) {
 // sources added, removed or changed, clients, webhook secrets, skill-meta
 // tools, the cache hint, the log level, and http.allowed_hosts,
 // http.allowed_origins and http.metrics_networks. What only a restart can
-// change (listen address, data directory, log format, GitHub API settings,
+// change (listen address, data directory, log format, mcp.fast_path, GitHub API settings,
 // the connection caps, trusted proxies and timeouts of the http section)
 // is kept as it is, with a warning. A configuration that fails to load or to
 // apply is refused and the running one stays. cfg is the effective
@@ -55,6 +55,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		{"http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout},
 		{"public_url", old.PublicURL, cfg.PublicURL}, {"marketplace", old.Marketplace, cfg.Marketplace},
 		{"cache.artifact_bytes", old.Cache.ArtifactBytes, cfg.Cache.ArtifactBytes}, {"tls", old.TLS, cfg.TLS},
+		{"mcp.fast_path", old.MCP.FastPath, cfg.MCP.FastPath}, // *bool: DeepEqual compares the values
 	} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
@@ -70,6 +71,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins = keep.AllowedHosts, keep.AllowedOrigins
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
+	cfg.MCP.FastPath = old.MCP.FastPath // the MCP server is made with it
 	if d.certs != nil {
 		d.certs.reload() // SIGHUP also reloads the certificate, which has its own refusal
 	}

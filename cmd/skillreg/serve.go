@@ -245,6 +245,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			Logger:   d.core.log,
 			Version:  buildVersion(),
 			CacheTTL: rt.cfg.MCP.CacheTTL.D(),
+			FastPath: rt.cfg.MCP.FastPath,
 			// The front door buffers /mcp bodies up to the same bound.
 			MaxBodyBytes: mcpMaxBody,
 			SkillMeta:    rt.meta,

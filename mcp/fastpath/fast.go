@@ -1,10 +1,33 @@
-package mcp
+package fastpath
+
+// Upstream gap (go-sdk v1.8.0): the SDK's Streamable HTTP handler builds a
+// temporary session for every stateless (2026-07-28) request (its
+// documented design, modelcontextprotocol/go-sdk#485), decodes a body four
+// times, and marshals each result twice; that held the two requests a
+// catalog mostly gets to 0.10-0.27 of what net/http serves from memory
+// (`make bench`). No upstream issue tracks the per-request cost; what the
+// SDK lacks is a way to answer a request without a session (or with a
+// session and without its per-request goroutines and copies) and to
+// return a result already encoded. Delete this file, sessions.go and the
+// call in mcp/guard.go when the SDK serves these requests within a small
+// factor of net/http: mcp's TestFastPathMatchesSDK then passes against the
+// SDK alone (it already runs with mcp.Options.FastPath off).
+//
+// The fast path answers skills/list and resources/read of a skill file,
+// on 2026-07-28 and inside 2025-11-25 sessions that completed initialize,
+// without the SDK's per-request machinery. It takes a request only when it
+// is plainly well formed in every respect the SDK checks (method, headers,
+// jsonrpc envelope, id, the _meta triple, the params), with nothing it
+// does not know; it answers only successes, from the same catalog queries
+// and result values the SDK's handlers use (the Backend). Everything else
+// (any doubt, any error, every other method, notifications, batches) goes
+// to the SDK with the body untouched, so the SDK stays the one place that
+// writes protocol errors.
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -16,26 +39,64 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/skillreg/skillreg/catalog"
 )
 
-// The fast path answers the two requests a catalog mostly gets, skills/list
-// and resources/read of a skill file, without the SDK's per-request
-// machinery, on 2026-07-28 and inside 2025-11-25 sessions that completed
-// initialize: the SDK builds a temporary session for every stateless
-// request, decodes a body four times, and marshals each result twice,
-// which held these answers to 0.10-0.27 of what net/http serves from
-// memory (`make bench`). The fast path takes a request only when it is
-// plainly well formed in every respect the SDK checks (method, headers,
-// jsonrpc envelope, id, the _meta triple, the params), with nothing it does
-// not know; it answers only successes, from the same catalog queries the
-// SDK's handlers use. Everything else (any doubt, any error, every other
-// method, notifications, batches) goes to the SDK with the body untouched,
-// so the SDK stays the one place that writes protocol errors.
-// TestFastPathMatchesSDK and TestFastPathMatchesSDKInSession hold the two
-// paths to the same answers.
+// statelessVersion is the first protocol version served without sessions
+// (mcp routes on the same value).
+const statelessVersion = "2026-07-28"
+
+// Backend is what the fast path answers from: the MCP surface's own
+// queries and result values, so that both paths give the same answers.
+type Backend interface {
+	// WithCaller returns ctx carrying the caller h names, as the SDK
+	// path's middleware puts it into every method's context.
+	WithCaller(ctx context.Context, h http.Header) context.Context
+	// Filter is the sources the caller in ctx sees.
+	Filter(ctx context.Context) catalog.Filter
+	// Page resolves a skills/list cursor to the generation it belongs to
+	// and an offset in it ("" is the current generation from the start).
+	Page(cursor string) (*catalog.Catalog, int, error)
+	// Current is the current catalog generation.
+	Current() *catalog.Catalog
+	// Head is what a 2026-07-28 cacheable result carries before its own
+	// members (the _meta of server info, resultType, ttlMs, cacheScope),
+	// as a value that encodes to one JSON object.
+	Head(ctx context.Context) any
+	// ReadResult is resources/read's result for the skill file uri, as a
+	// value to encode, with Head's members when modern. Its errors are
+	// not written: the SDK's path answers the request instead.
+	ReadResult(ctx context.Context, uri string, modern bool) (any, error)
+}
+
+// Options configures the fast path.
+type Options struct {
+	// PageSize of skills/list, as the SDK's path pages it.
+	PageSize int
+	// LocalhostRule is the SDK's DNS-rebinding rule (a request to a
+	// loopback listener must name a loopback Host), on unless the caller
+	// checks Hosts itself.
+	LocalhostRule bool
+	// Observe, when set, is told the method, outcome and duration of
+	// every request the fast path answers.
+	Observe func(method, outcome string, d time.Duration)
+}
+
+// Handler is the fast path over one Backend.
+type Handler struct {
+	b     Backend
+	o     Options
+	pages pageCache
+}
+
+// New returns the fast path over b.
+func New(b Backend, o Options) *Handler { return &Handler{b: b, o: o} }
+
+// MaxTokens bounds the values of a body the fast path decodes: its
+// requests have a few dozen; the caller hands a larger body to the SDK,
+// which answers it the same way.
+const MaxTokens = 4096
 
 // fastMethods are the methods the fast path answers.
 var fastMethods = map[string]bool{"skills/list": true, "resources/read": true}
@@ -48,17 +109,18 @@ type fastRequest struct {
 	uri    string // resources/read
 }
 
-// bodyPool and outPool recycle request and response buffers.
-var (
-	bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-	outPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-)
+// outPool recycles response buffers, up to maxPooledOut each: a buffer
+// grown by one huge file is dropped rather than kept for every answer.
+var outPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// serveFast answers r, whose whole body (within the size limit and of
-// shapeSmall) is body, if the fast path takes it, and reports whether it
-// did. sess is the initialized 2025-11-25 session the request names, or
-// nil for a request of the stateless generation.
-func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.ServerSession, body []byte) bool {
+const maxPooledOut = 4 << 20
+
+// Serve answers r, whose whole body (within the size limit, within the
+// SDK's depth and of at most MaxTokens values) is body, if the fast path
+// takes it, and reports whether it did; when it did not, nothing was
+// written. sess is the initialized 2025-11-25 session the request names,
+// or nil for a request of the stateless generation.
+func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, sess *sdk.ServerSession, body []byte) bool {
 	version := statelessVersion
 	if sess != nil {
 		p := sess.InitializeParams()
@@ -67,7 +129,7 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 		}
 		version = p.ProtocolVersion
 	}
-	if !fastEligible(r, version, !s.o.HostsChecked) {
+	if !eligible(r, version, h.o.LocalhostRule) {
 		return false
 	}
 	req, ok := parseFast(r.Header, body, sess != nil)
@@ -75,14 +137,11 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 		return false
 	}
 	start := time.Now()
-	ctx := r.Context()
-	if s.o.CallerOf != nil {
-		ctx = context.WithValue(ctx, callerKey{}, s.o.CallerOf(r.Header))
-	}
+	ctx := h.b.WithCaller(r.Context(), r.Header)
 	out := outPool.Get().(*bytes.Buffer)
 	out.Reset()
 	defer func() {
-		if out.Cap() <= 4<<20 {
+		if out.Cap() <= maxPooledOut {
 			outPool.Put(out)
 		}
 	}()
@@ -92,95 +151,31 @@ func (s *Server) serveFast(w http.ResponseWriter, r *http.Request, sess *sdk.Ser
 	modern := sess == nil
 	switch req.method {
 	case "skills/list":
-		ok = s.fastList(ctx, out, req.cursor, modern)
+		ok = h.list(ctx, out, req.cursor, modern)
 	case "resources/read":
-		ok = s.fastRead(ctx, out, req.uri, modern)
+		ok = h.read(ctx, out, req.uri, modern)
 	}
 	if !ok {
 		return false // the SDK answers with the error
 	}
 	out.WriteString("}")
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Length", strconv.Itoa(out.Len()))
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "no-cache, no-transform")
+	hd.Set("Content-Length", strconv.Itoa(out.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(out.Bytes())
-	if s.o.Observe != nil {
-		s.o.Observe(req.method, "ok", time.Since(start))
+	if h.o.Observe != nil {
+		h.o.Observe(req.method, "ok", time.Since(start))
 	}
 	return true
 }
 
-// inMemory is a request body that is already in memory, whole (as the
-// daemon's front door buffers /mcp bodies): its bytes are used in place.
-type inMemory interface{ Bytes() []byte }
-
-// serveBody reads the body of a JSON POST once (up to the size limit),
-// bounds its shape (refusing more values than any request has), refuses an id the SDK would not echo exactly, and
-// lets the fast path (when fast) answer it. It reports whether it
-// answered; when it did not, r.Body reads the whole body again for the
-// SDK. stateless is the request's protocol generation, sess the
-// initialized 2025-11-25 session it names, if any.
-func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, stateless bool, sess *sdk.ServerSession) (answered, tookFast bool) {
-	var body []byte
-	var err error
-	if m, ok := r.Body.(inMemory); ok {
-		// A front door holds the whole body already (within its memory
-		// budget): read it in place, and give the SDK the same bytes.
-		body = m.Bytes()
-		r.Body = readCloser{bytes.NewReader(body), r.Body}
-	} else {
-		buf := bodyPool.Get().(*bytes.Buffer)
-		buf.Reset()
-		defer func() {
-			if buf.Cap() <= 64<<10 {
-				bodyPool.Put(buf)
-			}
-		}()
-		_, err = buf.ReadFrom(io.LimitReader(r.Body, s.o.MaxBodyBytes+1))
-		body = buf.Bytes()
-		// The SDK reads what was read, then the rest (and answers 413 for
-		// an oversized body, or the read error).
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(bytes.Clone(body)), r.Body), r.Body}
-	}
-	if err != nil || int64(len(body)) > s.o.MaxBodyBytes {
-		return false, false
-	}
-	shape := scanShape(body)
-	switch shape {
-	case shapeDeep:
-		return false, false // the SDK refuses it, with its own scan
-	case shapeTooMany:
-		writeTooManyValues(w)
-		if s.o.Observe != nil {
-			s.o.Observe("other", "error", 0)
-		}
-		return true, false
-	}
-	if fast && shape == shapeSmall && (stateless || sess != nil) && s.serveFast(w, r, sess, body) {
-		return true, true
-	}
-	if badIDs(body) {
-		writeInvalidID(w)
-		if s.o.Observe != nil {
-			s.o.Observe("other", "error", 0)
-		}
-		return true, false
-	}
-	return false, false
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// fastEligible checks what the SDK checks of a request before reading its
+// eligible checks what the SDK checks of a request before reading its
 // body, and takes only what passes; version is the protocol version the
 // request must name. localhostRule is the SDK's DNS-rebinding rule, on
 // unless the caller checks Hosts itself.
-func fastEligible(r *http.Request, version string, localhostRule bool) bool {
+func eligible(r *http.Request, version string, localhostRule bool) bool {
 	if r.Method != http.MethodPost || r.Body == nil || r.Header.Get("MCP-Protocol-Version") != version {
 		return false
 	}
@@ -252,13 +247,6 @@ type fastParams struct {
 	URI    *string `json:"uri"`
 }
 
-// strictJSON decodes as the SDK does (its JSON library, member names
-// matched exactly), and refuses members the target does not know.
-func strictJSON(raw []byte, v any) bool {
-	rest, err := segjson.Parse(raw, v, segjson.DontMatchCaseInsensitiveStructFields|segjson.DisallowUnknownFields)
-	return err == nil && len(rest) == 0
-}
-
 // parseFast takes a request body the fast path answers: one JSON-RPC call
 // of a fast method with the _meta triple of the stateless generation, in
 // which every member is known and of its type, and whose Mcp-Method (and
@@ -268,7 +256,7 @@ func strictJSON(raw []byte, v any) bool {
 // or Mcp-Name headers (they came with 2026-07-28).
 func parseFast(h http.Header, body []byte, inSession bool) (fastRequest, bool) {
 	var w fastWire
-	if !strictJSON(body, &w) || w.JSONRPC != "2.0" || !plainID(w.ID) || !fastMethods[w.Method] {
+	if !Strict(body, &w) || w.JSONRPC != "2.0" || !plainID(w.ID) || !fastMethods[w.Method] {
 		return fastRequest{}, false
 	}
 	p := w.Params
@@ -312,12 +300,12 @@ func statelessMetaOK(h http.Header, w *fastWire) bool {
 		return false
 	}
 	var caps sdk.ClientCapabilities
-	if !isObject(p.Meta.ClientCapabilities) || !strictJSON(p.Meta.ClientCapabilities, &caps) {
+	if !isObject(p.Meta.ClientCapabilities) || !Strict(p.Meta.ClientCapabilities, &caps) {
 		return false
 	}
 	if info := p.Meta.ClientInfo; info != nil {
 		var impl sdk.Implementation
-		if !isObject(info) || !strictJSON(info, &impl) {
+		if !isObject(info) || !Strict(info, &impl) {
 			return false
 		}
 	}
@@ -362,31 +350,35 @@ func plainID(raw []byte) bool {
 	return true
 }
 
-// fastList writes the result of skills/list: the same page the SDK's
+// list writes the result of skills/list: the same page the SDK's
 // handler builds, each entry's bytes encoded once per skill and snapshot,
 // and the pages of the current generation kept whole.
-func (s *Server) fastList(ctx context.Context, out *bytes.Buffer, cursor string, modern bool) bool {
-	cat, off, err := s.page(cursor)
+func (h *Handler) list(ctx context.Context, out *bytes.Buffer, cursor string, modern bool) bool {
+	cat, off, err := h.b.Page(cursor)
 	if err != nil {
 		return false
 	}
-	filter := callerFrom(ctx).Filter
+	filter := h.b.Filter(ctx)
 	var head []byte
 	if modern {
-		if head, err = encodeJSON(resultHead{ResultBase: s.resultBase(), CacheHints: s.modernHints(ctx)}); err != nil {
+		if head, err = encodeJSON(h.b.Head(ctx)); err != nil || len(head) < 2 || head[len(head)-1] != '}' {
 			return false
 		}
-		head[len(head)-1] = ',' // the object goes on
+		if len(head) == 2 {
+			head = head[:1] // {}: nothing to go on from
+		} else {
+			head[len(head)-1] = ',' // the object goes on
+		}
 	} else {
 		head = []byte{'{'}
 	}
 	key := pageKey{off: off, filter: filterKey(filter)}
-	rest, ok := s.pages.get(cat, key)
+	rest, ok := h.pages.get(cat, key)
 	if !ok {
-		if rest, err = s.renderPage(cat, filter, off); err != nil {
+		if rest, err = h.renderPage(cat, filter, off); err != nil {
 			return false
 		}
-		s.pages.put(cat, s.o.Catalogs.Current, key, rest)
+		h.pages.put(cat, h.b.Current, key, rest)
 	}
 	out.Grow(len(head) + len(rest))
 	out.Write(head)
@@ -394,10 +386,25 @@ func (s *Server) fastList(ctx context.Context, out *bytes.Buffer, cursor string,
 	return true
 }
 
+// Warm renders cat's first skills/list page (as a caller who sees every
+// source gets it) into the page cache, so the first request after a
+// restart does not pay for it (`make bench` reports what a 10,000-skill
+// catalog's first page costs). Later pages render as they are asked for,
+// once per skill.
+func (h *Handler) Warm(cat *catalog.Catalog) {
+	if rest, err := h.renderPage(cat, catalog.Filter{}, 0); err == nil {
+		h.pages.put(cat, h.b.Current, pageKey{}, rest)
+	}
+}
+
+// Clear drops the rendered pages (call it after every catalog swap), so a
+// superseded generation is never kept alive by them.
+func (h *Handler) Clear() { h.pages.clear() }
+
 // renderPage renders the members of a skills/list result that follow the
 // hints: the page's entries, its next cursor, and the closing brace.
-func (s *Server) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
-	refs, next := cat.Page(filter, off, s.o.PageSize)
+func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
+	refs, next := cat.Page(filter, off, h.o.PageSize)
 	entries := make([][]byte, len(refs))
 	size := 64
 	for i, r := range refs {
@@ -428,8 +435,8 @@ func (s *Server) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int
 }
 
 // pageCache keeps the rendered pages of the current catalog generation,
-// up to maxPageBytes in all. A swap clears it (CatalogChanged), so it
-// never keeps a superseded generation alive.
+// up to maxPageBytes in all. A swap clears it (Clear), so it never keeps
+// a superseded generation alive.
 type pageCache struct {
 	mu    sync.Mutex
 	cat   *catalog.Catalog
@@ -443,6 +450,7 @@ type pageKey struct {
 	filter string
 }
 
+// maxPageBytes bounds the page cache.
 const maxPageBytes = 64 << 20
 
 func (c *pageCache) clear() {
@@ -492,17 +500,12 @@ func (c *pageCache) put(cat *catalog.Catalog, current func() *catalog.Catalog, k
 	c.bytes += len(b)
 }
 
-// fastRead writes the result of resources/read of a skill file, through
-// resourceContents like the SDK's path (go-sdk v1.8.0 drops an empty
-// text; contents.go).
-func (s *Server) fastRead(ctx context.Context, out *bytes.Buffer, uri string, modern bool) bool {
-	c, err := s.readSkillFile(ctx, uri, true)
+// read writes the result of resources/read of a skill file, as the
+// Backend renders it for the SDK's path.
+func (h *Handler) read(ctx context.Context, out *bytes.Buffer, uri string, modern bool) bool {
+	res, err := h.b.ReadResult(ctx, uri, modern)
 	if err != nil {
 		return false
-	}
-	res := &readResourceResult{Contents: []*resourceContents{c}}
-	if modern {
-		res.ResultBase, res.CacheHints = s.resultBase(), s.modernHints(ctx)
 	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
@@ -511,55 +514,4 @@ func (s *Server) fastRead(ctx context.Context, out *bytes.Buffer, uri string, mo
 	}
 	out.Truncate(out.Len() - 1) // the encoder's newline
 	return true
-}
-
-// resultHead is what a skills/list result has before its skills.
-type resultHead struct {
-	sdk.ResultBase
-	CacheHints
-}
-
-// resultBase is the _meta the SDK gives every result on 2026-07-28: the
-// server's implementation info.
-func (s *Server) resultBase() sdk.ResultBase {
-	return sdk.ResultBase{Meta: sdk.Meta{sdk.MetaKeyServerInfo: s.impl}}
-}
-
-// encodeJSON is json.Marshal without HTML escaping, as the SDK writes.
-func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// entryBytes returns a skill's entry as skills/list writes it, encoded
-// once per skill and provenance (a resync that keeps a skill but moves
-// the commit encodes it again).
-func entryBytes(ref catalog.Ref) ([]byte, error) {
-	r := renders.get(ref)
-	prov := ref.Snap.Provenance(ref.Skill)
-	if e := r.encoded.Load(); e != nil && e.prov == prov {
-		return e.b, nil
-	}
-	b, err := encodeJSON(wireEntry{
-		URI:         r.uri,
-		Frontmatter: r.frontmatter,
-		Resources:   r.resources,
-		Meta:        EntryMeta{Provenance: prov, Untrusted: true},
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.encoded.Store(&encodedEntry{prov: prov, b: b})
-	return b, nil
-}
-
-// encodedEntry is a skill's entry bytes for one provenance.
-type encodedEntry struct {
-	prov catalog.Provenance
-	b    []byte
 }
