@@ -5,7 +5,7 @@
 // out a working tree and knows nothing about skills.
 //
 // go-git v5 supplies the transport (smart HTTP, file), the protocol
-// messages, the pack index format and delta patching. Three parts are this
+// messages, the pack index format and delta patching. Two parts are this
 // package's own, because go-git's were measured wrong or slow on a
 // 10,000-skill, 30,000-file repository:
 //
@@ -17,15 +17,18 @@
 //     the pack may be thin); with Depth: 0 it sends no shallow lines, so
 //     after a force-push the server assumes the client holds history it
 //     does not, and go-git reports success with blobs missing.
-//   - index-pack (indexpack.go): the pack is indexed in one pass while it
-//     streams in, each object inflated once, thin-pack bases taken from
-//     the store and appended. go-git's parser waits for the whole pack,
-//     then inflates every object twice.
-//   - reading (objstore.go): packs are read with ReadAt through reference
-//     counted pack sets, so reads run concurrently, never wait for a fetch
-//     or a prune, and every object read is checked against its id. go-git's
-//     filesystem storage is not safe for concurrent use and does not
-//     verify what it reads.
+//   - The pack database (package packdb): index-pack, object lookup,
+//     pack writer and repack. Packs are indexed in one pass while they
+//     stream in, each object inflated once, thin-pack bases taken from
+//     the store and appended; go-git's parser waits for the whole pack,
+//     then inflates every object twice. Packs are read with ReadAt
+//     through reference-counted snapshots, so reads run concurrently,
+//     never wait for a fetch or a prune, and every object read is checked
+//     against its id; go-git's filesystem storage is not safe for
+//     concurrent use and does not verify what it reads.
+//
+// This package decides what the store must hold (which commit to fetch,
+// what a prune keeps, when a store needs repair); packdb stores it.
 //
 // Layout of a store (a valid bare repository; the git CLI can inspect it):
 // objects/pack holds the packs, refs/skillreg/commit/<id> names every

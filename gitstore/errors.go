@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // Sentinel errors; compare with errors.Is. Every error this package returns
@@ -34,11 +35,12 @@ var (
 	// tree or is not a directory.
 	ErrPathNotFound = errors.New("path not found")
 	// ErrObjectNotFound means an object is missing from the local store.
-	ErrObjectNotFound = errors.New("object not found")
+	// It is packdb.ErrNotFound.
+	ErrObjectNotFound = packdb.ErrNotFound
 	// ErrCorrupt means the local store holds an object that does not decode
 	// or does not hash to its id. The store repairs itself on the next
-	// Fetch, which then downloads the commit again.
-	ErrCorrupt = errors.New("corrupt object store")
+	// Fetch, which then downloads the commit again. It is packdb.ErrCorrupt.
+	ErrCorrupt = packdb.ErrCorrupt
 	// ErrBadTree means a commit's tree breaks git's own rules in a way no
 	// path can carry (an empty entry name, a slash in one, an entry listed
 	// twice): the repository's content is at fault, not the network or the
@@ -46,8 +48,9 @@ var (
 	// reported as path segments instead, for the index to exclude only the
 	// skill holding them.
 	ErrBadTree = errors.New("bad tree")
-	// ErrTooLarge means a pack or a tree exceeded a configured bound.
-	ErrTooLarge = errors.New("too large")
+	// ErrTooLarge means a pack or a tree exceeded a configured bound, or
+	// an object one that keeps memory bounded. It is packdb.ErrTooLarge.
+	ErrTooLarge = packdb.ErrTooLarge
 	// ErrStorage means the file system refused to write (or read) the
 	// local store for now: a full disk, a quota, a read-only mount, an I/O
 	// error, permissions. Nothing is discarded for it; the store keeps

@@ -17,6 +17,7 @@ import (
 )
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	const token = "tok-s3cret-123"
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
@@ -71,6 +72,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestServerError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	commit := f.remote.Commit("one")
@@ -97,6 +99,7 @@ func TestServerError(t *testing.T) {
 }
 
 func TestServerHangs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	commit := f.remote.Commit("one")
@@ -133,6 +136,7 @@ func TestServerHangs(t *testing.T) {
 }
 
 func TestPackTooLarge(t *testing.T) {
+	t.Parallel()
 	srv := gittest.NewServer(t)
 	remote := srv.CreateRepo("big")
 	remote.WriteFiles(bigTree(50, "x"))
@@ -154,6 +158,7 @@ func TestPackTooLarge(t *testing.T) {
 }
 
 func TestClosedPool(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.pool.Close()
 	if _, err := f.pool.Repo(f.remote.URL()); !errors.Is(err, ErrClosed) {
@@ -181,6 +186,7 @@ func assertNoTempFiles(t *testing.T, r *Repo) {
 // reuse the capabilities of the listing just taken: when its request
 // fails, the Fetch lists again and retries once.
 func TestFetchRetriesWithAFreshListing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	f.remote.Commit("one")
@@ -197,6 +203,7 @@ func TestFetchRetriesWithAFreshListing(t *testing.T) {
 }
 
 func TestEmptyRemote(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t) // created, never pushed to
 	if _, err := f.repo.ListRemote(context.Background(), Auth{}); !errors.Is(err, ErrRefNotFound) {
 		t.Fatalf("ListRemote of an empty repository: %v, want ErrRefNotFound", err)
@@ -209,6 +216,7 @@ func TestEmptyRemote(t *testing.T) {
 // and none of its body in the errors ListRemote and Fetch return; the
 // status stays, and the sentinel.
 func TestHostileRemoteErrors(t *testing.T) {
+	t.Parallel()
 	const token = "tok-S3cret/with+chars=="
 	for _, c := range []struct {
 		status int

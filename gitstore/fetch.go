@@ -1,14 +1,11 @@
 package gitstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
@@ -36,24 +34,26 @@ func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
 // objects none of them has: a one-file push costs a few kilobytes whatever
 // the repository's size, and a force-push or moved tag still gets every
 // object it needs, because the server never assumes the store holds
-// history it does not. Calls are serialised per repository.
+// history it does not. Calls are serialised per repository. Every error
+// starts "fetch <commit> from <url>", so callers add only what the
+// repository does not know (the source, say).
 func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 	if err := r.usable(); err != nil {
-		return err
+		return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 	}
 	if !gitref.IsCommitID(res.Commit) {
-		return fmt.Errorf("fetch %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
+		return fmt.Errorf("fetch from %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
 	}
 	if !r.suspect.Load() && r.HasCommit(res.Commit) {
 		return nil
 	}
 	if err := r.lock(ctx); err != nil {
-		return err
+		return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 	}
 	defer r.unlock()
 	if r.suspect.Load() {
 		if err := r.repairLocked(); err != nil {
-			return fmt.Errorf("fetch %s: %w", r.url, err)
+			return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 		}
 	}
 	if r.HasCommit(res.Commit) { // fetched by the call we waited for
@@ -148,7 +148,7 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 
 	// The pack must hold the commit and its whole tree: check before the
 	// commit counts as held, so HasCommit never promises a broken tree.
-	if err := r.reloadPacks(); err != nil {
+	if err := r.db.Reload(nil); err != nil {
 		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
 	}
 	if err := r.checkComplete(want, fresh); err != nil {
@@ -179,11 +179,11 @@ func (n netReader) Read(p []byte) (int, error) {
 // reaches it, and held commits are complete, so it is only looked up: the
 // check costs in proportion to the change, not to the tree.
 func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) error {
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.Release()
 	_, err = r.closure(s, []plumbing.Hash{commit}, fresh)
 	return err
 }
@@ -193,11 +193,11 @@ func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) e
 // Trees are decoded and verified; blobs are only looked up. With only
 // non-nil, trees outside it are looked up but not descended into (see
 // checkComplete).
-func (r *Repo) closure(s *packSet, commits []plumbing.Hash, only *idxfile.MemoryIndex) (map[plumbing.Hash]plumbing.ObjectType, error) {
+func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *idxfile.MemoryIndex) (map[plumbing.Hash]plumbing.ObjectType, error) {
 	seen := map[plumbing.Hash]plumbing.ObjectType{}
 	w := walker{r: r, s: s}
 	must := func(id plumbing.Hash) error {
-		if !s.has(id) {
+		if !s.Has(id) {
 			return fmt.Errorf("%w: %s", ErrObjectNotFound, id)
 		}
 		return nil
@@ -282,50 +282,11 @@ func (r *Repo) writeShallow() error {
 	return writeFileAtomic(filepath.Join(r.dir, "shallow"), []byte(b.String()))
 }
 
-// ingestPack stores a pack read from src under objects/pack and returns
-// its name, its index and the bytes received. The pack is indexed while
-// it arrives (see indexPack). A thin pack (deltas against objects the
-// store already has) is completed by appending those bases, as git's
-// index-pack --fix-thin does, because a pack on disk must stand alone.
+// ingestPack stores a pack read from src and returns its name, its index
+// and the bytes received; see packdb.DB.Ingest. The remote's bytes are
+// bounded by MaxPackBytes, and a pack that does not parse is the remote's
+// fault: ErrNetwork.
 func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *idxfile.MemoryIndex, int64, error) {
-	packDir := filepath.Join(r.dir, "objects", "pack")
-	f, err := os.CreateTemp(packDir, "tmp_pack_")
-	if err != nil {
-		return "", nil, 0, err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	var external func(plumbing.Hash) (externalObject, bool, error)
-	if mayBeThin {
-		s, err := r.acquire()
-		if err != nil {
-			return "", nil, 0, err
-		}
-		defer s.release()
-		external = func(id plumbing.Hash) (externalObject, bool, error) {
-			obj, err := r.readObject(s, plumbing.AnyObject, id)
-			if errors.Is(err, ErrObjectNotFound) {
-				return externalObject{}, false, nil
-			}
-			if err != nil {
-				return externalObject{}, false, fmt.Errorf("thin pack base %s: %w", id, err)
-			}
-			data := obj.data
-			if obj.rc != nil {
-				data, err = io.ReadAll(obj.rc)
-				obj.close()
-				if err != nil {
-					return externalObject{}, false, fmt.Errorf("thin pack base %s: %w", id, err)
-				}
-			}
-			return externalObject{typ: obj.typ, data: data}, true, nil
-		}
-	}
 	max := r.opts.MaxPackBytes
 	lr := &io.LimitedReader{R: netReader{src}, N: max + 1}
 	// Trees go straight into the tree cache: the completeness check and
@@ -335,32 +296,16 @@ func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (s
 			r.trees.put(id, entries)
 		}
 	}
-	w, sum, err := indexPack(lr, f, external, onTree)
+	name, idx, err := r.db.Ingest(ctx, lr, packdb.IngestOptions{Thin: mayBeThin, OnTree: onTree})
 	n := max + 1 - lr.N
-	if n > max {
+	switch {
+	case n > max:
 		return "", nil, n, fmt.Errorf("%w: the pack exceeds %d bytes", ErrTooLarge, max)
+	case errors.Is(err, packdb.ErrMalformed):
+		return "", nil, n, fmt.Errorf("%w: %w", ErrNetwork, err)
+	case err != nil:
+		// A full disk while the pack is stored, say.
+		return "", nil, n, storageErr(err)
 	}
-	if err != nil {
-		return "", nil, n, err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", nil, n, err
-	}
-	name, err := placePack(f, w, sum)
-	if err != nil {
-		return "", nil, n, err
-	}
-	keep = true
-	idx, err := w.Index()
-	return name, idx, n, err
-}
-
-// sortedHashes returns the keys of a set in a stable order.
-func sortedHashes[V any](m map[plumbing.Hash]V) []plumbing.Hash {
-	out := make([]plumbing.Hash, 0, len(m))
-	for h := range m {
-		out = append(out, h)
-	}
-	slices.SortFunc(out, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
-	return out
+	return name, idx, n, nil
 }

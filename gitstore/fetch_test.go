@@ -13,6 +13,7 @@ import (
 )
 
 func TestFetchWalkRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	want := map[string]string{
 		"skills/a/SKILL.md":         "---\nname: a\n---\n",
@@ -64,6 +65,7 @@ func TestFetchWalkRead(t *testing.T) {
 }
 
 func TestUnchangedCommitFetchesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
@@ -81,6 +83,7 @@ func TestUnchangedCommitFetchesNothing(t *testing.T) {
 }
 
 func TestConcurrentFetchesAreSerialised(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
@@ -128,6 +131,7 @@ func bigTree(n int, salt string) map[string]string {
 // negotiation: after a one-file push the server sends a pack of a few
 // objects, not the tree again, and the result is still complete.
 func TestIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	files := bigTree(400, "v1")
 	f.remote.WriteFiles(files)
@@ -169,6 +173,7 @@ func TestIncrementalFetchSendsOnlyNewObjects(t *testing.T) {
 // full history (go-git's Depth: 0 without shallow lines) would leave that
 // blob out; the store must still get it.
 func TestRevertToContentOnlyHistoryHas(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"a.md": "original a\n", "b.md": "b\n"})
 	f.remote.Commit("A")
@@ -193,6 +198,7 @@ func TestRevertToContentOnlyHistoryHas(t *testing.T) {
 // assumes the store holds the ancestor's tree); with gc the server no
 // longer even knows the held commit.
 func TestForcePush(t *testing.T) {
+	t.Parallel()
 	for _, gc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gc=%v", gc), func(t *testing.T) {
 			f := newFixture(t)
@@ -229,6 +235,7 @@ func TestForcePush(t *testing.T) {
 }
 
 func TestMovedTag(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	c1 := f.remote.Commit("one")
@@ -248,6 +255,7 @@ func TestMovedTag(t *testing.T) {
 }
 
 func TestDeletedRefs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	f.remote.Commit("one")
@@ -276,6 +284,7 @@ func TestDeletedRefs(t *testing.T) {
 }
 
 func TestUnknownCommitPin(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.Commit("one")
 	f.remote.Push("main")
@@ -289,6 +298,7 @@ func TestUnknownCommitPin(t *testing.T) {
 }
 
 func TestVanishedRepository(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"v": "1"})
 	f.remote.Commit("one")
@@ -308,6 +318,7 @@ func TestVanishedRepository(t *testing.T) {
 }
 
 func TestFileURL(t *testing.T) {
+	t.Parallel()
 	srv := gittest.NewServer(t)
 	remote := srv.CreateRepo("local")
 	remote.WriteFiles(map[string]string{"a/SKILL.md": "local\n"})

@@ -23,6 +23,7 @@ import (
 // nothing; once writes work the next fetch repairs it and nothing is
 // lost across another restart either.
 func TestUnwritableDiskKeepsStore(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		cleanClose  bool // the last process left the clean-close marker
@@ -132,6 +133,7 @@ func listFiles(t *testing.T, dir string) map[string]bool {
 // TestCannotWriteNow: which failures keep a store (the file system
 // refusing, for now) and which prove it damaged.
 func TestCannotWriteNow(t *testing.T) {
+	t.Parallel()
 	pathErr := func(errno syscall.Errno) error {
 		return fmt.Errorf("repair: %w", &fs.PathError{Op: "write", Path: "/x/shallow", Err: errno})
 	}

@@ -14,6 +14,7 @@ import (
 // whose name holds nothing of the URL. (The canonical forms themselves are
 // gitref's; see gitref.TestParseRepo.)
 func TestDirName(t *testing.T) {
+	t.Parallel()
 	a := mustRepo(t, "https://Example.com/org/repo/").URL()
 	b := mustRepo(t, "https://example.com:443/org/repo").URL()
 	if DirName(a) != DirName(b) || !strings.HasSuffix(DirName(a), ".git") || strings.Contains(DirName(a), "example") {
@@ -34,6 +35,7 @@ func mustRepo(t *testing.T, raw string) gitref.Repo {
 }
 
 func TestAuthNeverPrints(t *testing.T) {
+	t.Parallel()
 	a := Auth{Token: "s3cret"}
 	for _, s := range []string{a.String(), fmt.Sprintf("%v %+v %#v %s", a, a, a, a)} {
 		if strings.Contains(s, "s3cret") {
@@ -45,6 +47,7 @@ func TestAuthNeverPrints(t *testing.T) {
 // TestPinKinds resolves and fetches every kind of pin against one remote
 // history and checks each lands on the right commit's content.
 func TestPinKinds(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	r := f.remote
 	commits := map[string]string{}
@@ -125,6 +128,7 @@ func TestPinKinds(t *testing.T) {
 }
 
 func TestLatestSemverTagSkipsPrereleases(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.Commit("c0")
 	f.remote.Push("main")

@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/file"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // PoolOptions configures a Pool. The zero value works.
@@ -182,7 +183,7 @@ func (p *Pool) open(u string) (*Repo, error) {
 		opts:      p.opts,
 		log:       p.log.With("repo", u),
 		sem:       make(chan struct{}, 1),
-		objects:   newObjectCache(int(p.opts.CacheBytes)),
+		db:        packdb.Open(filepath.Join(dir, "objects", "pack"), packdb.Options{CacheBytes: p.opts.CacheBytes, StreamAbove: largeObject}),
 		trees:     newTreeCache(p.opts.TreeCacheEntries),
 	}
 	complete, err := looksLikeRepo(dir)

@@ -1,13 +1,9 @@
 package gitstore
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,7 +59,7 @@ func (r *Repo) repairLocked() error {
 		case ext == "pack" && !have[base+".idx"], ext == "idx" && !have[base+".pack"]:
 			remove = append(remove, name)
 		case ext == "pack":
-			idx, err := verifyPack(packDir, base, !clean)
+			idx, err := r.db.Verify(base, !clean)
 			if err != nil && cannotWriteNow(err) {
 				// Unreadable for now (an I/O error, permissions) is not
 				// proven damage: remove nothing, load nothing, try again
@@ -90,9 +86,9 @@ func (r *Repo) repairLocked() error {
 		}
 	}
 	// Anything cached may have come from a damaged pack.
-	r.objects.clear()
+	r.db.DropCache()
 	r.trees.clear()
-	if err := r.reloadPacksWith(decoded); err != nil {
+	if err := r.db.Reload(decoded); err != nil {
 		return fmt.Errorf("repair: %w", err)
 	}
 
@@ -114,11 +110,11 @@ func (r *Repo) repairLocked() error {
 		return fmt.Errorf("repair: %w", storageErr(err))
 	}
 	held := map[string]bool{}
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return fmt.Errorf("repair: %w", err)
 	}
-	defer s.release()
+	defer s.Release()
 	for _, e := range refs {
 		c := e.Name()
 		data, err := os.ReadFile(filepath.Join(refDir, c))
@@ -180,76 +176,6 @@ func (r *Repo) markClean() {
 	}
 }
 
-// verifyPack checks that pack-<base>.idx decodes and belongs to its pack,
-// and that the pack's trailer is its name; with full, also that the pack's
-// content hashes to its trailer. The full check re-reads the whole pack
-// (25 ms for a 10,000-skill store, a fifth of a restart): it is for a store
-// whose last process did not close it cleanly. After a clean close every
-// pack was fsynced before it was renamed into place, and each object read
-// checks the object's id anyway.
-func verifyPack(dir, base string, full bool) (*idxfile.MemoryIndex, error) {
-	want, ok := strings.CutPrefix(base, "pack-")
-	if !ok || !gitref.IsCommitID(want) {
-		return nil, fmt.Errorf("unexpected pack name %q", base)
-	}
-	idx, err := readIndex(filepath.Join(dir, base+".idx"))
-	if err != nil {
-		return nil, err
-	}
-	if err := checkPack(dir, base, want, idx, full); err != nil {
-		return nil, err
-	}
-	return idx, nil
-}
-
-func checkPack(dir, base, want string, idx *idxfile.MemoryIndex, full bool) error {
-	if got := plumbing.Hash(idx.PackfileChecksum).String(); got != want {
-		return fmt.Errorf("index is for pack %s", got)
-	}
-	count, err := idx.Count()
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(filepath.Join(dir, base+".pack"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
-	if size < packHeaderLen+packTrailerLen {
-		return fmt.Errorf("pack of %d bytes", size)
-	}
-	var hdr [packHeaderLen]byte
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
-		return err
-	}
-	if string(hdr[:4]) != "PACK" || int64(binary.BigEndian.Uint32(hdr[8:])) < count {
-		return fmt.Errorf("pack header does not match its index")
-	}
-	var trailer [packTrailerLen]byte
-	if _, err := f.ReadAt(trailer[:], size-packTrailerLen); err != nil {
-		return err
-	}
-	if plumbing.Hash(trailer).String() != want {
-		return fmt.Errorf("pack checksum mismatch")
-	}
-	if !full {
-		return nil
-	}
-	h := sha1.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-packTrailerLen)); err != nil {
-		return err
-	}
-	if !bytes.Equal(h.Sum(nil), trailer[:]) {
-		return fmt.Errorf("pack checksum mismatch")
-	}
-	return nil
-}
-
 // Prune removes every object that none of the kept commits needs, and
 // forgets held commits that are not kept. Afterwards the store is exactly
 // one pack holding the kept commits and their trees, each object once,
@@ -263,10 +189,10 @@ func checkPack(dir, base, want string, idx *idxfile.MemoryIndex, full bool) erro
 // are deleted.
 func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	if err := r.usable(); err != nil {
-		return err
+		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	if err := r.lock(ctx); err != nil {
-		return err
+		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	defer r.unlock()
 	if r.suspect.Load() {
@@ -285,8 +211,7 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	}
 	slices.SortFunc(kept, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
 
-	packDir := filepath.Join(r.dir, "objects", "pack")
-	old, stored, err := packInventory(packDir)
+	old, stored, err := r.db.Packs()
 	if err != nil {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
@@ -295,22 +220,23 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	needed, err := r.closure(s, kept, nil)
 	if err != nil {
-		s.release()
+		s.Release()
 		r.noteError(err)
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
 	rewrite := len(old) > 1 || len(loose) > 0 || stored != int64(len(needed))
 	newPack := ""
 	if rewrite && len(needed) > 0 {
-		newPack, err = r.writeKeptPack(ctx, s, packDir, needed)
+		newPack, err = r.db.Repack(ctx, s, needed)
+		r.noteError(err)
 	}
-	s.release()
+	s.Release()
 	if err != nil {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
@@ -327,14 +253,11 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	// under them is safe (POSIX); the reload then drops them for new reads.
 	var rmErr error
 	for _, p := range old {
-		if p == "pack-"+newPack {
+		if p == newPack {
 			continue
 		}
-		// The .pack first: readers find packs by it, then need the .idx.
-		for _, ext := range []string{".pack", ".idx"} {
-			if err := os.Remove(filepath.Join(packDir, p+ext)); err != nil && !os.IsNotExist(err) && rmErr == nil {
-				rmErr = err
-			}
+		if err := r.db.Remove(p); err != nil && rmErr == nil {
+			rmErr = err
 		}
 	}
 	for _, d := range loose {
@@ -342,7 +265,7 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 			rmErr = err
 		}
 	}
-	if err := r.reloadPacks(); err != nil && rmErr == nil {
+	if err := r.db.Reload(nil); err != nil && rmErr == nil {
 		rmErr = err
 	}
 	if rmErr != nil {
@@ -351,136 +274,6 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	r.log.Debug("pruned", "kept_commits", len(kept), "objects", len(needed), "objects_before", stored,
 		"packs_before", len(old), "dur", time.Since(start))
 	return nil
-}
-
-// writeKeptPack writes the needed objects into one new pack: commits,
-// then trees, then blobs, so that what a Walk reads sits together. Whole
-// (non-delta) entries are copied as they are, compressed bytes and all,
-// after checking them against the CRC-32 their index recorded when they
-// arrived; only deltas are resolved and written whole, because their
-// bases may not be kept.
-func (r *Repo) writeKeptPack(ctx context.Context, s *packSet, packDir string, needed map[plumbing.Hash]plumbing.ObjectType) (string, error) {
-	type source struct {
-		id  plumbing.Hash
-		p   *pack
-		off int64
-	}
-	srcs := make([]source, 0, len(needed))
-	for id := range needed {
-		p, off, ok := s.find(id)
-		if !ok {
-			return "", fmt.Errorf("%w: %s", ErrObjectNotFound, id)
-		}
-		srcs = append(srcs, source{id, p, off})
-	}
-	slices.SortFunc(srcs, func(a, b source) int {
-		if c := int(needed[a.id]) - int(needed[b.id]); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.p.name, b.p.name); c != 0 {
-			return c
-		}
-		return int(a.off - b.off) // sequential reads of each pack
-	})
-	f, err := os.CreateTemp(packDir, "tmp_pack_")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name()) // a no-op once renamed
-	}()
-	pw, err := newPackWriter(f, uint32(len(srcs)))
-	if err != nil {
-		return "", err
-	}
-	ends := map[*pack][]int64{}
-	for i, src := range srcs {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return "", err
-			}
-		}
-		offs, ok := ends[src.p]
-		if !ok {
-			if offs, err = entryOffsets(src.p); err != nil {
-				return "", err
-			}
-			ends[src.p] = offs
-		}
-		copied, err := copyWholeEntry(pw, src.p, offs, src.off, src.id)
-		if err != nil {
-			r.noteError(err)
-			return "", err
-		}
-		if copied {
-			continue
-		}
-		obj, err := r.readObject(s, needed[src.id], src.id)
-		if err != nil {
-			r.noteError(err)
-			return "", err
-		}
-		err = pw.add(obj.typ, obj.size, obj.content())
-		obj.close()
-		if err != nil {
-			return "", err
-		}
-	}
-	sum, err := pw.finish()
-	if err != nil {
-		return "", err
-	}
-	if err := pw.idx.OnFooter(sum); err != nil {
-		return "", err
-	}
-	return placePack(f, pw.idx, sum)
-}
-
-// entryOffsets returns the offsets of a pack's entries, sorted, so that
-// an entry's end is the next entry's start (or the trailer's).
-func entryOffsets(p *pack) ([]int64, error) {
-	iter, err := p.idx.EntriesByOffset()
-	if err != nil {
-		return nil, err
-	}
-	defer iter.Close()
-	var offs []int64
-	for {
-		e, err := iter.Next()
-		if err == io.EOF {
-			return offs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		offs = append(offs, int64(e.Offset))
-	}
-}
-
-// copyWholeEntry copies the entry at off verbatim if it is a whole object
-// and reports whether it did; deltas are left to the caller.
-func copyWholeEntry(pw *packWriter, p *pack, offs []int64, off int64, id plumbing.Hash) (bool, error) {
-	i, found := slices.BinarySearch(offs, off)
-	if !found {
-		return false, fmt.Errorf("%w: %s: no entry at %d", ErrCorrupt, p.name, off)
-	}
-	end := p.size - packTrailerLen
-	if i+1 < len(offs) {
-		end = offs[i+1]
-	}
-	t, _, _, _, err := readEntryHeader(bufio.NewReaderSize(io.NewSectionReader(p.f, off, end-off), 64))
-	if err != nil {
-		return false, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, err)
-	}
-	if t.IsDelta() {
-		return false, nil
-	}
-	crc, err := p.idx.FindCRC32(id)
-	if err != nil {
-		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
-	}
-	return true, pw.addRaw(id, io.NewSectionReader(p.f, off, end-off), crc)
 }
 
 // dropHeld forgets every held commit not in keep: ref, memory, shallow.
@@ -498,31 +291,6 @@ func (r *Repo) dropHeld(keep map[string]bool) error {
 		r.mu.Unlock()
 	}
 	return r.writeShallow()
-}
-
-// packInventory lists the packs (as "pack-<sum>") and the number of
-// objects their indexes list in total.
-func packInventory(packDir string) ([]string, int64, error) {
-	entries, err := os.ReadDir(packDir)
-	if err != nil {
-		return nil, 0, err
-	}
-	var packs []string
-	var total int64
-	for _, e := range entries {
-		base, ok := strings.CutSuffix(e.Name(), ".pack")
-		if !ok || !strings.HasPrefix(base, "pack-") {
-			continue
-		}
-		idx, err := readIndex(filepath.Join(packDir, base+".idx"))
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		n, _ := idx.Count()
-		total += n
-		packs = append(packs, base)
-	}
-	return packs, total, nil
 }
 
 // looseObjectDirs lists objects/xx directories: this package never writes

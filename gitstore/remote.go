@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -223,7 +224,7 @@ func (r *RemoteRefs) highestTag(constraint string) (string, error) {
 // decide whether anything changed.
 func (r *Repo) ListRemote(ctx context.Context, auth Auth) (*RemoteRefs, error) {
 	if err := r.usable(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list refs %s: %w", r.url, err)
 	}
 	sess, err := r.session(auth)
 	if err != nil {
@@ -275,9 +276,30 @@ func (r *Repo) remoteError(ctx context.Context, op string, err error, auth Auth)
 		// commit pin that is not reachable (or not fetchable by id).
 		out = fmt.Errorf("%s %s: %w: the remote does not serve this commit: %w", op, r.url, ErrRefNotFound, err)
 	default:
+		if resp := unexpectedStatus(err); resp != nil {
+			// go-git's text for it repeats the URL (with the request's
+			// path): the status is what it adds.
+			out = fmt.Errorf("%s %s: %w: HTTP %s", op, r.url, ErrNetwork, redact.Status(resp))
+			break
+		}
 		out = fmt.Errorf("%s %s: %w: %w", op, r.url, ErrNetwork, err)
 	}
 	return sanitize(out, len(op)+1+len(r.url), auth)
+}
+
+// unexpectedStatus returns the answer behind go-git's error for an HTTP
+// status it has no error of its own for (a 5xx, say), or nil. go-git
+// wraps it in a plumbing.UnexpectedError, which does not unwrap.
+func unexpectedStatus(err error) *http.Response {
+	var ue *plumbing.UnexpectedError
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var he *githttp.Err
+	if errors.As(err, &he) && he.Response != nil {
+		return he.Response
+	}
+	return nil
 }
 
 // maxRemoteText bounds the remote's part of an error message.

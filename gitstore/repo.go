@@ -3,10 +3,8 @@ package gitstore
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // commitRefDir holds one ref per commit the store holds completely (the
@@ -51,13 +50,12 @@ type Repo struct {
 	suspect atomic.Bool
 	closed  atomic.Bool
 
-	objects *objectCache // delta bases
-	trees   *treeCache   // parsed trees
-	caps    atomic.Pointer[capsSnapshot]
+	db    *packdb.DB // objects/pack
+	trees *treeCache // parsed trees
+	caps  atomic.Pointer[capsSnapshot]
 
-	mu    sync.Mutex      // guards held and packs
-	held  map[string]bool // commits held completely, mirrored by refs
-	packs *packSet        // current packs; nil until first needed
+	mu   sync.Mutex      // guards held
+	held map[string]bool // commits held completely, mirrored by refs
 }
 
 // URL returns the repository's normalised URL (never with credentials).
@@ -76,7 +74,7 @@ func (r *Repo) usable() error {
 func (r *Repo) close() {
 	r.markClean()
 	r.closed.Store(true)
-	r.dropPacks()
+	r.db.Close()
 }
 
 // lock takes the repository lock, giving up when ctx ends first.
@@ -85,7 +83,7 @@ func (r *Repo) lock(ctx context.Context) error {
 	case r.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%s: waiting for the repository lock: %w", r.url, ctx.Err())
+		return fmt.Errorf("waiting for the repository lock: %w", ctx.Err())
 	}
 }
 
@@ -110,63 +108,6 @@ func (r *Repo) Commits() []string {
 	slices.Sort(out)
 	return out
 }
-
-// verifier hashes an object's content as it is read and fails the read
-// that reaches the end if the content is not what the id promises.
-type verifier struct {
-	src  io.ReadCloser
-	h    hash.Hash
-	id   plumbing.Hash
-	size int64
-	n    int64
-	err  error
-}
-
-func newVerifier(t plumbing.ObjectType, size int64, id plumbing.Hash, src io.ReadCloser) *verifier {
-	h := sha1.New()
-	h.Write([]byte(t.String() + " " + strconv.FormatInt(size, 10) + "\x00"))
-	return &verifier{src: src, h: h, id: id, size: size}
-}
-
-func (v *verifier) Read(p []byte) (int, error) {
-	if v.err != nil {
-		return 0, v.err
-	}
-	if rest := v.size - v.n; int64(len(p)) > rest {
-		p = p[:rest]
-	}
-	if len(p) == 0 {
-		if err := v.finish(); err != nil {
-			return 0, err
-		}
-		return 0, io.EOF
-	}
-	n, err := v.src.Read(p)
-	v.h.Write(p[:n])
-	v.n += int64(n)
-	if err == io.EOF && v.n < v.size {
-		v.err = fmt.Errorf("%w: object %s is shorter than its header says", ErrCorrupt, v.id)
-		return n, v.err
-	}
-	if err != nil && err != io.EOF {
-		v.err = fmt.Errorf("%w: object %s: %v", ErrCorrupt, v.id, err)
-		return n, v.err
-	}
-	return n, nil
-}
-
-func (v *verifier) finish() error {
-	if v.n != v.size {
-		return fmt.Errorf("%w: object %s: read %d of %d bytes", ErrCorrupt, v.id, v.n, v.size)
-	}
-	if !bytes.Equal(v.h.Sum(nil), v.id[:]) {
-		v.err = fmt.Errorf("%w: object %s does not match its id", ErrCorrupt, v.id)
-		return v.err
-	}
-	return nil
-}
-
-func (v *verifier) Close() error { return v.src.Close() }
 
 func (r *Repo) noteError(err error) {
 	if errors.Is(err, ErrCorrupt) {
@@ -222,20 +163,20 @@ func (r *Repo) OpenBlob(id string) (io.ReadCloser, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
 	}
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
 	}
-	defer s.release()
-	obj, err := r.readObject(s, plumbing.BlobObject, h)
+	defer s.Release()
+	obj, err := s.Object(plumbing.BlobObject, h)
 	if err != nil {
 		r.noteError(err)
 		return nil, 0, fmt.Errorf("blob %s: %w", id, err)
 	}
-	if obj.rc != nil {
-		return obj.rc, obj.size, nil
+	if obj.Stream != nil {
+		return obj.Stream, obj.Size, nil
 	}
-	return &bytesBlob{Reader: bytes.NewReader(obj.data), data: obj.data}, obj.size, nil
+	return &bytesBlob{Reader: bytes.NewReader(obj.Data), data: obj.Data}, obj.Size, nil
 }
 
 // BlobSize returns a blob's size without reading its content.
@@ -247,12 +188,12 @@ func (r *Repo) BlobSize(id string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return 0, fmt.Errorf("blob size %s: %w", id, err)
 	}
-	defer s.release()
-	n, err := r.objectSize(s, h)
+	defer s.Release()
+	n, err := s.Size(h)
 	if err != nil {
 		r.noteError(err)
 		return 0, fmt.Errorf("blob size %s: %w", id, err)
@@ -297,8 +238,17 @@ type Entry struct {
 // ErrPathNotFound if subpath is missing or not a directory; ErrBadTree if
 // a name cannot make a path. Paths are not judged otherwise: an entry
 // named ".", "..", ".git" or anything else git refuses to check out is
-// reported as it is, for the caller to refuse.
+// reported as it is, for the caller to refuse. Errors start "walk
+// <commit>:<subpath> in <url>".
 func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
+	entries, err := r.walk(commit, subpath)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s:%s in %s: %w", commit, subpath, r.url, err)
+	}
+	return entries, nil
+}
+
+func (r *Repo) walk(commit, subpath string) ([]Entry, error) {
 	if err := r.usable(); err != nil {
 		return nil, err
 	}
@@ -310,11 +260,11 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", commit, err)
+		return nil, err
 	}
-	defer s.release()
+	defer s.Release()
 	w := walker{r: r, s: s, max: r.opts.MaxTreeEntries}
 	entries, err := w.walkCommit(h, sub)
 	if err != nil {
@@ -323,7 +273,7 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 			// A held commit must be complete: this store is damaged.
 			r.suspect.Store(true)
 		}
-		return nil, fmt.Errorf("walk %s:%s: %w", commit, subpath, err)
+		return nil, err
 	}
 	return entries, nil
 }
@@ -350,19 +300,19 @@ func cleanSubpath(p string) ([]string, error) {
 // walk decodes only the changed trees.
 type walker struct {
 	r   *Repo
-	s   *packSet
+	s   *packdb.Snapshot
 	max int
 	out []Entry
 }
 
 // commitTree returns the root tree of a commit.
 func (w *walker) commitTree(id plumbing.Hash) (plumbing.Hash, error) {
-	obj, err := w.r.readObject(w.s, plumbing.CommitObject, id)
+	obj, err := w.s.Object(plumbing.CommitObject, id)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	obj.close()
-	line, _, _ := bytes.Cut(obj.data, []byte("\n"))
+	obj.Close()
+	line, _, _ := bytes.Cut(obj.Data, []byte("\n"))
 	tree, ok := bytes.CutPrefix(line, []byte("tree "))
 	if !ok || !gitref.IsCommitID(string(tree)) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: commit %s has no tree line", ErrCorrupt, id)
@@ -375,16 +325,16 @@ func (w *walker) tree(id plumbing.Hash) ([]treeEntry, error) {
 	if entries, ok := w.r.trees.get(id); ok {
 		return entries, nil
 	}
-	obj, err := w.r.readObject(w.s, plumbing.TreeObject, id)
+	obj, err := w.s.Object(plumbing.TreeObject, id)
 	if err != nil {
 		return nil, err
 	}
-	if obj.rc != nil {
+	if obj.Stream != nil {
 		// A tree this large is hostile.
-		obj.close()
+		obj.Close()
 		return nil, fmt.Errorf("%w: tree %s is larger than %d bytes", ErrTooLarge, id, largeObject)
 	}
-	entries, err := parseTree(id, obj.data)
+	entries, err := parseTree(id, obj.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -604,17 +554,17 @@ func (r *Repo) CommitTime(commit string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	s, err := r.acquire()
+	s, err := r.db.Snapshot()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("commit %s: %w", commit, err)
 	}
-	defer s.release()
-	obj, err := r.readObject(s, plumbing.CommitObject, h)
+	defer s.Release()
+	obj, err := s.Object(plumbing.CommitObject, h)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("commit %s: %w", commit, err)
 	}
-	obj.close()
-	for _, line := range bytes.Split(obj.data, []byte("\n")) {
+	obj.Close()
+	for _, line := range bytes.Split(obj.Data, []byte("\n")) {
 		if len(line) == 0 {
 			break // end of the headers
 		}

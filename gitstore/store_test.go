@@ -72,6 +72,7 @@ func flipByte(t *testing.T, name string, off int64) {
 }
 
 func TestSymlinkAndSubmoduleModes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"skill/SKILL.md": "s\n", "skill/run.sh": "#!/bin/sh\n"})
 	f.remote.Chmod("skill/run.sh", 0o755)
@@ -110,6 +111,7 @@ func TestSymlinkAndSubmoduleModes(t *testing.T) {
 // wrong bytes), and the next Fetch repairs the store and downloads the
 // commit again.
 func TestCorruptObject(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	files := bigTree(20, "c")
@@ -168,6 +170,7 @@ func TestCorruptObject(t *testing.T) {
 // pack, a torn ref and a ref to a commit that never arrived. Opening the
 // store again must clean up and keep what is intact.
 func TestReopenRepairsHalfWrittenStore(t *testing.T) {
+	t.Parallel()
 	srv := gittest.NewServer(t)
 	remote := srv.CreateRepo("r")
 	remote.WriteFiles(map[string]string{"a": "1"})
@@ -233,6 +236,7 @@ func TestReopenRepairsHalfWrittenStore(t *testing.T) {
 }
 
 func TestReopenRecreatesForeignDirectory(t *testing.T) {
+	t.Parallel()
 	srv := gittest.NewServer(t)
 	remote := srv.CreateRepo("r")
 	remote.WriteFiles(map[string]string{"a": "1"})
@@ -261,6 +265,7 @@ func TestReopenRecreatesForeignDirectory(t *testing.T) {
 }
 
 func TestTwoPinsShareOneStore(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	files := bigTree(200, "s")
 	f.remote.WriteFiles(files)
@@ -300,6 +305,7 @@ func TestTwoPinsShareOneStore(t *testing.T) {
 // to one pack holding exactly their objects, the kept snapshots stay
 // intact, and later incremental fetches still work.
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.remote.WriteFiles(bigTree(100, "base"))
@@ -482,6 +488,7 @@ func writeFile(t *testing.T, name string, data []byte) {
 // while others are fetched and the store is pruned around it: no read may
 // fail or see wrong bytes (ReadBlob checks every blob against its id).
 func TestReadsDuringFetchAndPrune(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.remote.WriteFiles(bigTree(60, "r"))
@@ -539,6 +546,7 @@ func TestReadsDuringFetchAndPrune(t *testing.T) {
 // says: a valid bare repository that git fsck accepts, before and after a
 // prune, with the held commits as refs and shallow roots.
 func TestStoreIsAGitRepository(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(bigTree(30, "g"))
 	f.remote.Symlink("link", "x")
@@ -573,6 +581,7 @@ func TestStoreIsAGitRepository(t *testing.T) {
 // open skip walking every commit's tree; opening removes it at once, so a
 // crash afterwards means a full check.
 func TestCleanCloseMarker(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.remote.WriteFiles(map[string]string{"a": "1"})
 	f.remote.Commit("one")
@@ -600,6 +609,7 @@ func TestCleanCloseMarker(t *testing.T) {
 // damaged on disk since is still caught when its object is read; after an
 // unclean close the open hashes every pack and drops a damaged one.
 func TestCleanCloseSkipsWholePackHash(t *testing.T) {
+	t.Parallel()
 	for _, clean := range []bool{true, false} {
 		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
 			f := newFixture(t)

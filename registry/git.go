@@ -141,11 +141,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 		}
 	}()
 	if err := repo.Fetch(ctx, res, auth); err != nil {
-		return nil, fmt.Errorf("fetch %s@%s: %w", g.Repo, shortCommit(res.Commit), err)
+		return nil, err // "fetch <commit> from <url>: ..." already
 	}
 	entries, err := repo.Walk(res.Commit, g.Path)
 	if err != nil {
-		return nil, fmt.Errorf("walk %s@%s:%s: %w", g.Repo, shortCommit(res.Commit), g.Path, err)
+		return nil, err // "walk <commit>:<path> in <url>: ..." already
 	}
 	tree := gitTree{repo: repo, entries: entries}
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
@@ -181,7 +181,7 @@ func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRep
 	}
 	refs, err := repo.ListRemote(ctx, auth)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("list refs of %s: %w", g.Repo, err)
+		return gitstore.Resolved{}, err // "list refs <url>: ..." already
 	}
 	pin := g.Pin
 	if pin.Kind == gitref.Release {

@@ -1,4 +1,4 @@
-package gitstore
+package packdb
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -20,26 +21,23 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
-// This file is gitstore's index-pack: it reads a pack as it arrives,
-// writes it to a file and indexes it in the same single pass, inflating
-// each object once. go-git's packfile.Parser needs the whole pack on disk
-// first and then inflates every object twice (once to index it, once
-// again to resolve deltas), which made indexing a 30,000-file pack cost
-// more than git clone spends in total; it also cannot complete thin packs
-// without writing every object loose.
-
-// errBadPack marks a pack that does not parse: the remote's fault.
-var errBadPack = fmt.Errorf("%w: malformed pack", ErrNetwork)
+// This file is the index-pack: it reads a pack as it arrives, writes it
+// to a file and indexes it in the same single pass, inflating each object
+// once. go-git's packfile.Parser needs the whole pack on disk first and
+// then inflates every object twice (once to index it, once again to
+// resolve deltas); it also cannot complete thin packs without writing
+// every object loose.
 
 const (
-	// maxDeltaResult bounds what a delta may declare it expands to, so
-	// that a hostile pack cannot make us allocate without bound.
-	maxDeltaResult = 256 << 20
-	// maxChain bounds delta chains (git's default depth is 50).
-	maxChain = 1000
 	// baseCacheBytes bounds the inflated objects kept as possible delta
 	// bases while indexing.
 	baseCacheBytes = 16 << 20
+	// preallocEntries and preallocBytes bound what is reserved on the word
+	// of a header (an object count, an entry size) before the bytes that
+	// back it have arrived: a 12-byte hostile header must not cost tens of
+	// megabytes.
+	preallocEntries = 4096
+	preallocBytes   = 64 << 10
 )
 
 // packStream is the buffered reader the indexer and zlib read from. It
@@ -54,6 +52,10 @@ type packStream struct {
 	off  int64 // pack offset of buf[r]
 	crc  hash.Hash32
 	sum  hash.Hash
+	// srcErr is the source's own failure (the network, or writing the
+	// copy to disk), kept so that it is reported as what it is and not as
+	// a malformed pack.
+	srcErr error
 }
 
 func newPackStream(src io.Reader) *packStream {
@@ -82,6 +84,7 @@ func (s *packStream) fill() error {
 			if err == io.EOF {
 				return io.ErrUnexpectedEOF
 			}
+			s.srcErr = err
 			return err
 		}
 	}
@@ -151,7 +154,7 @@ func readEntryHeader(br io.ByteReader) (t plumbing.ObjectType, size int64, ofs i
 	size = int64(b & 0x0f)
 	for shift := 4; b&0x80 != 0; shift += 7 {
 		if shift > 56 {
-			return 0, 0, 0, ref, fmt.Errorf("%w: entry size overflows", errBadPack)
+			return 0, 0, 0, ref, fmt.Errorf("%w: entry size overflows", ErrMalformed)
 		}
 		if b, err = br.ReadByte(); err != nil {
 			return
@@ -166,7 +169,7 @@ func readEntryHeader(br io.ByteReader) (t plumbing.ObjectType, size int64, ofs i
 		ofs = int64(b & 0x7f)
 		for b&0x80 != 0 {
 			if ofs > 1<<55 {
-				return 0, 0, 0, ref, fmt.Errorf("%w: delta offset overflows", errBadPack)
+				return 0, 0, 0, ref, fmt.Errorf("%w: delta offset overflows", ErrMalformed)
 			}
 			if b, err = br.ReadByte(); err != nil {
 				return
@@ -181,7 +184,7 @@ func readEntryHeader(br io.ByteReader) (t plumbing.ObjectType, size int64, ofs i
 		}
 	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 	default:
-		return 0, 0, 0, ref, fmt.Errorf("%w: entry type %d", errBadPack, t)
+		return 0, 0, 0, ref, fmt.Errorf("%w: entry type %d", ErrMalformed, t)
 	}
 	return
 }
@@ -216,15 +219,22 @@ type externalObject struct {
 
 // packIndexer indexes one pack in a single pass.
 type packIndexer struct {
-	f        *os.File // the pack as written so far, for re-reading bases
-	zr       io.ReadCloser
-	entries  []packEntry
-	byOff    map[int64]int         // offset -> entries index
-	byID     map[plumbing.Hash]int // id -> entries index
-	cache    *baseCache
-	external func(plumbing.Hash) (externalObject, bool, error)
-	appended map[plumbing.Hash]externalObject
-	onTree   func(plumbing.Hash, []byte)
+	f           *os.File // the pack as written so far, for re-reading bases
+	streamAbove int64
+	zr          io.ReadCloser
+	entries     []packEntry
+	byOff       map[int64]int         // offset -> entries index
+	byID        map[plumbing.Hash]int // id -> entries index
+	cache       *baseCache
+	external    func(plumbing.Hash) (externalObject, bool, error)
+	appended    map[plumbing.Hash]externalObject
+	onTree      func(plumbing.Hash, []byte)
+
+	// While pending deltas resolve: who waits on which base, the ids
+	// resolved by the current try, and the tries made (for tests).
+	waiting     map[plumbing.Hash][]int
+	resolvedNow []plumbing.Hash
+	attempts    int
 }
 
 // indexPack reads a pack from src, writing every byte to f, and returns
@@ -232,32 +242,42 @@ type packIndexer struct {
 // bases in the store (nil when the pack cannot be thin); bases it finds
 // are appended to the pack in f, which is then a standalone pack. onTree,
 // if set, sees every tree's content (already checked against its id) so
-// that the caller need not read it back.
-func indexPack(src io.Reader, f *os.File, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) (*idxfile.Writer, plumbing.Hash, error) {
-	s := newPackStream(io.TeeReader(src, f))
+// that the caller need not read it back. Whole objects above streamAbove
+// are hashed as they stream by instead of being held.
+//
+// A pack that does not parse fails with ErrMalformed (or ErrTooLarge); a
+// failure of src itself, or of writing f, is returned as it is.
+func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) (*idxfile.Writer, plumbing.Hash, error) {
 	ix := &packIndexer{
-		f:        f,
-		byOff:    map[int64]int{},
-		byID:     map[plumbing.Hash]int{},
-		cache:    newBaseCache(baseCacheBytes),
-		external: external,
-		appended: map[plumbing.Hash]externalObject{},
-		onTree:   onTree,
+		f:           f,
+		streamAbove: streamAbove,
+		byOff:       map[int64]int{},
+		byID:        map[plumbing.Hash]int{},
+		cache:       newBaseCache(baseCacheBytes),
+		external:    external,
+		appended:    map[plumbing.Hash]externalObject{},
+		onTree:      onTree,
 	}
+	return ix.index(src)
+}
+
+func (ix *packIndexer) index(src io.Reader) (*idxfile.Writer, plumbing.Hash, error) {
+	f := ix.f
+	s := newPackStream(io.TeeReader(src, f))
 	var hdr [packHeaderLen]byte
 	if _, err := io.ReadFull(s, hdr[:]); err != nil {
-		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack header: %w", errBadPack, err)
+		return nil, plumbing.ZeroHash, fmt.Errorf("pack header: %w", s.classify(err))
 	}
 	if string(hdr[:4]) != "PACK" || (binary.BigEndian.Uint32(hdr[4:]) != 2 && binary.BigEndian.Uint32(hdr[4:]) != 3) {
-		return nil, plumbing.ZeroHash, fmt.Errorf("%w: not a version 2 pack", errBadPack)
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: not a version 2 pack", ErrMalformed)
 	}
 	count := binary.BigEndian.Uint32(hdr[8:])
-	ix.entries = make([]packEntry, 0, min(count, 1<<20))
+	ix.entries = make([]packEntry, 0, min(count, preallocEntries))
 	var pending []int
 	for i := uint32(0); i < count; i++ {
 		ok, err := ix.next(s)
 		if err != nil {
-			return nil, plumbing.ZeroHash, fmt.Errorf("pack entry %d: %w", i, err)
+			return nil, plumbing.ZeroHash, fmt.Errorf("pack entry %d: %w", i, s.classify(err))
 		}
 		if !ok {
 			pending = append(pending, len(ix.entries)-1)
@@ -265,29 +285,13 @@ func indexPack(src io.Reader, f *os.File, external func(plumbing.Hash) (external
 	}
 	sum, ok, err := s.trailer()
 	if err != nil {
-		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack trailer: %w", errBadPack, err)
+		return nil, plumbing.ZeroHash, fmt.Errorf("pack trailer: %w", s.classify(err))
 	}
 	if !ok {
-		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack checksum mismatch", errBadPack)
+		return nil, plumbing.ZeroHash, fmt.Errorf("%w: pack checksum mismatch", ErrMalformed)
 	}
-	// Deltas whose base came later in the pack (or was a pending delta
-	// itself) resolve now that every entry is known.
-	for len(pending) > 0 {
-		var still []int
-		for _, i := range pending {
-			if _, err := ix.contentOf(i, 0); err != nil {
-				if errors.Is(err, errBaseMissing) {
-					still = append(still, i)
-					continue
-				}
-				return nil, plumbing.ZeroHash, err
-			}
-		}
-		if len(still) == len(pending) {
-			e := ix.entries[still[0]]
-			return nil, plumbing.ZeroHash, fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", errBadPack, e.off, e.baseRef)
-		}
-		pending = still
+	if err := ix.resolvePending(pending); err != nil {
+		return nil, plumbing.ZeroHash, err
 	}
 
 	w := new(idxfile.Writer)
@@ -319,6 +323,77 @@ func indexPack(src io.Reader, f *os.File, external func(plumbing.Hash) (external
 
 var errBaseMissing = errors.New("delta base not yet known")
 
+// missingBaseError is errBaseMissing naming the base.
+type missingBaseError struct{ ref plumbing.Hash }
+
+func (e missingBaseError) Error() string        { return "delta base " + e.ref.String() + " not yet known" }
+func (e missingBaseError) Is(target error) bool { return target == errBaseMissing }
+
+// resolvePending resolves the deltas whose base came later in the pack
+// (or was a pending delta itself), now that every entry is known. A
+// delta whose base is not known yet waits on that base's id and is tried
+// again only once an entry with that id resolves, so each is tried about
+// once: retrying every pending delta until none moves was quadratic in a
+// chain of REF_DELTAs sent in reverse order, each try re-reading and
+// inflating the delta.
+func (ix *packIndexer) resolvePending(pending []int) error {
+	ix.waiting = map[plumbing.Hash][]int{}
+	defer func() { ix.waiting = nil }()
+	ready := slices.Clone(pending)
+	slices.Reverse(ready) // popped from the end: pack order
+	for len(ready) > 0 {
+		i := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		if ix.entries[i].resolved {
+			continue
+		}
+		ix.attempts++
+		_, err := ix.contentOf(i, 0)
+		var missing missingBaseError
+		switch {
+		case errors.As(err, &missing):
+			ix.waiting[missing.ref] = append(ix.waiting[missing.ref], i)
+		case err != nil:
+			return err
+		}
+		for _, id := range ix.resolvedNow {
+			if w, ok := ix.waiting[id]; ok {
+				ready = append(ready, w...)
+				delete(ix.waiting, id)
+			}
+		}
+		ix.resolvedNow = ix.resolvedNow[:0]
+	}
+	if len(ix.waiting) == 0 {
+		return nil
+	}
+	first := -1
+	for _, w := range ix.waiting {
+		for _, i := range w {
+			if first < 0 || ix.entries[i].off < ix.entries[first].off {
+				first = i
+			}
+		}
+	}
+	e := ix.entries[first]
+	return fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", ErrMalformed, e.off, e.baseRef)
+}
+
+// classify names a failure while reading the pack. The source's own
+// failure is returned as it is, whatever wrapped it on the way (zlib
+// passes it through): it is the network's or the disk's, not the pack's.
+// So is the store's, when a thin pack's base could not be read from it.
+// Anything else (a short read, a bad zlib stream) is a malformed pack.
+func (s *packStream) classify(err error) error {
+	switch {
+	case s.srcErr != nil:
+		return s.srcErr
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrTooLarge), errors.Is(err, ErrCorrupt):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, wrapEOF(err))
+}
+
 // next reads one entry from the stream; it reports false when the entry
 // is a delta whose base is not known yet.
 func (ix *packIndexer) next(s *packStream) (bool, error) {
@@ -333,14 +408,14 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 	case plumbing.OFSDeltaObject:
 		e.baseOff = e.off - ofs
 		if ofs <= 0 || e.baseOff < packHeaderLen {
-			return false, fmt.Errorf("%w: delta base offset out of range", errBadPack)
+			return false, fmt.Errorf("%w: delta base offset out of range", ErrMalformed)
 		}
 	case plumbing.REFDeltaObject:
 		e.baseRef = ref
 	}
 
 	var data []byte
-	if !t.IsDelta() && size > largeObject {
+	if !t.IsDelta() && size > ix.streamAbove {
 		// Hash it as it streams by; it is re-read if a delta needs it.
 		h := sha1.New()
 		h.Write([]byte(t.String() + " " + strconv.FormatInt(size, 10) + "\x00"))
@@ -350,10 +425,12 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 		h.Sum(e.id[:0])
 		e.typ, e.resolved = t, true
 	} else {
-		if size > maxDeltaResult {
+		if size > MaxObjectBytes {
 			return false, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
 		}
-		buf := bytes.NewBuffer(make([]byte, 0, size))
+		// The declared size is only reserved up to a bound: the bytes
+		// that back it may never come.
+		buf := bytes.NewBuffer(make([]byte, 0, min(size, preallocBytes)))
 		if err := ix.inflate(s, size, buf); err != nil {
 			return false, err
 		}
@@ -391,11 +468,11 @@ func (ix *packIndexer) inflate(src io.Reader, size int64, w io.Writer) error {
 		err = ix.zr.(zlib.Resetter).Reset(src, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %w", errBadPack, wrapEOF(err))
+		return fmt.Errorf("%w: %w", ErrMalformed, wrapEOF(err))
 	}
 	n, err := io.CopyN(w, ix.zr, size)
 	if err != nil {
-		return fmt.Errorf("%w: entry inflated to %d of %d bytes: %w", errBadPack, n, size, wrapEOF(err))
+		return fmt.Errorf("%w: entry inflated to %d of %d bytes: %w", ErrMalformed, n, size, wrapEOF(err))
 	}
 	// Reading on to EOF makes zlib check its Adler-32 and consume it.
 	var one [1]byte
@@ -403,7 +480,7 @@ func (ix *packIndexer) inflate(src io.Reader, size int64, w io.Writer) error {
 		if err == nil || err == io.EOF {
 			err = errors.New("longer than declared")
 		}
-		return fmt.Errorf("%w: entry: %w", errBadPack, wrapEOF(err))
+		return fmt.Errorf("%w: entry: %w", ErrMalformed, wrapEOF(err))
 	}
 	return nil
 }
@@ -420,6 +497,9 @@ func (ix *packIndexer) finish(i int, t plumbing.ObjectType, data []byte) {
 	e := &ix.entries[i]
 	e.typ, e.id, e.resolved = t, objectID(t, data), true
 	ix.byID[e.id] = i
+	if ix.waiting != nil {
+		ix.resolvedNow = append(ix.resolvedNow, e.id)
+	}
 	ix.cache.put(e.off, t, data)
 	if t == plumbing.TreeObject && ix.onTree != nil {
 		ix.onTree(e.id, data)
@@ -433,7 +513,7 @@ func (ix *packIndexer) patch(i int, base cachedObject, delta []byte) error {
 	}
 	data, err := packfile.PatchDelta(base.data, delta)
 	if err != nil {
-		return fmt.Errorf("%w: delta at %d: %w", errBadPack, ix.entries[i].off, err)
+		return fmt.Errorf("%w: delta at %d: %w", ErrMalformed, ix.entries[i].off, err)
 	}
 	ix.finish(i, base.typ, data)
 	return nil
@@ -446,16 +526,23 @@ func checkDeltaSizes(delta []byte, baseLen int) error {
 	r := bytes.NewReader(delta)
 	src, err := binary.ReadUvarint(r)
 	if err != nil {
-		return fmt.Errorf("%w: delta header", errBadPack)
+		return fmt.Errorf("%w: delta header", ErrMalformed)
 	}
 	dst, err := binary.ReadUvarint(r)
 	if err != nil {
-		return fmt.Errorf("%w: delta header", errBadPack)
+		return fmt.Errorf("%w: delta header", ErrMalformed)
 	}
 	if src != uint64(baseLen) {
-		return fmt.Errorf("%w: delta expects a base of %d bytes, got %d", errBadPack, src, baseLen)
+		return fmt.Errorf("%w: delta expects a base of %d bytes, got %d", ErrMalformed, src, baseLen)
 	}
-	if dst > maxDeltaResult {
+	// Each instruction byte makes at most one copy, of at most the whole
+	// base, or inserts at most 127 bytes: a delta claiming more than its
+	// instructions can make is refused before it is patched at all
+	// (go-git's PatchDelta reserves at most a few megabytes up front).
+	if most := uint64(r.Len()) * uint64(max(baseLen, 127)); dst > most {
+		return fmt.Errorf("%w: a delta of %d bytes declares a result of %d", ErrMalformed, len(delta), dst)
+	}
+	if dst > MaxObjectBytes {
 		return fmt.Errorf("%w: delta result of %d bytes", ErrTooLarge, dst)
 	}
 	return nil
@@ -470,7 +557,7 @@ func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
 	var ok bool
 	if e.diskType == plumbing.OFSDeltaObject {
 		if j, ok = ix.byOff[e.baseOff]; !ok {
-			return cachedObject{}, fmt.Errorf("%w: delta base at %d is not an entry", errBadPack, e.baseOff)
+			return cachedObject{}, fmt.Errorf("%w: delta base at %d is not an entry", ErrMalformed, e.baseOff)
 		}
 	} else if j, ok = ix.byID[e.baseRef]; !ok {
 		if o, ok := ix.appended[e.baseRef]; ok {
@@ -486,7 +573,7 @@ func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
 				return cachedObject(o), nil
 			}
 		}
-		return cachedObject{}, errBaseMissing
+		return cachedObject{}, missingBaseError{e.baseRef}
 	}
 	return ix.contentOf(j, depth+1)
 }
@@ -495,7 +582,7 @@ func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
 // bases) from the file when it is not cached.
 func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
 	if depth > maxChain {
-		return cachedObject{}, fmt.Errorf("%w: delta chain longer than %d", errBadPack, maxChain)
+		return cachedObject{}, fmt.Errorf("%w: delta chain longer than %d", ErrMalformed, maxChain)
 	}
 	e := ix.entries[i]
 	if e.resolved {
@@ -503,22 +590,26 @@ func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
 			return o, nil
 		}
 	} else if !e.diskType.IsDelta() {
-		return cachedObject{}, fmt.Errorf("%w: entry at %d unresolved", errBadPack, e.off)
+		return cachedObject{}, fmt.Errorf("%w: entry at %d unresolved", ErrMalformed, e.off)
+	}
+	var base cachedObject
+	var err error
+	if !e.resolved {
+		// The base first: one not known yet costs a lookup, not a read.
+		if base, err = ix.baseOf(i, depth); err != nil {
+			return cachedObject{}, err
+		}
 	}
 	t, delta, err := ix.readRaw(e.off)
 	if err != nil {
 		return cachedObject{}, err
 	}
 	if !t.IsDelta() {
-		if int64(len(delta)) > maxDeltaResult {
+		if int64(len(delta)) > MaxObjectBytes {
 			return cachedObject{}, fmt.Errorf("%w: delta base of %d bytes", ErrTooLarge, len(delta))
 		}
 		ix.cache.put(e.off, t, delta)
 		return cachedObject{typ: t, data: delta}, nil
-	}
-	base, err := ix.baseOf(i, depth)
-	if err != nil {
-		return cachedObject{}, err
 	}
 	if !e.resolved {
 		if err := ix.patch(i, base, delta); err != nil {
@@ -526,12 +617,15 @@ func (ix *packIndexer) contentOf(i, depth int) (cachedObject, error) {
 		}
 		return ix.contentOf(i, depth)
 	}
+	if base, err = ix.baseOf(i, depth); err != nil {
+		return cachedObject{}, err
+	}
 	if err := checkDeltaSizes(delta, len(base.data)); err != nil {
 		return cachedObject{}, err
 	}
 	data, err := packfile.PatchDelta(base.data, delta)
 	if err != nil {
-		return cachedObject{}, fmt.Errorf("%w: delta at %d: %w", errBadPack, e.off, err)
+		return cachedObject{}, fmt.Errorf("%w: delta at %d: %w", ErrMalformed, e.off, err)
 	}
 	ix.cache.put(e.off, base.typ, data)
 	return cachedObject{typ: base.typ, data: data}, nil
@@ -543,19 +637,19 @@ func (ix *packIndexer) readRaw(off int64) (plumbing.ObjectType, []byte, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(ix.f, off, 1<<62), 32<<10)
 	t, size, _, _, err := readEntryHeader(br)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, wrapEOF(err))
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", ErrMalformed, off, wrapEOF(err))
 	}
-	if size > maxDeltaResult {
+	if size > MaxObjectBytes {
 		return 0, nil, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
 	}
 	zr, err := zlib.NewReader(br)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, err)
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", ErrMalformed, off, err)
 	}
 	defer zr.Close()
 	data := make([]byte, size)
 	if _, err := io.ReadFull(zr, data); err != nil {
-		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", errBadPack, off, wrapEOF(err))
+		return 0, nil, fmt.Errorf("%w: re-reading entry at %d: %w", ErrMalformed, off, wrapEOF(err))
 	}
 	return t, data, nil
 }
@@ -609,4 +703,14 @@ func (c *baseCache) put(off int64, t plumbing.ObjectType, data []byte) {
 		delete(c.items, it.off)
 		c.size -= len(it.obj.data)
 	}
+}
+
+// sortedHashes returns the keys of a set in a stable order.
+func sortedHashes[V any](m map[plumbing.Hash]V) []plumbing.Hash {
+	out := make([]plumbing.Hash, 0, len(m))
+	for h := range m {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
+	return out
 }

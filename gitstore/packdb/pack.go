@@ -1,4 +1,4 @@
-package gitstore
+package packdb
 
 import (
 	"bufio"
@@ -62,7 +62,7 @@ func appendToPack(f *os.File) (*packWriter, error) {
 	}
 	end := st.Size() - packTrailerLen
 	if end < packHeaderLen {
-		return nil, fmt.Errorf("%w: pack of %d bytes", ErrNetwork, st.Size())
+		return nil, fmt.Errorf("%w: pack of %d bytes", ErrMalformed, st.Size())
 	}
 	var hdr [packHeaderLen]byte
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
