@@ -49,7 +49,6 @@ type Snapshot struct {
 
 	tree   skill.Tree
 	byPath map[string]*skill.Skill
-	search *searchState // a pointer: snapshots are copied by value (the store does)
 }
 
 // NewSnapshot seals a snapshot: skills sorted by path, lookups built, and
@@ -57,7 +56,6 @@ type Snapshot struct {
 func NewSnapshot(s *Snapshot, tree skill.Tree) *Snapshot {
 	slices.SortFunc(s.Skills, func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) })
 	s.tree = tree
-	s.search = &searchState{}
 	s.byPath = make(map[string]*skill.Skill, len(s.Skills))
 	for _, sk := range s.Skills {
 		s.byPath[sk.Path] = sk
@@ -152,7 +150,6 @@ type Catalog struct {
 	Gen     uint64
 	Created time.Time
 	sources []*Snapshot // sorted by name
-	index   catalogIndex
 	// instance tells this process's generations from another's: replicas
 	// behind one address number their generations alike.
 	instance string

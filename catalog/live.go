@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -39,7 +38,7 @@ type LiveOptions struct {
 	OnSwap func(old, new *Catalog)
 	// Resync is asked to sync a source again when one of its files no
 	// longer matches what the current generation states (nil: nobody is).
-	Resync func(source, reason string)
+	Resync func(source string, why Trigger)
 	Now    func() time.Time
 }
 
@@ -55,6 +54,7 @@ type Live struct {
 	swapMu  sync.Mutex // held while a swap builds the next generation
 	mu      sync.Mutex
 	history []retired
+	search  searchState
 }
 
 type retired struct {
@@ -77,6 +77,7 @@ func NewLive(o LiveOptions) *Live {
 	first := NewCatalog(0, o.Now(), nil)
 	first.instance = newInstance()
 	l.cur.Store(first)
+	l.search = searchState{cur: first, segs: map[*Snapshot]*segmentOnce{}}
 	return l
 }
 
@@ -151,14 +152,12 @@ func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
 		return
 	}
 	l.cur.Store(nc)
+	l.search.swapped(nc)
 	l.mu.Lock()
 	l.history = append(l.history, retired{old, now})
 	l.pruneHistory()
 	l.mu.Unlock()
 	l.swapMu.Unlock()
-	// Outside the swap lock: it waits for a search index being built on
-	// old, if any, and other sources' swaps need not.
-	retireSearch(old, nc)
 	if l.o.OnSwap != nil {
 		l.o.OnSwap(old, nc)
 	}
@@ -185,7 +184,7 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	rc, err := f.Snap.tree.Open(f.File.ID)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			l.resync(f.Snap.Source, "file vanished")
+			l.resync(f.Snap.Source)
 			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 		}
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
@@ -195,18 +194,17 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
-	sum := sha256.Sum256(data)
-	if int64(len(data)) != f.File.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.File.Digest {
+	if int64(len(data)) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		l.resync(f.Snap.Source, "file changed")
+		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
 	l.content.put(f.File.Digest, data)
 	return data, nil
 }
 
-func (l *Live) resync(source, reason string) {
+func (l *Live) resync(source string) {
 	if l.o.Resync != nil {
-		l.o.Resync(source, reason)
+		l.o.Resync(source, TriggerChanged)
 	}
 }

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -46,8 +47,16 @@ func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
 	}
 	c1 := l.Current()
 	local1, other1 := c1.sources[0], c1.sources[1]
-	otherSeg := other1.search.seg
-	if local1.search.seg == nil || otherSeg == nil || c1.index.ix == nil {
+	held := func(s *Snapshot) *search.Segment {
+		l.search.mu.Lock()
+		defer l.search.mu.Unlock()
+		if e := l.search.segs[s]; e != nil {
+			return e.seg
+		}
+		return nil
+	}
+	otherSeg := held(other1)
+	if held(local1) == nil || otherSeg == nil || l.search.ix == nil {
 		t.Fatal("search state not built by the first search")
 	}
 
@@ -56,10 +65,10 @@ func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
 	if c2 == c1 || c2.sources[1] != other1 {
 		t.Fatal("expected a swap that keeps the unchanged source's snapshot")
 	}
-	if local1.search.seg != nil || c1.index.ix != nil {
-		t.Error("superseded generation still holds its search state")
+	if held(local1) != nil || l.search.ix != nil {
+		t.Error("superseded generation's search state still held")
 	}
-	if other1.search.seg != otherSeg {
+	if held(other1) != otherSeg {
 		t.Error("the unchanged source's segment was dropped, though the current generation holds it")
 	}
 	// The superseded generation still answers, and search follows the new one.
@@ -70,8 +79,31 @@ func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
 	if err != nil || len(hits) == 0 || hits[0].ID != "skill://local/a/SKILL.md" {
 		t.Fatalf("search after the swap: %+v, %v", hits, err)
 	}
-	// A late search on the retired snapshot still works and keeps nothing.
-	if local1.Segment() == nil || local1.search.seg != nil {
+	// A late search on the retired generation still works and keeps nothing.
+	if l.search.segment(c1, local1) == nil || held(local1) != nil {
 		t.Error("retired snapshot kept a segment built after retirement")
+	}
+	if l.search.index(c1) == nil || l.search.ix == nil || l.search.ix.ix == nil {
+		t.Error("the current generation's dictionary is not the one kept")
+	}
+}
+
+// TestSnapshotsStayImmutable: searching does not write to the values (a
+// snapshot is copied by value by the store, and read by every reader at
+// once): a snapshot and a catalog compare equal before and after.
+func TestSnapshotsStayImmutable(t *testing.T) {
+	l := NewLive(LiveOptions{})
+	swapIn(l, snapOf(t, "local", map[string]string{"a/SKILL.md": md("a", "The a skill.")}))
+	cat := l.Current()
+	snap := *cat.sources[0]
+	before := *cat
+	if _, err := l.Search(Filter{}, "", "skill", search.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if after := *cat.sources[0]; !reflect.DeepEqual(after, snap) {
+		t.Error("a search changed the snapshot")
+	}
+	if after := *cat; !reflect.DeepEqual(after, before) {
+		t.Error("a search changed the catalog")
 	}
 }

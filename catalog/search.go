@@ -7,91 +7,95 @@ import (
 	"github.com/skillreg/skillreg/search"
 )
 
-// searchState is a snapshot's search segment, built on first use (or in
-// the background after a restore, so a restart serves before indexing) and
-// let go once no current generation holds the snapshot: searches only ever
-// run on the current generation, and a superseded one stays readable for
-// pagination only, so keeping its segment would hold megabytes per swap
-// for nothing.
+// searchState is the search index of the current generation, kept by the
+// Live that swaps generations, not by the values: snapshots and catalogs
+// are immutable, and a superseded generation stays readable for
+// pagination only, so keeping its search state would hold megabytes per
+// swap for nothing. Each snapshot's segment is built on first use (or in
+// the background after a swap or a restore, WarmSearch) and let go once
+// the current generation no longer holds the snapshot; the merged
+// dictionary is built once per generation.
 type searchState struct {
-	mu      sync.Mutex
-	seg     *search.Segment
-	retired bool
+	mu   sync.Mutex
+	cur  *Catalog // the generation the state below belongs to
+	segs map[*Snapshot]*segmentOnce
+	ix   *indexOnce
 }
 
-// Segment returns the snapshot's search segment, building it on first use
-// (every use, for a snapshot NewSnapshot did not seal or one retired).
-func (s *Snapshot) Segment() *search.Segment {
-	st := s.search
-	if st == nil {
-		return s.buildSegment()
+type segmentOnce struct {
+	once sync.Once
+	seg  *search.Segment
+}
+
+type indexOnce struct {
+	once sync.Once
+	ix   *search.Index
+}
+
+// segment returns a snapshot's segment for a search over cat: the one kept
+// while cat is current, else one built for this search alone.
+func (st *searchState) segment(cat *Catalog, s *Snapshot) *search.Segment {
+	st.mu.Lock()
+	if cat != st.cur {
+		st.mu.Unlock()
+		return buildSegment(s)
 	}
+	e := st.segs[s]
+	if e == nil {
+		e = &segmentOnce{}
+		st.segs[s] = e
+	}
+	st.mu.Unlock()
+	// Built outside the lock: other snapshots' segments build meanwhile.
+	e.once.Do(func() { e.seg = buildSegment(s) })
+	return e.seg
+}
+
+// index returns cat's merged dictionary, kept like a segment.
+func (st *searchState) index(cat *Catalog) *search.Index {
+	st.mu.Lock()
+	if cat != st.cur {
+		st.mu.Unlock()
+		return st.buildIndex(cat)
+	}
+	e := st.ix
+	if e == nil {
+		e = &indexOnce{}
+		st.ix = e
+	}
+	st.mu.Unlock()
+	e.once.Do(func() { e.ix = st.buildIndex(cat) })
+	return e.ix
+}
+
+func (st *searchState) buildIndex(cat *Catalog) *search.Index {
+	segs := make([]*search.Segment, len(cat.sources))
+	for i, s := range cat.sources {
+		segs[i] = st.segment(cat, s)
+	}
+	return search.NewIndex(segs)
+}
+
+// swapped makes next the current generation: the merged dictionary of the
+// old one and the segments of snapshots next no longer holds are let go (a
+// search still running on them keeps what it holds).
+func (st *searchState) swapped(next *Catalog) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.seg != nil {
-		return st.seg
-	}
-	seg := s.buildSegment()
-	if !st.retired {
-		st.seg = seg
-	}
-	return seg
-}
-
-// retireSearch drops the snapshot's segment; a search still running on it
-// keeps what it holds, and a late caller builds one it does not keep.
-func (s *Snapshot) retireSearch() {
-	if st := s.search; st != nil {
-		st.mu.Lock()
-		st.seg, st.retired = nil, true
-		st.mu.Unlock()
+	st.cur, st.ix = next, nil
+	for s := range st.segs {
+		if !slices.Contains(next.sources, s) {
+			delete(st.segs, s)
+		}
 	}
 }
 
-func (s *Snapshot) buildSegment() *search.Segment {
+func buildSegment(s *Snapshot) *search.Segment {
 	docs := make([]search.Doc, len(s.Skills))
 	for i, sk := range s.Skills {
 		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk)
 	}
 	return search.BuildSegment(docs)
-}
-
-// catalogIndex is a generation's merged search dictionary, kept like a
-// snapshot's segment: built once while current, dropped when superseded.
-type catalogIndex struct {
-	mu      sync.Mutex
-	ix      *search.Index
-	retired bool
-}
-
-func (c *Catalog) searchIndex() *search.Index {
-	c.index.mu.Lock()
-	defer c.index.mu.Unlock()
-	if c.index.ix != nil {
-		return c.index.ix
-	}
-	segs := make([]*search.Segment, len(c.sources))
-	for i, s := range c.sources {
-		segs[i] = s.Segment()
-	}
-	ix := search.NewIndex(segs)
-	if !c.index.retired {
-		c.index.ix = ix
-	}
-	return ix
-}
-
-// retireSearch lets go of the search state only old holds: its merged
-// dictionary and the segments of snapshots next no longer has.
-func retireSearch(old, next *Catalog) {
-	old.index.mu.Lock()
-	old.index.ix, old.index.retired = nil, true
-	old.index.mu.Unlock()
-	for _, s := range old.sources {
-		if !slices.Contains(next.sources, s) {
-			s.retireSearch()
-		}
-	}
 }
 
 // Search ranks the skills a filter allows (optionally one source's) against
@@ -101,16 +105,17 @@ func (l *Live) Search(f Filter, source, query string, o search.Options) ([]searc
 	var segs []*search.Segment
 	for _, s := range cat.Sources(f) {
 		if source == "" || s.Source == source {
-			segs = append(segs, s.Segment())
+			segs = append(segs, l.search.segment(cat, s))
 		}
 	}
-	o.Index = cat.searchIndex()
+	o.Index = l.search.index(cat)
 	return search.Search(segs, query, o)
 }
 
-// WarmSearch builds the search segments of the catalog's snapshots and
-// its merged dictionary in the background, so the first search does not
-// pay for them.
-func (c *Catalog) WarmSearch() {
-	go c.searchIndex()
+// WarmSearch builds the search segments of the current generation's
+// snapshots and its merged dictionary in the background, so the first
+// search does not pay for them.
+func (l *Live) WarmSearch() {
+	cat := l.Current()
+	go l.search.index(cat)
 }

@@ -30,7 +30,7 @@ type Source struct {
 	// Poll is how often to look for changes without being asked: a scan
 	// for directories, a ref listing for git. 0 disables polling.
 	Poll time.Duration
-	// Timeout bounds one sync (default 60s).
+	// Timeout bounds one sync (default registry.DefaultSyncTimeout, 60s).
 	Timeout time.Duration
 }
 

@@ -13,15 +13,21 @@ type State struct {
 	Excluded    int       `json:"excluded"`
 	LastStart   time.Time `json:"last_start,omitzero"`
 	LastEnd     time.Time `json:"last_end,omitzero"`
-	LastResult  string    `json:"last_result,omitempty"` // "updated", "unchanged" or "failed"
+	LastResult  string    `json:"last_result,omitempty"` // ResultUpdated, ResultUnchanged, ResultFailed or ResultStalled
 	LastSuccess time.Time `json:"last_success,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	Failures    int       `json:"consecutive_failures"`
-	NextRetry   time.Time `json:"next_retry,omitzero"`
-	NextPoll    time.Time `json:"next_poll,omitzero"`
-	Syncing     bool      `json:"syncing"`
-	Attempted   bool      `json:"attempted"` // at least one sync finished since start
+	// Stalled says why the last sync failed in a way that retrying cannot
+	// mend until something changes (the configuration, the remote): no
+	// backoff is scheduled (NextRetry stays zero), and Hint says what to
+	// fix. Empty unless LastResult is ResultStalled.
+	Stalled   StallReason `json:"stalled,omitempty"`
+	Hint      string      `json:"hint,omitempty"`
+	NextRetry time.Time   `json:"next_retry,omitzero"`
+	NextPoll  time.Time   `json:"next_poll,omitzero"`
+	Syncing   bool        `json:"syncing"`
+	Attempted bool        `json:"attempted"` // at least one sync finished since start
 
 	// PersistError is why the catalog served could not be stored (a full
 	// disk, say); empty once it is. Until then the store is retried with
@@ -45,4 +51,53 @@ type Persisted struct {
 	// (one failed its checksum or did not decode); Snapshot is nil then,
 	// State is whatever checked out, and Restore resyncs the source.
 	Damaged error
+}
+
+// The results of a sync, as State.LastResult records them.
+const (
+	ResultUpdated   = "updated"   // a new snapshot is served
+	ResultUnchanged = "unchanged" // the source had not moved
+	ResultFailed    = "failed"    // a transient failure: retried with backoff
+	ResultStalled   = "stalled"   // a failure retrying cannot mend (State.Stalled says which)
+)
+
+// StallReason is why a source's sync is stalled: the configuration or the
+// remote must change before a sync can succeed.
+type StallReason string
+
+// The stall reasons.
+const (
+	StallInvalidPin   StallReason = "invalid_pin"          // the pin does not parse or validate
+	StallInvalidRepo  StallReason = "invalid_repository"   // the repository URL is not one skillreg fetches
+	StallRefNotFound  StallReason = "ref_not_found"        // the pinned branch, tag, range or release does not exist
+	StallRepoNotFound StallReason = "repository_not_found" // the remote says there is no such repository
+	StallAuthRefused  StallReason = "auth_refused"         // the remote refused the credentials (or their absence)
+	StallPathMissing  StallReason = "path_missing"         // the source's directory or subpath does not exist
+)
+
+// Hint says, for people, what to fix and when the source is tried again:
+// at its polls when polled is set, else only on a change of configuration
+// or a webhook.
+func (r StallReason) Hint(polled bool) string {
+	var fix string
+	switch r {
+	case StallInvalidPin:
+		fix = "the source's ref is not a valid pin: fix it in the configuration"
+	case StallInvalidRepo:
+		fix = "the source's repository URL is not an accepted https, http or file URL without credentials: fix it in the configuration"
+	case StallRefNotFound:
+		fix = "the pinned branch, tag, version range or release does not exist on the remote: fix the ref in the configuration, or push it"
+	case StallRepoNotFound:
+		fix = "the remote has no such repository: fix the URL in the configuration, or check that the token may see it"
+	case StallAuthRefused:
+		fix = "the remote refused the credentials: check the source's token (or add one)"
+	case StallPathMissing:
+		fix = "the source's directory (or path inside the repository) does not exist: fix the path, or create it"
+	default:
+		return ""
+	}
+	if polled {
+		return fix + "; tried again when the configuration changes, when a webhook names the source, or at its next poll"
+	}
+	return fix + "; tried again when the configuration changes or a webhook names the source"
 }

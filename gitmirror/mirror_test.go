@@ -46,7 +46,7 @@ func newDaemon(t *testing.T, url string, so ServeOptions) *daemon {
 		t.Fatal(err)
 	}
 	main := gitref.Pin{Kind: gitref.Branch, Value: "main"}
-	reg := registry.New(registry.Options{Git: registry.GitPool(pool), ContentCacheBytes: -1})
+	reg := registry.New(registry.Options{Git: pool, ContentCacheBytes: -1})
 	reg.SetSources([]catalog.Source{
 		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: main, Path: "skills"}},
 		{Name: "secret", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: main, Path: "private"}},

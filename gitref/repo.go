@@ -143,12 +143,15 @@ func Key(raw string) string {
 	raw = strings.TrimSpace(raw)
 	var host, p string
 	switch {
-	case strings.Contains(raw, "://"):
+	case hasScheme(raw):
 		u, err := url.Parse(raw)
 		if err != nil {
 			return ""
 		}
 		host, p = u.Hostname(), u.Path
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]" // an IPv6 literal, bracketed so the key reads back as a host
+		}
 	case isSCPLike(raw):
 		colon := strings.Index(raw, ":")
 		at := strings.LastIndex(raw[:colon], "@")
@@ -156,12 +159,34 @@ func Key(raw string) string {
 	default:
 		host, p, _ = strings.Cut(raw, "/")
 	}
-	p = strings.Trim(strings.ToLower(p), "/")
-	p = strings.Trim(strings.TrimSuffix(p, ".git"), "/")
-	if p == "" {
+	// Trimmed until nothing changes, so that a key is its own key.
+	const cut = "/ \t\n\v\f\r"
+	p = strings.Trim(strings.ToLower(p), cut)
+	for strings.HasSuffix(p, ".git") {
+		p = strings.Trim(strings.TrimSuffix(p, ".git"), cut)
+	}
+	host = strings.TrimSpace(strings.ToLower(host))
+	if p == "" || strings.ContainsAny(host, "/ \t\n\v\f\r") {
 		return ""
 	}
-	return strings.ToLower(host) + "/" + p
+	return host + "/" + p
+}
+
+// hasScheme reports whether raw starts with a URL scheme and "://".
+func hasScheme(raw string) bool {
+	i := strings.Index(raw, "://")
+	if i <= 0 {
+		return false
+	}
+	for j, c := range raw[:i] {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case j > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // HostOf reduces a configured host ("github.com", "GHE.example.com:8443",
@@ -199,8 +224,12 @@ func Redact(raw string) string {
 }
 
 // isSCPLike reports whether raw has git's scp-like form [user@]host:path,
-// with a colon before any slash.
+// with a colon before any slash (and not a bracketed IPv6 host, which has
+// colons of its own).
 func isSCPLike(raw string) bool {
+	if strings.HasPrefix(raw, "[") {
+		return false
+	}
 	colon := strings.Index(raw, ":")
 	if colon <= 0 {
 		return false

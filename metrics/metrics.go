@@ -22,7 +22,8 @@ type Options struct {
 	Catalog   func() *catalog.Catalog
 	Sessions  func() int
 	StoreSize func() (int64, error)
-	// States gives the sources' sync states, for the persist gauges.
+	// States gives the sources' sync states, for the persist and stall
+	// gauges.
 	States func() []catalog.State
 	// Connections reports the HTTP front door's connection counts.
 	Connections func() Connections
@@ -59,7 +60,7 @@ type Metrics struct {
 func New(o Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.syncs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "skillreg_syncs_total", Help: "Syncs by source and result (updated, unchanged, failed).",
+		Name: "skillreg_syncs_total", Help: "Syncs by source and result (updated, unchanged, failed, stalled).",
 	}, []string{"source", "result"})
 	m.syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "skillreg_sync_duration_seconds", Help: "Duration of syncs by source.",
@@ -130,7 +131,8 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// SyncFinished counts a sync (registry.Metrics).
+// SyncFinished counts a sync (registry.Metrics); result is one of the
+// catalog.Result values (updated, unchanged, failed, stalled).
 func (m *Metrics) SyncFinished(source, result string, d time.Duration, _ *catalog.Snapshot) {
 	m.syncs.WithLabelValues(source, result).Inc()
 	m.syncDuration.WithLabelValues(source).Observe(d.Seconds())
@@ -181,10 +183,11 @@ var (
 	snapshotDesc = prometheus.NewDesc("skillreg_snapshot_age_seconds", "Age of each source's served snapshot.", []string{"source"}, nil)
 	unsavedDesc  = prometheus.NewDesc("skillreg_catalog_unsaved", "1 while a source's served catalog is not in the store (its persist failed and is being retried).", []string{"source"}, nil)
 	staleDesc    = prometheus.NewDesc("skillreg_catalog_stale", "1 while a source serves a stored catalog older than the one served before the restart, until its resync.", []string{"source"}, nil)
+	stalledDesc  = prometheus.NewDesc("skillreg_source_stalled", "1 while a source's syncs are stalled (a failure retrying cannot mend: invalid_pin, invalid_repository, ref_not_found, repository_not_found, auth_refused, path_missing), by reason.", []string{"source", "reason"}, nil)
 )
 
 func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc} {
+	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc, stalledDesc} {
 		ch <- d
 	}
 }
@@ -205,6 +208,9 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, st := range c.o.States() {
 			ch <- prometheus.MustNewConstMetric(unsavedDesc, prometheus.GaugeValue, b2f(st.PersistError != "" && !st.Stale), st.Source)
 			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, b2f(st.Stale), st.Source)
+			if st.Stalled != "" {
+				ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, 1, st.Source, string(st.Stalled))
+			}
 		}
 	}
 	if c.o.StoreSize != nil {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -249,7 +250,7 @@ func (d *digester) digestLayout(ctx context.Context, key string, files []layoutF
 	if err := writeZip(h, out); err != nil {
 		return "", nil, err
 	}
-	s := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	s := gitref.SumHash(h).String()
 	d.putArchiveDigest(key, s)
 	return s, out, nil
 }

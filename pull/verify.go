@@ -2,8 +2,6 @@ package pull
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -202,8 +201,7 @@ func (m *manifest) checkFile(f fileRef, data []byte) error {
 	if int64(len(data)) != f.Size {
 		return refuse(skillURI, f.URI, CheckSize, "served %d bytes, the entry says %d", len(data), f.Size)
 	}
-	sum := sha256.Sum256(data)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != f.Digest {
+	if got := gitref.Sum(data); got.String() != f.Digest {
 		return refuse(skillURI, f.URI, CheckDigest, "served %s, the entry says %s", got, f.Digest)
 	}
 	if f.URI != skillURI {

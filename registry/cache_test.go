@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -14,7 +15,7 @@ import (
 // bytes the resync hashed, and never under the wrong digest.
 func TestResyncKeepsWhatItHashed(t *testing.T) {
 	r, root := newDirRegistry(t, Options{})
-	writeFiles(t, root, map[string]string{"a/ref.md": "alpha two"})
+	testkit.WriteFiles(t, root, map[string]string{"a/ref.md": "alpha two"})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +23,7 @@ func TestResyncKeepsWhatItHashed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, root, map[string]string{"a/ref.md": "ALPHA TWO"}) // not resynced yet
+	testkit.WriteFiles(t, root, map[string]string{"a/ref.md": "ALPHA TWO"}) // not resynced yet
 	data, err := r.ReadFile(context.Background(), f)
 	if err != nil || string(data) != "alpha two" {
 		t.Fatalf("ReadFile = %q, %v; want the resync's bytes", data, err)

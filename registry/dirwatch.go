@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // watchDebounce gathers the events of one save (editors write, rename and
@@ -74,7 +76,7 @@ func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
 			}
 			r.log.Warn("directory watch error", "source", name, "err", err)
 		case <-fire:
-			r.RequestSync(name, "directory changed")
+			r.RequestSync(name, catalog.TriggerWatch)
 		}
 	}
 }

@@ -29,14 +29,16 @@ var (
 	ErrNoReleaseAPI = errors.New("no releases API for this repository")
 )
 
-// GitStores hands out the object store of each remote repository. GitPool
-// adapts a *gitstore.Pool; tests give the registry in-memory fakes.
+// GitStores hands out the object store of each remote repository; a
+// *gitstore.Pool is one.
 type GitStores interface {
-	Repo(url string) (GitRepo, error)
+	Repo(url string) (*gitstore.Repo, error)
 }
 
 // GitRepo is what a sync needs of one repository's object store: the
-// methods of *gitstore.Repo the registry calls.
+// methods of *gitstore.Repo the registry calls. The registry reaches the
+// stores only through it, so its tests run syncs over in-memory remotes
+// (Options.gitRepos).
 type GitRepo interface {
 	URL() string
 	HasCommit(commit string) bool
@@ -48,22 +50,22 @@ type GitRepo interface {
 	Prune(ctx context.Context, keep []string) error
 }
 
-// GitPool returns p as GitStores (nil for a nil pool).
-func GitPool(p *gitstore.Pool) GitStores {
-	if p == nil {
-		return nil
+// errNoGit: a git source is configured without Options.Git.
+var errNoGit = errors.New("no git object store configured")
+
+// gitRepo returns the object store of the repository at url.
+func (r *Registry) gitRepo(url string) (GitRepo, error) {
+	if r.o.gitRepos != nil {
+		return r.o.gitRepos(url)
 	}
-	return poolStores{p}
-}
-
-type poolStores struct{ p *gitstore.Pool }
-
-func (s poolStores) Repo(url string) (GitRepo, error) {
-	r, err := s.p.Repo(url)
+	if r.o.Git == nil {
+		return nil, errNoGit
+	}
+	repo, err := r.o.Git.Repo(url)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *gitstore.Repo in a non-nil GitRepo
 	}
-	return r, nil
+	return repo, nil
 }
 
 // gitTree is a skill.Tree over one commit's tree in a git object store:
@@ -103,72 +105,116 @@ func (t gitTree) Open(id string) (io.ReadCloser, error) {
 	return rc, err
 }
 
-// syncGit lists the remote's refs, resolves the pin and stops there when
-// the commit has not moved (no fetch, no hashing); otherwise it fetches
-// only what is new, walks the commit's tree under the source's path and
-// indexes it, reusing every skill whose blobs did not change.
+// syncGit runs the git steps of a sync in order: resolve the pin with one
+// ref listing, skip when the commit has not moved (no fetch, no hashing),
+// fetch only what is new, walk the commit's tree under the source's path,
+// and index it, reusing every skill whose blobs did not change.
 func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (snap *catalog.Snapshot, err error) {
-	g := src.Git
-	if r.o.Git == nil {
-		return nil, fmt.Errorf("source %s: no git object store configured", src.Name)
-	}
-	repo, err := r.o.Git.Repo(g.Repo.URL())
-	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", src.Name, err)
-	}
-	var auth gitstore.Auth
-	if g.Token != nil {
-		if auth.Token, err = g.Token(); err != nil {
-			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
-		}
-		// Known before anything can echo it: every error of this sync and
-		// of later ones is scrubbed of it (rotated tokens included).
-		r.redact.AddBasic(gitstore.TokenUser, auth.Token)
-	}
-	res, err := r.resolve(ctx, src, repo, auth, prev)
+	s, err := r.openGit(src, prev)
 	if err != nil {
 		return nil, err
 	}
-	if prev != nil && prev.Commit == res.Commit && prev.Kind == catalog.KindGit {
+	if s.res, err = r.resolve(ctx, src, s.repo, s.auth, prev); err != nil {
+		return nil, err
+	}
+	if s.unchanged() {
 		return nil, nil
 	}
 	// The commit is needed before any catalog serves it: a prune (ours or
 	// another source's on the same repository) must keep it meanwhile.
-	r.holdCommit(res.Commit)
+	r.holdCommit(s.res.Commit)
 	defer func() {
 		if err != nil {
-			r.releaseCommit(res.Commit)
+			r.releaseCommit(s.res.Commit)
 		}
 	}()
-	if err := repo.Fetch(ctx, res, auth); err != nil {
-		return nil, err // "fetch <commit> from <url>: ..." already
+	if err := s.fetch(ctx); err != nil {
+		return nil, err
 	}
-	entries, err := repo.Walk(res.Commit, g.Path)
+	tree, err := s.walk()
 	if err != nil {
-		return nil, err // "walk <commit>:<path> in <url>: ..." already
+		return nil, err
 	}
-	tree := gitTree{repo: repo, entries: entries}
-	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
-	if prev != nil {
-		o.Previous = prev.Skills
+	if snap, err = s.index(ctx, tree); err != nil {
+		return nil, err
+	}
+	r.maybePrune(ctx, s.repo)
+	return snap, nil
+}
+
+// gitSync is one sync of a git source, filled in step by step.
+type gitSync struct {
+	r    *Registry
+	src  *catalog.Source
+	prev *catalog.Snapshot
+	repo GitRepo
+	auth gitstore.Auth
+	res  gitstore.Resolved
+}
+
+// openGit finds the source's object store and the credential to present.
+func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSync, error) {
+	g := src.Git
+	repo, err := r.gitRepo(g.Repo.URL())
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	s := &gitSync{r: r, src: src, prev: prev, repo: repo}
+	if g.Token != nil {
+		if s.auth.Token, err = g.Token(); err != nil {
+			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
+		}
+		// Known before anything can echo it: every error of this sync and
+		// of later ones is scrubbed of it (rotated tokens included).
+		r.redact.AddBasic(gitstore.TokenUser, s.auth.Token)
+	}
+	return s, nil
+}
+
+// unchanged reports whether the pin resolved to the commit served.
+func (s *gitSync) unchanged() bool {
+	return s.prev != nil && s.prev.Kind == catalog.KindGit && s.prev.Commit == s.res.Commit
+}
+
+// fetch brings the resolved commit into the object store (only what is new).
+func (s *gitSync) fetch(ctx context.Context) error {
+	return s.repo.Fetch(ctx, s.res, s.auth) // "fetch <commit> from <url>: ..." already
+}
+
+// walk lists the commit's tree under the source's path.
+func (s *gitSync) walk() (gitTree, error) {
+	g := s.src.Git
+	entries, err := s.repo.Walk(s.res.Commit, g.Path)
+	if err != nil {
+		return gitTree{}, err // "walk <commit>:<path> in <url>: ..." already
+	}
+	return gitTree{repo: s.repo, entries: entries}, nil
+}
+
+// index finds the tree's skills, hashing only blobs it has not seen, and
+// seals them as the source's next snapshot.
+func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, error) {
+	g := s.src.Git
+	o := skill.Options{Cache: s.r.o.Digests, RootName: s.src.Name}
+	if s.prev != nil {
+		o.Previous = s.prev.Skills
 	}
 	idx, err := skill.Index(ctx, tree, o)
 	if err != nil {
-		return nil, fmt.Errorf("index %s@%s: %w", src.Name, shortCommit(res.Commit), err)
+		return nil, fmt.Errorf("index %s@%s: %w", s.src.Name, shortCommit(s.res.Commit), err)
 	}
-	snap = catalog.NewSnapshot(&catalog.Snapshot{
-		Source: src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
-		Commit: res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
-		IndexedAt: r.o.Now(),
+	snap := catalog.NewSnapshot(&catalog.Snapshot{
+		Source: s.src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
+		Commit: s.res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
+		IndexedAt: s.r.o.Now(),
 	}, tree)
-	if ct, ok := repo.(interface {
+	if ct, ok := s.repo.(interface {
 		CommitTime(string) (time.Time, error)
 	}); ok {
-		if t, err := ct.CommitTime(res.Commit); err == nil {
+		if t, err := ct.CommitTime(s.res.Commit); err == nil {
 			snap.Committed = t
 		}
 	}
-	r.maybePrune(ctx, repo)
 	return snap, nil
 }
 

@@ -13,14 +13,9 @@ import (
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/skill"
 )
-
-func TestMain(m *testing.M) {
-	os.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Exit(m.Run())
-}
 
 // gitFixture is a loopback git server with one repository of skills and a
 // registry over a fresh pool.
@@ -37,9 +32,9 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 	remote := srv.CreateRepo("skills")
 	remote.WriteFiles(map[string]string{
 		"README.md":             "not a skill",
-		"skills/a/SKILL.md":     md("a"),
+		"skills/a/SKILL.md":     testkit.SkillMD("a"),
 		"skills/a/ref.md":       "alpha",
-		"skills/b/SKILL.md":     md("b"),
+		"skills/b/SKILL.md":     testkit.SkillMD("b"),
 		"skills/b/scripts/x.sh": "#!/bin/sh\necho b\n",
 	})
 	remote.Commit("initial")
@@ -50,7 +45,7 @@ func newGitFixture(t *testing.T, o Options) *gitFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	o.Git = GitPool(pool)
+	o.Git = pool
 	return &gitFixture{srv: srv, remote: remote, reg: New(o), poolDir: dir}
 }
 
@@ -91,7 +86,7 @@ func TestGitEveryPinKind(t *testing.T) {
 	first := f.remote.Head()
 	f.remote.Tag("v1.0.0", true)
 	f.remote.Push("main")
-	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
+	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": testkit.SkillMD("c")})
 	f.remote.Commit("add c")
 	f.remote.Tag("v1.1.0", false)
 	f.remote.Tag("v2.0.0-rc.1", false)
@@ -183,7 +178,7 @@ func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 
 func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {
 	f := newGitFixture(t, Options{})
-	f.remote.WriteFiles(map[string]string{"skills/l/SKILL.md": md("l"), "skills/m/SKILL.md": md("m")})
+	f.remote.WriteFiles(map[string]string{"skills/l/SKILL.md": testkit.SkillMD("l"), "skills/m/SKILL.md": testkit.SkillMD("m")})
 	f.remote.Symlink("skills/l/passwd", "/etc/passwd")
 	f.remote.Gitlink("skills/m/vendor", strings.Repeat("ab", 20))
 	f.remote.Commit("bad skills")
@@ -208,21 +203,24 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 		name   string
 		break_ func(f *gitFixture)
 		want   error
+		// stall is the class of the failure: why it is stalled, or ""
+		// for a transient failure retried with backoff.
+		stall catalog.StallReason
 	}{
 		{"deleted branch", func(f *gitFixture) {
 			f.remote.Branch("other")
 			f.remote.Push("other")
 			f.remote.DeleteRef("refs/heads/main")
-		}, gitstore.ErrRefNotFound},
-		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitstore.ErrRepoNotFound},
+		}, gitstore.ErrRefNotFound, catalog.StallRefNotFound},
+		{"vanished repository", func(f *gitFixture) { f.remote.Delete() }, gitstore.ErrRepoNotFound, catalog.StallRepoNotFound},
 		{"server error", func(f *gitFixture) {
 			f.remote.WriteFiles(map[string]string{"skills/a/ref.md": "x"})
 			f.remote.Commit("x")
 			f.remote.Push("main")
 			f.srv.SetFailure(gittest.Failure{Status: 500, FetchOnly: true})
-		}, gitstore.ErrNetwork},
-		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitstore.ErrAuth},
-		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded},
+		}, gitstore.ErrNetwork, ""},
+		{"auth", func(f *gitFixture) { f.srv.RequireToken("right-token") }, gitstore.ErrAuth, catalog.StallAuthRefused},
+		{"timeout", func(f *gitFixture) { f.srv.SetFailure(gittest.Failure{Hang: true}) }, context.DeadlineExceeded, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -245,8 +243,14 @@ func TestGitFailuresKeepLastGoodSnapshot(t *testing.T) {
 				t.Fatal("a failed sync changed what is served")
 			}
 			st := f.reg.States()[0]
-			if st.LastResult != "failed" || st.LastError == "" || st.LastErrorAt.IsZero() || st.Failures != 1 || st.Commit == "" {
+			if st.LastError == "" || st.LastErrorAt.IsZero() || st.Failures != 1 || st.Commit == "" {
 				t.Fatalf("state after failure: %+v", st)
+			}
+			if c.stall == "" && (st.LastResult != catalog.ResultFailed || st.Stalled != "" || st.NextRetry.IsZero()) {
+				t.Fatalf("a transient failure must be retried with backoff: %+v", st)
+			}
+			if c.stall != "" && (st.LastResult != catalog.ResultStalled || st.Stalled != c.stall || st.Hint == "" || !st.NextRetry.IsZero()) {
+				t.Fatalf("want stalled (%s) with a hint and no retry scheduled: %+v", c.stall, st)
 			}
 			if !f.reg.Ready() {
 				t.Fatal("not ready despite a last good snapshot")
@@ -267,7 +271,7 @@ func TestGitForcePushAndMovedTag(t *testing.T) {
 	f.remote.Git("checkout", "--orphan", "rewrite")
 	f.remote.Git("rm", "-rf", "--cached", ".")
 	f.remote.Git("clean", "-fdx")
-	f.remote.WriteFiles(map[string]string{"skills/z/SKILL.md": md("z")})
+	f.remote.WriteFiles(map[string]string{"skills/z/SKILL.md": testkit.SkillMD("z")})
 	f.remote.Commit("rewritten")
 	f.remote.Git("branch", "-M", "main")
 	f.remote.ForcePush("main")

@@ -8,6 +8,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // TestWebhookSyncBesideHungRemotes is the end-to-end case: two remotes that
@@ -41,10 +42,10 @@ func TestWebhookSyncBesideHungRemotes(t *testing.T) {
 
 	good := f.source("good", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")
 	r.SetSources(append(srcs, good)) // an ordinary sync: it waits for a slot
-	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": md("c")})
+	f.remote.WriteFiles(map[string]string{"skills/c/SKILL.md": testkit.SkillMD("c")})
 	f.remote.Commit("add c")
 	f.remote.Push("main")
-	r.RequestSync("good", "webhook push refs/heads/main")
+	r.RequestSync("good", catalog.TriggerWebhook)
 
 	deadline := time.Now().Add(time.Minute) // a guard against hanging, not a measurement
 	for stateOf(r, "good").Commit != f.remote.Head() {

@@ -24,6 +24,7 @@ import (
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -151,43 +152,43 @@ func TestGitSourceExcludesBadPaths(t *testing.T) {
 	f := newGitFixture(t, Options{})
 	files := map[string]string{
 		"README.md":                               "not a skill",
-		"skills/good/SKILL.md":                    md("good"),
+		"skills/good/SKILL.md":                    testkit.SkillMD("good"),
 		"skills/good/ref.md":                      "good",
 		"skills/good/.github/ci.yml":              "ok",
-		"skills/also-good/SKILL.md":               md("also-good"),
-		"skills/dotgit/SKILL.md":                  md("dotgit"),
+		"skills/also-good/SKILL.md":               testkit.SkillMD("also-good"),
+		"skills/dotgit/SKILL.md":                  testkit.SkillMD("dotgit"),
 		"skills/dotgit/.git/config":               "[core]\n\tfsmonitor = touch pwned\n",
-		"skills/upper/SKILL.md":                   md("upper"),
+		"skills/upper/SKILL.md":                   testkit.SkillMD("upper"),
 		"skills/upper/.GIT/config":                "[core]\n\tfsmonitor = touch pwned\n",
-		"skills/short/SKILL.md":                   md("short"),
+		"skills/short/SKILL.md":                   testkit.SkillMD("short"),
 		"skills/short/git~1/config":               "x",
-		"skills/hfs/SKILL.md":                     md("hfs"),
+		"skills/hfs/SKILL.md":                     testkit.SkillMD("hfs"),
 		"skills/hfs/.g\u200cit/config":            "x",
-		"skills/ntfs/SKILL.md":                    md("ntfs"),
+		"skills/ntfs/SKILL.md":                    testkit.SkillMD("ntfs"),
 		"skills/ntfs/.git. /config":               "x",
-		"skills/modules/SKILL.md":                 md("modules"),
+		"skills/modules/SKILL.md":                 testkit.SkillMD("modules"),
 		"skills/modules/.gitmodules":              "[submodule \"x\"]\n",
-		"skills/newline/SKILL.md":                 md("newline"),
+		"skills/newline/SKILL.md":                 testkit.SkillMD("newline"),
 		"skills/newline/a\nb":                     "x",
-		"skills/latin/SKILL.md":                   md("latin"),
+		"skills/latin/SKILL.md":                   testkit.SkillMD("latin"),
 		"skills/latin/\xff\xfe":                   "x",
-		"skills/backslash/SKILL.md":               md("backslash"),
+		"skills/backslash/SKILL.md":               testkit.SkillMD("backslash"),
 		"skills/backslash/a\\b":                   "x",
-		"skills/device/SKILL.md":                  md("device"),
+		"skills/device/SKILL.md":                  testkit.SkillMD("device"),
 		"skills/device/CON.txt":                   "x",
-		"skills/colon/SKILL.md":                   md("colon"),
+		"skills/colon/SKILL.md":                   testkit.SkillMD("colon"),
 		"skills/colon/a:b":                        "x",
-		"skills/long/SKILL.md":                    md("long"),
+		"skills/long/SKILL.md":                    testkit.SkillMD("long"),
 		"skills/long/" + strings.Repeat("x", 256): "x",
-		"skills/case/SKILL.md":                    md("case"),
+		"skills/case/SKILL.md":                    testkit.SkillMD("case"),
 		"skills/case/Notes.md":                    "x",
 		"skills/case/notes.md":                    "y",
-		"skills/dotdot/SKILL.md":                  md("dotdot"),
+		"skills/dotdot/SKILL.md":                  testkit.SkillMD("dotdot"),
 		"skills/dotdot/../escape.md":              "x",
-		"skills/dot/SKILL.md":                     md("dot"),
+		"skills/dot/SKILL.md":                     testkit.SkillMD("dot"),
 		"skills/dot/./y.md":                       "x",
 		"skills/deep/SKILL.md":                    deepFrontmatter("deep", 1500),
-		"skills/trail/SKILL.md":                   md("trail"),
+		"skills/trail/SKILL.md":                   testkit.SkillMD("trail"),
 		"skills/trail/notes.":                     "x",
 	}
 	pushPlumbedCommit(t, f.remote, nodeFromFiles(files))
@@ -250,7 +251,7 @@ func TestGitSourceBadTreeName(t *testing.T) {
 			f := newGitFixture(t, Options{})
 			f.reg.SetSources([]catalog.Source{f.source("rules", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")})
 			mustSync(t, f.reg, "rules")
-			root := nodeFromFiles(map[string]string{"skills/a/SKILL.md": md("a")})
+			root := nodeFromFiles(map[string]string{"skills/a/SKILL.md": testkit.SkillMD("a")})
 			root["skills"].(gitNode)["a"].(gitNode)[name] = "x"
 			pushPlumbedCommit(t, f.remote, root)
 			err := f.reg.SyncNow(context.Background(), "rules")
@@ -271,11 +272,11 @@ func TestDirSourceGitEntries(t *testing.T) {
 	root := t.TempDir()
 	for p, data := range map[string]string{
 		".git/HEAD":                "ref: refs/heads/main\n",
-		"checkout/SKILL.md":        md("checkout"),
+		"checkout/SKILL.md":        testkit.SkillMD("checkout"),
 		"checkout/.git/config":     "[core]\n\tfsmonitor = touch pwned\n",
-		"worktree/SKILL.md":        md("worktree"),
+		"worktree/SKILL.md":        testkit.SkillMD("worktree"),
 		"worktree/.git":            "gitdir: /elsewhere/.git/worktrees/w\n",
-		"shouting/SKILL.md":        md("shouting"),
+		"shouting/SKILL.md":        testkit.SkillMD("shouting"),
 		"shouting/.GIT/config":     "[core]\n\tfsmonitor = touch pwned\n",
 		"shouting/references/a.md": "a",
 	} {
@@ -342,7 +343,7 @@ func TestLongestAdmittedPathIsReadable(t *testing.T) {
 // is not served on restore but indexed again, which excludes that skill.
 func TestRestoreRejudgesStoredSkills(t *testing.T) {
 	root := t.TempDir()
-	files := map[string]string{"a/SKILL.md": md("a"), "a/.GIT/config": "[core]\n\tfsmonitor = touch pwned\n", "b/SKILL.md": md("b")}
+	files := map[string]string{"a/SKILL.md": testkit.SkillMD("a"), "a/.GIT/config": "[core]\n\tfsmonitor = touch pwned\n", "b/SKILL.md": testkit.SkillMD("b")}
 	for p, data := range files {
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -372,7 +373,10 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 
 	r := New(Options{})
 	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
-	rep := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, State: catalog.State{Source: "local"}}})
+	rep, err := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, State: catalog.State{Source: "local"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rep.Restored) != 0 || !strings.Contains(rep.Dropped["local"], "git-metadata") {
 		t.Fatalf("restore %+v, want the stored catalog dropped for git-metadata", rep)
 	}
@@ -388,7 +392,7 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 	r2 := New(Options{})
 	r2.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	good := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
-	if rep := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); len(rep.Restored) != 1 {
+	if rep, err := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); err != nil || len(rep.Restored) != 1 {
 		t.Fatalf("restore of a clean store: %+v", rep)
 	}
 }

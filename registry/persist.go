@@ -26,36 +26,38 @@ type PersistMetrics interface {
 	PersistFailed(source string)
 }
 
-// persist stores a snapshot the source now serves (or is about to) and
-// its state, and records the outcome.
-func (r *Registry) persist(run *sourceRun, snap *catalog.Snapshot, st catalog.State) {
-	if r.o.Store == nil {
-		return
-	}
-	// The state as stored is the one that holds if this save works.
+// storeSnapshot is the persist step: it stores a snapshot the source now
+// serves (or is about to) with the state that holds once it is stored, and
+// returns the store's error for notePersistLocked.
+func (r *Registry) storeSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	saved := st
 	saved.PersistError, saved.PersistErrorAt, saved.PersistFailures, saved.NextPersist = "", time.Time{}, 0, time.Time{}
 	saved.Stale = false
-	err := r.o.Store.SaveSnapshot(snap, saved)
-	name := run.src.Name
-	r.mu.Lock()
-	if run.removed {
-		r.mu.Unlock()
-		return
-	}
-	s := &run.state
+	return r.o.Store.SaveSnapshot(snap, saved)
+}
+
+// persistNote is what is left to do, outside the lock, once a persist's
+// outcome is in the state.
+type persistNote struct {
+	err       error
+	failures  int           // consecutive failed persists, this one included
+	retryIn   time.Duration // when the next attempt is
+	marked    catalog.State // the state that says the stored catalog is older
+	recovered int           // failed attempts before this successful one
+}
+
+// notePersistLocked records in s the outcome of storing snap (err) and
+// arms or stops the persist's retry. r.mu is held.
+func (r *Registry) notePersistLocked(name string, s *catalog.State, err error) persistNote {
 	if err == nil {
-		if s.PersistFailures > 0 {
-			r.log.Info("catalog stored after failed attempts", "source", name, "commit", snap.Commit, "failures", s.PersistFailures)
-		}
+		n := persistNote{recovered: s.PersistFailures}
 		s.PersistError, s.PersistErrorAt, s.PersistFailures, s.NextPersist = "", time.Time{}, 0, time.Time{}
 		s.Stale = false
 		if t := r.persistRetry[name]; t != nil {
 			t.Stop()
 			delete(r.persistRetry, name)
 		}
-		r.mu.Unlock()
-		return
+		return n
 	}
 	now := r.o.Now()
 	s.Stale = false // what is served now is newer than anything stored
@@ -67,8 +69,6 @@ func (r *Registry) persist(run *sourceRun, snap *catalog.Snapshot, st catalog.St
 		d = persistRetryCap
 	}
 	s.NextPersist = now.Add(d)
-	failures := s.PersistFailures
-	marked := *s
 	if r.persistRetry == nil {
 		r.persistRetry = map[string]*time.Timer{}
 	}
@@ -76,16 +76,26 @@ func (r *Registry) persist(run *sourceRun, snap *catalog.Snapshot, st catalog.St
 		t.Stop()
 	}
 	r.persistRetry[name] = time.AfterFunc(d, func() { r.retryPersist(name) })
-	r.mu.Unlock()
+	return persistNote{err: err, failures: s.PersistFailures, retryIn: d, marked: *s}
+}
 
-	r.log.Error("persist snapshot; serving it anyway and retrying", "source", name, "commit", snap.Commit, "failures", failures, "retry_in", d.String(), "err", err)
+// reportPersist logs and counts a persist's outcome, and after a failure
+// stores the state that says so.
+func (r *Registry) reportPersist(name string, snap *catalog.Snapshot, n persistNote) {
+	if n.err == nil {
+		if n.recovered > 0 {
+			r.log.Info("catalog stored after failed attempts", "source", name, "commit", snap.Commit, "failures", n.recovered)
+		}
+		return
+	}
+	r.log.Error("persist snapshot; serving it anyway and retrying", "source", name, "commit", snap.Commit, "failures", n.failures, "retry_in", n.retryIn.String(), "err", n.err)
 	if m, ok := r.o.Metrics.(PersistMetrics); ok {
 		m.PersistFailed(name)
 	}
 	// A state record is a small write that often fits where the snapshot
 	// did not; stored, it tells a restart that the stored catalog is
 	// older than the one served.
-	if serr := r.o.Store.SaveState(marked); serr != nil {
+	if serr := r.o.Store.SaveState(n.marked); serr != nil {
 		r.log.Warn("cannot store either that the stored catalog is stale", "source", name, "err", serr)
 	}
 }
@@ -114,7 +124,15 @@ func (r *Registry) retryPersist(name string) {
 		return // stored meanwhile by a sync, or no longer served
 	}
 	st.Syncing = false
-	r.persist(run, snap, st)
+	err := r.storeSnapshot(snap, st)
+	r.mu.Lock()
+	if run.removed {
+		r.mu.Unlock()
+		return
+	}
+	n := r.notePersistLocked(name, &run.state, err)
+	r.mu.Unlock()
+	r.reportPersist(name, snap, n)
 }
 
 // staleStored reports, on a restart, whether the stored catalog of a

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/fulldisk"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 )
@@ -34,11 +34,11 @@ func TestPersistOnFullDisk(t *testing.T) {
 
 	// The first process stores 5 skills, then syncs 305 on a full disk.
 	d1 := startRegistry(t, dbPath, src)
-	waitFor(t, "first sync", func() bool { st := d1.state(); return st.LastResult == "updated" && st.Skills == 5 })
+	testkit.WaitUntil(t, "first sync", func() bool { st := d1.state(); return st.LastResult == "updated" && st.Skills == 5 })
 	free := fulldisk.Fill(t, mnt)
 	addSkills(t, root, 5, 300)
-	d1.reg.RequestSync("local", "test")
-	waitFor(t, "a sync of 305 skills whose persist fails", func() bool {
+	d1.reg.RequestSync("local", catalog.TriggerManual)
+	testkit.WaitUntil(t, "a sync of 305 skills whose persist fails", func() bool {
 		st := d1.state()
 		return st.Skills == 305 && st.PersistFailures > 0 && d1.reg.Current().Len(catalog.Filter{}) == 305
 	})
@@ -61,7 +61,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	}
 	free()
 	d2.run(t)
-	waitFor(t, "the resync after the restart", func() bool {
+	testkit.WaitUntil(t, "the resync after the restart", func() bool {
 		st := d2.state()
 		return !st.Stale && st.Skills == 305 && st.PersistError == "" && st.PersistFailures == 0
 	})
@@ -70,14 +70,14 @@ func TestPersistOnFullDisk(t *testing.T) {
 	// stores it without any sync.
 	free = fulldisk.Fill(t, mnt)
 	addSkills(t, root, 305, 600)
-	d2.reg.RequestSync("local", "test")
-	waitFor(t, "a sync of 905 skills whose persist fails", func() bool {
+	d2.reg.RequestSync("local", catalog.TriggerManual)
+	testkit.WaitUntil(t, "a sync of 905 skills whose persist fails", func() bool {
 		st := d2.state()
 		return st.Skills == 905 && st.PersistFailures > 0 && d2.reg.Current().Len(catalog.Filter{}) == 905
 	})
 	failed := d2.state()
 	free()
-	waitFor(t, "the persist retry", func() bool { return d2.state().PersistError == "" })
+	testkit.WaitUntil(t, "the persist retry", func() bool { return d2.state().PersistError == "" })
 	// Only the retry can have stored it: a sync since (the directory
 	// watcher's) found nothing new, and an unchanged sync stores nothing.
 	if st := d2.state(); st.PersistFailures != 0 || !st.NextPersist.IsZero() || st.LastEnd != failed.LastEnd && st.LastResult != "unchanged" {
@@ -120,7 +120,10 @@ func openRegistry(t *testing.T, dbPath string, src catalog.Source) *testDaemon {
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := registry.New(registry.Options{Store: st, Logger: log})
 	reg.SetSources([]catalog.Source{src})
-	d := &testDaemon{st: st, reg: reg, report: reg.Restore(context.Background(), ps)}
+	d := &testDaemon{st: st, reg: reg}
+	if d.report, err = reg.Restore(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(d.stop)
 	return d
 }
@@ -173,19 +176,6 @@ func addSkills(t *testing.T, root string, from, n int) {
 		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// waitFor polls cond until it holds, failing after a generous deadline
-// (a bound for a broken build, not a timing assertion).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

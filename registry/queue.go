@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -51,11 +50,6 @@ func (c syncClass) String() string {
 	}
 	return "failing"
 }
-
-// urgentReason reports whether a sync request comes from a webhook delivery:
-// someone pushed (or published a release) and waits to see it. The webhook
-// package's reasons start with "webhook".
-func urgentReason(reason string) bool { return strings.HasPrefix(reason, "webhook") }
 
 type slotKind int
 

@@ -21,6 +21,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // fakeGit is an in-memory git layer: one fakeRepo per URL.
@@ -59,6 +60,8 @@ type fakeRepo struct {
 	mu   sync.Mutex
 	hang bool
 	fail error
+	// gate, when set, holds each listing until it receives
+	gate chan struct{}
 	// files of the commit the remote's main branch points at
 	files  map[string]string
 	commit string
@@ -110,11 +113,18 @@ func (f *fakeRepo) ListRemote(ctx context.Context, _ gitstore.Auth) (*gitstore.R
 	}
 	f.mu.Lock()
 	f.listings = append(f.listings, listing{at: time.Now(), state: st})
-	hang, fail, commit := f.hang, f.fail, f.commit
+	hang, fail, commit, gate := f.hang, f.fail, f.commit, f.gate
 	if hang {
 		f.inflight++
 	}
 	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list refs %s: %w", f.url, ctx.Err())
+		}
+	}
 	if hang {
 		<-ctx.Done()
 		f.mu.Lock()
@@ -170,17 +180,17 @@ func TestPollRespectsBackoff(t *testing.T) {
 		name string
 		repo *fakeRepo
 	}{
-		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitstore.ErrAuth)}},
+		{"fails at once", &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 502 Bad Gateway", gitstore.ErrNetwork)}},
 		{"hangs", &fakeRepo{hang: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				git := &fakeGit{}
-				r := New(Options{Git: git})
+				r := New(Options{gitRepos: git.Repo})
 				dead := git.add("dead", c.repo)
 				dead.Timeout = 20 * time.Second
 				alive := &fakeRepo{}
-				alive.setFiles(map[string]string{"a/SKILL.md": md("a")})
+				alive.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 				c.repo.state = func() catalog.State { return stateOf(r, "dead") }
 				ctx, cancel := context.WithCancel(t.Context())
 				r.SetSources([]catalog.Source{dead, git.add("alive", alive)})
@@ -223,7 +233,7 @@ func TestPollRespectsBackoff(t *testing.T) {
 func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git, MaxParallelSyncs: 2})
+		r := New(Options{gitRepos: git.Repo, MaxParallelSyncs: 2})
 		var grants []string
 		r.slots.onGrant = func(name string, c syncClass, k slotKind) {
 			grants = append(grants, fmt.Sprintf("%s:%s:%d", name, c, k))
@@ -231,7 +241,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		h1, h2 := &fakeRepo{hang: true}, &fakeRepo{hang: true}
 		hung1, hung2 := git.add("hung1", h1), git.add("hung2", h2)
 		healthy := &fakeRepo{}
-		healthy.setFiles(map[string]string{"a/SKILL.md": md("a")})
+		healthy.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 		good := git.add("good", healthy)
 		good.Poll = time.Hour
 		ctx, cancel := context.WithCancel(t.Context())
@@ -250,7 +260,7 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 			t.Fatalf("good synced in a third slot without being urgent: %+v (grants %v)", st, grants)
 		}
 		// ...and a push to it does not.
-		r.RequestSync("good", "webhook push refs/heads/main")
+		r.RequestSync("good", catalog.TriggerWebhook)
 		synctest.Wait()
 		if _, ok := r.Current().Snapshot("good"); !ok || stateOf(r, "good").LastResult != "updated" {
 			t.Fatalf("webhook sync of good did not complete while the remotes hang: %+v (grants %v)", stateOf(r, "good"), grants)
@@ -263,8 +273,8 @@ func TestHungRemotesDoNotStarveWebhooks(t *testing.T) {
 		// failing lane (one slot), retrying, and the other slot is free.
 		time.Sleep(61 * time.Second)
 		for range 20 {
-			healthy.setFiles(map[string]string{"a/SKILL.md": md("a"), "b/SKILL.md": md("b"), "n": time.Now().String()})
-			r.RequestSync("good", "poll-like ordinary request")
+			healthy.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a"), "b/SKILL.md": testkit.SkillMD("b"), "n": time.Now().String()})
+			r.RequestSync("good", catalog.TriggerPoll)
 			synctest.Wait()
 			if n := h1.Inflight() + h2.Inflight(); n > 1 {
 				t.Fatalf("%d failing syncs hold slots at once; the lane is one slot", n)
@@ -358,7 +368,7 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 	pair := base64.StdEncoding.EncodeToString([]byte(gitstore.TokenUser + ":" + token))
 	git := &fakeGit{}
 	var logs bytes.Buffer
-	r := New(Options{Git: git, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	r := New(Options{gitRepos: git.Repo, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	repo := &fakeRepo{fail: fmt.Errorf("list refs: %w: echoed Basic %s, %s, %s, https://u:%s@h/\x1b[2J\n",
 		gitstore.ErrAuth, pair, token, url.QueryEscape(token), url.PathEscape(token))}
 	src := git.add("s", repo)
@@ -386,7 +396,7 @@ func TestSyncErrorsScrubbed(t *testing.T) {
 func TestReconfiguredWhileWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		git := &fakeGit{}
-		r := New(Options{Git: git, MaxParallelSyncs: 2})
+		r := New(Options{gitRepos: git.Repo, MaxParallelSyncs: 2})
 		h1, h2, h3 := &fakeRepo{hang: true}, &fakeRepo{hang: true}, &fakeRepo{hang: true}
 		s1, s2, s3 := git.add("hung1", h1), git.add("hung2", h2), git.add("hung3", h3)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -422,6 +432,52 @@ func TestReconfiguredWhileWaiting(t *testing.T) {
 		defer r.slots.mu.Unlock()
 		if len(r.slots.waiting) != 0 || r.slots.busy != 0 || r.slots.express {
 			t.Fatalf("slots left: %d waiting, %d busy, express %v", len(r.slots.waiting), r.slots.busy, r.slots.express)
+		}
+	})
+}
+
+// TestRequestsCoalesceWhileASyncRuns: the queue is the one place sync
+// requests coalesce. However many arrive while a sync of a source runs,
+// exactly one follow-up sync runs after it; none arriving while none runs
+// starts nothing.
+func TestRequestsCoalesceWhileASyncRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		git := &fakeGit{}
+		r := New(Options{gitRepos: git.Repo})
+		repo := &fakeRepo{}
+		src := git.add("team", repo)
+		src.Poll = 0
+		repo.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		r.SetSources([]catalog.Source{src})
+		go r.Run(ctx)
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 1 {
+			t.Fatalf("%d syncs at start, want 1", n)
+		}
+
+		gate := make(chan struct{})
+		repo.mu.Lock()
+		repo.gate = gate
+		repo.mu.Unlock()
+		r.RequestSync("team", catalog.TriggerPoll)
+		synctest.Wait() // the sync waits in its listing
+		for _, why := range []catalog.Trigger{catalog.TriggerWebhook, catalog.TriggerPoll, catalog.TriggerRetry, catalog.TriggerChanged} {
+			for range 25 {
+				r.RequestSync("team", why)
+			}
+		}
+		gate <- struct{}{} // the running sync ends
+		gate <- struct{}{} // the one follow-up
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 3 {
+			t.Fatalf("100 requests during a sync ran %d syncs after it, want exactly 1", n-2)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 3 {
+			t.Fatalf("syncs ran without requests: %d listings", n)
 		}
 	})
 }

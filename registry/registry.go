@@ -35,7 +35,9 @@ type Store interface {
 	DeleteSource(name string) error
 }
 
-// Metrics receives what the registry does; nil means none.
+// Metrics receives what the registry does; nil means none. A sync's
+// result is one of catalog.ResultUpdated, ResultUnchanged, ResultFailed and
+// ResultStalled; snap is the snapshot served after it (nil after a failure).
 type Metrics interface {
 	SyncFinished(source, result string, d time.Duration, snap *catalog.Snapshot)
 }
@@ -48,8 +50,8 @@ type Options struct {
 	// Digests caches file digests by key across syncs (and, when the store
 	// provides it, across restarts). Nil means an in-memory cache.
 	Digests skill.DigestCache
-	// Git gives git sources their object stores (GitPool(pool) for a
-	// *gitstore.Pool); required only when git sources are configured.
+	// Git gives git sources their object stores (a *gitstore.Pool);
+	// required only when git sources are configured.
 	Git GitStores
 	// Redact scrubs secrets from sync errors before they become a source's
 	// state or a log line. The token a git source presents is added to it
@@ -66,7 +68,7 @@ type Options struct {
 	// cache).
 	ContentCacheBytes int64
 	// MaxParallelSyncs bounds syncs running at once across sources
-	// (default 2). Sources whose last sync failed share N-1 of them, and
+	// (default DefaultMaxParallelSyncs). Sources whose last sync failed share N-1 of them, and
 	// one more slot runs a webhook-triggered sync when all N are busy: see
 	// queue.go.
 	MaxParallelSyncs int
@@ -74,6 +76,9 @@ type Options struct {
 	OnSwap  func(old, new *catalog.Catalog)
 	Metrics Metrics
 	Now     func() time.Time
+
+	// gitRepos, set by tests, stands in for Git with in-memory remotes.
+	gitRepos func(url string) (GitRepo, error)
 }
 
 // Registry owns the sources, the current catalog and its recent history.
@@ -122,7 +127,7 @@ func New(o Options) *Registry {
 		o.Digests = NewDigestMap()
 	}
 	if o.MaxParallelSyncs <= 0 {
-		o.MaxParallelSyncs = 2
+		o.MaxParallelSyncs = DefaultMaxParallelSyncs
 	}
 	if o.Redact == nil {
 		o.Redact = redact.New()
@@ -218,7 +223,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			// not be served as the new one's.
 			r.dropSource(name)
 		}
-		r.RequestSync(name, "configured")
+		r.RequestSync(name, catalog.TriggerConfig)
 	}
 }
 
@@ -349,28 +354,27 @@ func (r *Registry) requestPoll(run *sourceRun) {
 		r.log.Debug("poll skipped: waiting for the retry", "source", run.src.Name, "next_retry", next)
 		return
 	}
-	r.requestLocked(run, "poll")
+	r.requestLocked(run, catalog.TriggerPoll)
 }
 
 // RequestSync asks for a sync of one source without waiting. Requests made
 // while a sync of that source waits for a slot join it; requests made while
-// one runs coalesce into exactly one follow-up. Reasons starting with
-// "webhook" mark the sync urgent (see queue.go). Unknown sources are
-// ignored.
-func (r *Registry) RequestSync(name, reason string) {
+// one runs coalesce into exactly one follow-up. A webhook's trigger marks
+// the sync urgent (see queue.go). Unknown sources are ignored.
+func (r *Registry) RequestSync(name string, why catalog.Trigger) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	run, ok := r.sources[name]
 	if !ok || run.removed {
 		return
 	}
-	r.requestLocked(run, reason)
+	r.requestLocked(run, why)
 }
 
-func (r *Registry) requestLocked(run *sourceRun, reason string) {
+func (r *Registry) requestLocked(run *sourceRun, why catalog.Trigger) {
 	name := run.src.Name
-	r.log.Debug("sync requested", "source", name, "reason", reason)
-	if urgentReason(reason) {
+	r.log.Debug("sync requested", "source", name, "reason", why.String())
+	if why.Urgent() {
 		run.urgent = true
 	}
 	if run.running {
@@ -442,19 +446,25 @@ func (r *Registry) worker(run *sourceRun) {
 	}
 }
 
-// Backoff bounds for failed syncs.
+// Defaults and bounds of the sync machinery.
 const (
-	retryBase = 2 * time.Second
-	retryCap  = 5 * time.Minute
+	// DefaultMaxParallelSyncs is how many syncs run at once when
+	// Options.MaxParallelSyncs is unset.
+	DefaultMaxParallelSyncs = 2
+	// RetryBase is the backoff after a source's first transient failure;
+	// it doubles with each further one, up to RetryCap.
+	RetryBase = 2 * time.Second
+	// RetryCap bounds the backoff of a failing source.
+	RetryCap = 5 * time.Minute
 )
 
 // retryDelay is the backoff after the given number of consecutive
-// failures: doubling from retryBase up to retryCap, jittered to half to
+// failures: doubling from RetryBase up to RetryCap, jittered to half to
 // full.
 func retryDelay(failures int) time.Duration {
-	d := retryBase << min(max(failures-1, 0), 20)
-	if d > retryCap || d <= 0 {
-		d = retryCap
+	d := RetryBase << min(max(failures-1, 0), 20)
+	if d > RetryCap || d <= 0 {
+		d = RetryCap
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
@@ -473,7 +483,7 @@ func (r *Registry) scheduleRetry(run *sourceRun) {
 		run.retry.Stop()
 	}
 	name := run.src.Name
-	run.retry = time.AfterFunc(d, func() { r.RequestSync(name, "retry") })
+	run.retry = time.AfterFunc(d, func() { r.RequestSync(name, catalog.TriggerRetry) })
 	r.log.Info("sync will be retried", "source", name, "in", d.Round(time.Second), "failures", run.state.Failures)
 }
 
@@ -487,173 +497,6 @@ func (r *Registry) SyncNow(ctx context.Context, name string) error {
 		return fmt.Errorf("sync %s: %w", name, ErrSourceUnknown)
 	}
 	return r.syncOne(ctx, run)
-}
-
-// syncOne runs one sync of a source: produce a snapshot, swap it in if it
-// changed anything, persist it, record the outcome.
-func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
-	run.syncMu.Lock()
-	defer run.syncMu.Unlock()
-	src := run.src
-	timeout := src.Timeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	start := r.o.Now()
-	r.mu.Lock()
-	run.state.LastStart = start
-	run.state.Syncing = true
-	r.mu.Unlock()
-
-	prev, _ := r.Current().Snapshot(src.Name)
-	snap, err := r.produce(ctx, &src, prev)
-	if snap != nil && snap.Kind == catalog.KindGit {
-		// Held since its fetch; once swapped in (or dropped) a retained
-		// generation keeps it, or nothing needs it.
-		defer r.releaseCommit(snap.Commit)
-	}
-	end := r.o.Now()
-	dur := end.Sub(start)
-
-	r.mu.Lock()
-	st := &run.state
-	st.Syncing = false
-	st.LastEnd = end
-	removed := run.removed
-	switch {
-	case err != nil:
-		// Scrubbed where the error becomes state and a log line: the
-		// state is shown without a token (/readyz), and the error may
-		// hold what a remote sent.
-		err = r.redact.Clean(err, maxLastError)
-		st.LastResult = "failed"
-		st.LastError = err.Error()
-		st.LastErrorAt = end
-		st.Failures++
-		st.NextRetry = end.Add(retryDelay(st.Failures))
-	case snap == nil:
-		st.LastResult = "unchanged"
-	default:
-		st.LastResult = "updated"
-	}
-	if err == nil {
-		st.LastSuccess = end
-		st.LastError = ""
-		st.Failures = 0
-		st.NextRetry = time.Time{}
-		if run.retry != nil {
-			run.retry.Stop() // a retry after a success would only repeat it
-		}
-		if snap != nil {
-			st.Commit, st.Skills, st.Excluded = snap.Commit, len(snap.Skills), len(snap.Excluded)
-		}
-	}
-	state := *st
-	state.Attempted = true
-	r.mu.Unlock()
-	if removed {
-		return nil
-	}
-	// Attempted (which readiness waits for) is set only once the outcome is
-	// visible: after the swap, not before.
-	defer func() {
-		r.mu.Lock()
-		run.state.Attempted = true
-		r.mu.Unlock()
-	}()
-
-	if err != nil {
-		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur.Round(time.Millisecond).String(), "failures", state.Failures, "err", state.LastError)
-		if r.o.Store != nil {
-			if serr := r.o.Store.SaveState(state); serr != nil {
-				r.log.Error("save source state", "source", src.Name, "err", serr)
-			}
-		}
-		r.metric(src.Name, "failed", dur, nil)
-		return err
-	}
-	if snap == nil {
-		r.log.Debug("sync unchanged", "source", src.Name, "commit", state.Commit, "dur", dur.Round(time.Millisecond).String())
-		r.metric(src.Name, "unchanged", dur, prev)
-		return nil
-	}
-	// Persist before serving: a crash after the swap must not restart on
-	// an older commit than agents have already seen. A failed persist is
-	// recorded and retried; the snapshot is served anyway (its bytes match
-	// its manifest).
-	r.persist(run, snap, state)
-	r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, snap) })
-	r.Current().WarmSearch()
-	for _, ex := range snap.Excluded {
-		r.log.Warn("skill excluded", "source", src.Name, "skill", ex.Path, "rule", ex.Problem.Rule, "detail", ex.Problem.Detail)
-	}
-	r.log.Info("sync", "source", src.Name, "ref", src.Describe(), "commit", snap.Commit, "skills", len(snap.Skills),
-		"excluded", len(snap.Excluded), "files", snap.Stats.Files, "bytes", snap.Stats.Bytes,
-		"hashed", snap.Stats.Hashed, "reused", snap.Stats.Reused, "dur", dur.Round(time.Millisecond).String())
-	r.metric(src.Name, "updated", dur, snap)
-	return nil
-}
-
-// maxLastError bounds a source's last_error.
-const maxLastError = 1024
-
-// cleanError is an error message as a source's state shows it: scrubbed of
-// every known secret, printable, bounded.
-func (r *Registry) cleanError(msg string) string {
-	return redact.Remote(r.redact.String(msg), maxLastError)
-}
-
-func (r *Registry) metric(source, result string, d time.Duration, snap *catalog.Snapshot) {
-	if r.o.Metrics != nil {
-		r.o.Metrics.SyncFinished(source, result, d, snap)
-	}
-}
-
-// produce builds a new snapshot of src, or returns nil when nothing changed.
-func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (*catalog.Snapshot, error) {
-	switch src.Kind {
-	case catalog.KindDir:
-		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
-	case catalog.KindEmbedded:
-		if prev != nil {
-			return nil, nil // compiled in: it cannot change
-		}
-		return r.indexTree(ctx, src, prev, skill.FSTree{FS: src.FS}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindEmbedded})
-	case catalog.KindGit:
-		return r.syncGit(ctx, src, prev)
-	}
-	return nil, fmt.Errorf("source %s: unknown kind %q", src.Name, src.Kind)
-}
-
-func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, tree skill.Tree, base *catalog.Snapshot) (*catalog.Snapshot, error) {
-	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
-	if prev != nil {
-		o.Previous = prev.Skills
-		// A resync reads only what changed: keep those bytes, which the
-		// files on disk may no longer hold by the time they are read.
-		o.Keep = r.live.Keep
-	}
-	res, err := skill.Index(ctx, tree, o)
-	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", src.Name, err)
-	}
-	if prev != nil && sameResult(prev, res) {
-		return nil, nil
-	}
-	base.Skills, base.Excluded, base.Stats, base.IndexedAt = res.Skills, res.Excluded, res.Stats, r.o.Now()
-	return catalog.NewSnapshot(base, tree), nil
-}
-
-// sameResult reports whether an index run found exactly the previous
-// snapshot's skills (each reused unchanged) and exclusions.
-func sameResult(prev *catalog.Snapshot, res *skill.Result) bool {
-	if res.Stats.Reused != len(prev.Skills) || len(res.Skills) != len(prev.Skills) {
-		return false
-	}
-	return slices.EqualFunc(res.Excluded, prev.Excluded, func(a, b skill.Exclusion) bool { return a == b })
 }
 
 // swap builds the next generation from the current one (catalog.Live.Swap).

@@ -10,32 +10,16 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/skill"
 )
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func md(name string) string {
-	return "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"
-}
 
 // newDirRegistry returns a registry over one directory source, not running
 // (syncs happen through SyncNow, so tests control when).
 func newDirRegistry(t *testing.T, o Options) (*Registry, string) {
 	t.Helper()
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"a/SKILL.md": md("a"), "a/ref.md": "alpha", "b/SKILL.md": md("b")})
+	testkit.WriteFiles(t, root, map[string]string{"a/SKILL.md": testkit.SkillMD("a"), "a/ref.md": "alpha", "b/SKILL.md": testkit.SkillMD("b")})
 	r := New(o)
 	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
@@ -61,7 +45,7 @@ func TestDirSourceSyncAndSwap(t *testing.T) {
 	if st := r.States()[0]; st.LastResult != "unchanged" || st.Skills != 2 {
 		t.Errorf("state = %+v", st)
 	}
-	writeFiles(t, root, map[string]string{"a/ref.md": "alpha two"})
+	testkit.WriteFiles(t, root, map[string]string{"a/ref.md": "alpha two"})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +71,7 @@ func TestGenerationsExpire(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	r, root := newDirRegistry(t, Options{Now: clock, Retain: time.Minute})
 	g1 := r.Current().Gen
-	writeFiles(t, root, map[string]string{"b/new.md": "n"})
+	testkit.WriteFiles(t, root, map[string]string{"b/new.md": "n"})
 	if err := r.SyncNow(context.Background(), "local"); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +98,7 @@ func TestReadFileServesOnlyManifestBytes(t *testing.T) {
 		t.Fatalf("ReadFile = %q, %v", data, err)
 	}
 	// Same size, other bytes: refused, never served under the old digest.
-	writeFiles(t, root, map[string]string{"a/ref.md": "ALPHA"})
+	testkit.WriteFiles(t, root, map[string]string{"a/ref.md": "ALPHA"})
 	if data, err := r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
 		t.Fatalf("changed file served: %q, %v", data, err)
 	}
@@ -139,7 +123,7 @@ func TestReadFileCacheKeepsVerifiedBytes(t *testing.T) {
 	if _, err := r.ReadFile(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, root, map[string]string{"a/ref.md": "ALPHA"})
+	testkit.WriteFiles(t, root, map[string]string{"a/ref.md": "ALPHA"})
 	// The cache is keyed by digest: it can only return the manifest's bytes.
 	data, err := r.ReadFile(context.Background(), f)
 	if err != nil || string(data) != "alpha" {
@@ -183,7 +167,7 @@ func TestCatalogLookups(t *testing.T) {
 
 func TestRequestSyncCoalesces(t *testing.T) {
 	root := t.TempDir()
-	writeFiles(t, root, map[string]string{"a/SKILL.md": md("a")})
+	testkit.WriteFiles(t, root, map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	syncs := 0
@@ -196,20 +180,20 @@ func TestRequestSyncCoalesces(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
-	waitFor(t, func() bool { return r.Current().Len(catalog.Filter{}) == 1 })
+	testkit.WaitUntil(t, "the first sync", func() bool { return r.Current().Len(catalog.Filter{}) == 1 })
 	mu.Lock()
 	base := syncs
 	mu.Unlock()
 	// Hold the source's sync lock so requests pile up while "a sync runs".
 	run := r.sources["local"]
 	run.syncMu.Lock()
-	r.RequestSync("local", "test") // starts a worker that blocks on syncMu
+	r.RequestSync("local", catalog.TriggerManual) // starts a worker that blocks on syncMu
 	for range 100 {
-		r.RequestSync("local", "test")
+		r.RequestSync("local", catalog.TriggerManual)
 	}
 	close(gate)
 	run.syncMu.Unlock()
-	waitFor(t, func() bool {
+	testkit.WaitUntil(t, "the worker to finish", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return !run.running
@@ -228,17 +212,6 @@ type metricsFunc func(source, result string)
 
 func (f metricsFunc) SyncFinished(source, result string, _ time.Duration, _ *catalog.Snapshot) {
 	f(source, result)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 var _ skill.DigestCache = (*DigestMap)(nil)

@@ -81,10 +81,18 @@ type RestoreReport struct {
 // its source resynced: nothing mismatched is ever served. Call it after
 // SetSources and before Run. Embedded sources are indexed afresh (they are
 // compiled in, and cheap).
-func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) RestoreReport {
+//
+// Checking a large directory source reads every file's metadata, which
+// takes a while; when ctx ends first (a signal during a slow start),
+// Restore stops, serves nothing and returns the context's error (the
+// records it had checked stay in the store, for the next start).
+func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) (RestoreReport, error) {
 	rep := RestoreReport{Dropped: map[string]string{}}
 	var snaps []*catalog.Snapshot
 	for _, p := range ps {
+		if err := ctx.Err(); err != nil {
+			return RestoreReport{}, err
+		}
 		name := p.State.Source
 		if p.Snapshot != nil {
 			name = p.Snapshot.Source
@@ -115,6 +123,9 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) RestoreR
 			continue
 		}
 		tree, err := r.verify(ctx, src, p.Snapshot)
+		if ctx.Err() != nil {
+			return RestoreReport{}, ctx.Err()
+		}
 		if err != nil {
 			rep.Dropped[name] = err.Error()
 			r.log.Warn("stored catalog does not match what is on disk; resyncing", "source", name, "err", err)
@@ -142,9 +153,9 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) RestoreR
 		})
 		// Index for search once the first requests are answered, not
 		// while the restarted daemon is meant to answer at once.
-		time.AfterFunc(searchWarmDelay, func() { r.Current().WarmSearch() })
+		time.AfterFunc(searchWarmDelay, func() { r.live.WarmSearch() })
 	}
-	return rep
+	return rep, nil
 }
 
 // judgeStored applies today's rules that need no reading to every skill
@@ -201,10 +212,7 @@ func (r *Registry) markStale(name string, p catalog.Persisted) {
 func (r *Registry) verify(ctx context.Context, src *catalog.Source, snap *catalog.Snapshot) (skill.Tree, error) {
 	switch src.Kind {
 	case catalog.KindGit:
-		if r.o.Git == nil {
-			return nil, errors.New("no git object store")
-		}
-		repo, err := r.o.Git.Repo(src.Git.Repo.URL())
+		repo, err := r.gitRepo(src.Git.Repo.URL())
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,6 @@ package skill
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // Mode is the kind of an entry in a source tree.
@@ -547,7 +548,7 @@ func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 		}
 		n = m
 	}
-	d := Digest{Digest: "sha256:" + hex.EncodeToString(sum.Sum(nil)), Size: n}
+	d := Digest{Digest: gitref.SumHash(sum).String(), Size: n}
 	if h.keep != nil && whole != nil {
 		h.keep(d.Digest, whole)
 	}

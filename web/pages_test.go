@@ -397,7 +397,7 @@ func TestSourcesPage(t *testing.T) {
 	f := newFixture(t, srcs, func(o *Options) {
 		o.Deliveries = func(n int) []Delivery { asked = n; return deliveries }
 	})
-	// A source whose directory is missing fails its sync.
+	// A source whose directory is missing stalls.
 	f.reg.SetSources(append(sourcesOf(f), catalog.Source{Name: "broken", Kind: catalog.KindDir, Dir: t.TempDir() + "/missing"}))
 	if err := f.reg.SyncNow(context.Background(), "broken"); err == nil {
 		t.Fatal("sync of a missing directory succeeded")
@@ -417,8 +417,9 @@ func TestSourcesPage(t *testing.T) {
 		`<dt>Kind</dt><dd>dir</dd>`,
 		"4 served, 1 excluded",
 		`<code>mismatch</code><br><span class="muted"><code>mismatch/SKILL.md</code></span></td><td><code class="rule">name-mismatch</code></td><td>name &#34;other-name&#34; differs from the skill&#39;s directory name &#34;mismatch&#34;</td>`,
-		`<span class="badge bad">failed</span>`,
+		`<span class="badge bad">stalled</span>`,
 		`<dt>Last error</dt>`, "missing",
+		`<dt>Stalled</dt><dd class="error-text"><code>path_missing</code>: the source&#39;s directory`,
 		// Deliveries: event, id, time, outcome, sources.
 		`<code>push</code>`, `<code class="digest">d-3</code>`, `<time datetime="2026-12-01T09:28:00Z" title="2026-12-01T09:28:00Z">2m ago</time>`, "accepted",
 		`<code>release.published</code>`, `<span class="badge">redelivery</span>`,

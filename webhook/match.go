@@ -34,37 +34,24 @@ type repository struct {
 	defaultBranch string   // "" when the payload does not say
 }
 
-// keys returns the normalised forms (gitref.Key) under which the payload's
-// repository can be recognised.
-func (r repository) keys(host string) []string {
-	var keys []string
-	for _, u := range r.urls {
-		if k := gitref.Key(u); k != "" {
-			keys = append(keys, k)
-		}
-	}
+// spellings returns the URLs under which the payload names its
+// repository: the clone, ssh, git, html and svn URLs, and full_name on the
+// GitHub host.
+func (r repository) spellings(host string) []string {
+	out := slices.Clone(r.urls)
 	if name := strings.Trim(r.fullName, "/"); name != "" && host != "" {
-		if k := gitref.Key(host + "/" + name); k != "" {
-			keys = append(keys, k)
-		}
+		out = append(out, host+"/"+name)
 	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
+	return out
 }
 
-// sameRepo returns the targets whose repository is the payload's: one of
-// the payload's spellings has the target's key.
+// sameRepo returns the targets whose repository is the payload's, as
+// gitref.Repo.Match (the one test of it) decides.
 func sameRepo(targets []Target, repo repository, host string) []Target {
-	keys := repo.keys(host)
-	if len(keys) == 0 {
-		return nil
-	}
+	spellings := repo.spellings(host)
 	var out []Target
 	for _, t := range targets {
-		if t.Repo.IsZero() {
-			continue
-		}
-		if _, ok := slices.BinarySearch(keys, t.Repo.Key()); ok {
+		if slices.ContainsFunc(spellings, t.Repo.Match) {
 			out = append(out, t)
 		}
 	}

@@ -131,7 +131,7 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 	if c.pool, err = gitstore.NewPool(filepath.Join(dir, "git"), gitstore.PoolOptions{Logger: log}); err != nil {
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
-	ropts.Git = registry.GitPool(c.pool)
+	ropts.Git = c.pool
 	rel, err := c.releasesClient()
 	if err != nil {
 		return nil, err
@@ -191,7 +191,10 @@ func (c *core) restore(ctx context.Context) error {
 	if l.err != nil {
 		return fmt.Errorf("load catalog from %s: %w", c.store.Path(), l.err)
 	}
-	rep := c.Registry.Restore(ctx, l.ps)
+	rep, err := c.Registry.Restore(ctx, l.ps)
+	if err != nil {
+		return fmt.Errorf("restore catalog from %s: %w", c.store.Path(), err)
+	}
 	for name, why := range rep.Dropped {
 		c.log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
 	}
@@ -199,7 +202,7 @@ func (c *core) restore(ctx context.Context) error {
 		c.restored = true
 		c.log.Info("serving the stored catalog", "sources", rep.Restored, "skills", c.Registry.Current().Len(catalog.Filter{}))
 	}
-	return ctx.Err()
+	return nil
 }
 
 // storeOpenError explains a store that cannot be opened, with what to do.

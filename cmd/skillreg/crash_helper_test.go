@@ -164,7 +164,7 @@ func crashHelper(cfgPath string) int {
 		Logger:  log,
 		Store:   phaseStore{st, p, &writes},
 		Digests: registry.NewDigestMapFrom(digests),
-		Git:     registry.GitPool(pool),
+		Git:     pool,
 	})
 	srcs, err := sources(cfg)
 	if err != nil {
@@ -175,7 +175,9 @@ func crashHelper(cfgPath string) int {
 	if err != nil {
 		return fail(err)
 	}
-	reg.Restore(context.Background(), ps)
+	if _, err := reg.Restore(context.Background(), ps); err != nil {
+		return fail(err)
+	}
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)

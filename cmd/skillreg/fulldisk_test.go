@@ -84,7 +84,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 		// A long body: the store keeps bodies, so 300 of them need room.
 		writeSkill(t, filepath.Join(root, name), name, map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: Skill " + name + ".\n---\n" + big + "\n"})
 	}
-	first.Registry.RequestSync("local", "test")
+	first.Registry.RequestSync("local", catalog.TriggerManual)
 	waitUntil(t, func() bool {
 		return first.Registry.Current().Len(catalog.Filter{}) == 306 && readyzOf(t, first.echo)["local"].PersistError != ""
 	})

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/mcp"
 )
@@ -88,7 +89,7 @@ func TestGitSourceEndToEnd(t *testing.T) {
 	remote.WriteFiles(map[string]string{"skills/deploy/references/run.md": "step one, then two\n"})
 	remote.Commit("change deploy")
 	remote.Push("main")
-	d.Registry.RequestSync("team", "test")
+	d.Registry.RequestSync("team", catalog.TriggerManual)
 	waitUntil(t, func() bool { return gitEntryDigest(t, cs, uri, file) != before })
 	got, _ := sdk.CallCustomMethod[*mcp.GetSkillParams, *mcp.GetSkillResult](context.Background(), cs, "skills/get", &mcp.GetSkillParams{URI: uri})
 	verifyEntry(t, cs, got.Skill)
@@ -107,7 +108,7 @@ func TestSyncCommand(t *testing.T) {
 		t.Fatalf("sync team: %d %q", code, out)
 	}
 	code, out, _ = runCLI(t, "sync", "--config", cfg, "--data", dir+"/data")
-	if code != exitProblems || !strings.Contains(out, "gone: failed") || !strings.Contains(out, "repository not found") {
+	if code != exitProblems || !strings.Contains(out, "gone: stalled (repository_not_found)") || !strings.Contains(out, "repository not found") {
 		t.Fatalf("sync all: %d %q", code, out)
 	}
 	if code, _, _ := runCLI(t, "sync", "--config", cfg, "--data", dir+"/data", "nope"); code != exitUsage {

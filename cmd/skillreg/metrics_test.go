@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/skillreg/skillreg/catalog"
 )
 
 func scrape(t *testing.T, url string) string {
@@ -58,7 +60,7 @@ func TestMetricsMoveAfterSync(t *testing.T) {
 		}
 	}
 	writeSkill(t, filepath.Join(root, "c"), "c", nil)
-	d.Registry.RequestSync("local", "test")
+	d.Registry.RequestSync("local", catalog.TriggerManual)
 	waitUntil(t, func() bool {
 		return metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="updated",source="local"}`) == 2
 	})

@@ -90,7 +90,7 @@ func TestShutdownDuringSync(t *testing.T) {
 	remote.Commit("two")
 	remote.Push("main")
 	srv.SetFailure(gittest.Failure{Hang: true, FetchOnly: true})
-	d.Registry.RequestSync("team", "test")
+	d.Registry.RequestSync("team", catalog.TriggerManual)
 	waitUntil(t, func() bool { return d.Registry.States()[0].Syncing })
 	stopped := make(chan struct{})
 	go func() { d.stop(); close(stopped) }()

@@ -8,6 +8,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -193,7 +194,7 @@ func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
 	h, err := webhook.New(webhook.Options{
 		Secrets:    secrets,
 		Sources:    webhookTargets{d.Registry},
-		Syncer:     d.Registry,
+		Syncer:     webhookSyncer{d.Registry},
 		Releases:   rel,
 		Log:        d.deliveries,
 		Logger:     d.log,
@@ -206,4 +207,12 @@ func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	return h, nil
+}
+
+// webhookSyncer asks the registry for the syncs webhook deliveries name,
+// as urgent: someone pushed and waits to see it.
+type webhookSyncer struct{ reg *registry.Registry }
+
+func (w webhookSyncer) RequestSync(source, _ string) {
+	w.reg.RequestSync(source, catalog.TriggerWebhook)
 }

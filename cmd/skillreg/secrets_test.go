@@ -58,7 +58,7 @@ func TestHostileRemoteLeaksNoToken(t *testing.T) {
 	}
 	waitUntil(t, func() bool {
 		sts := d.Registry.States()
-		return len(sts) == 1 && sts[0].Attempted && sts[0].LastResult == "failed"
+		return len(sts) == 1 && sts[0].Attempted && sts[0].LastResult == "stalled" && sts[0].Stalled == "auth_refused"
 	})
 	if echo.Requests() == 0 {
 		t.Fatal("the hostile remote was never asked")

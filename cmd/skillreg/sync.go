@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/skillreg/skillreg/catalog"
 )
 
 func cmdSync(ctx context.Context, e *env, args []string) int {
@@ -57,7 +59,16 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		dur := time.Since(start).Round(time.Millisecond)
 		if err != nil {
 			failed++
-			fmt.Fprintf(e.stdout, "%s: failed after %s: %v\n", n, dur, err)
+			result, hint := "failed", ""
+			for _, st := range d.Registry.States() {
+				if st.Source == n && st.LastResult == catalog.ResultStalled {
+					result, hint = "stalled ("+string(st.Stalled)+")", st.Hint
+				}
+			}
+			fmt.Fprintf(e.stdout, "%s: %s after %s: %v\n", n, result, dur, err)
+			if hint != "" {
+				fmt.Fprintf(e.stdout, "%s: %s\n", n, hint)
+			}
 			continue
 		}
 		for _, st := range d.Registry.States() {

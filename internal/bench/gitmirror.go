@@ -55,7 +55,7 @@ func runGitMirror(env *Env) (rows []Row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := registry.New(registry.Options{Git: registry.GitPool(pool)})
+	reg := registry.New(registry.Options{Git: pool})
 	reg.SetSources([]catalog.Source{{Name: "corpus", Kind: catalog.KindGit,
 		Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
 	if err := reg.SyncNow(context.Background(), "corpus"); err != nil {

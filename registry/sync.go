@@ -1,0 +1,329 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/redact"
+	"github.com/skillreg/skillreg/skill"
+)
+
+// DefaultSyncTimeout bounds one sync of a source whose Timeout is unset.
+const DefaultSyncTimeout = 60 * time.Second
+
+// A sync is a fixed order of steps, each a small function:
+//
+//	resolve -> skip if unchanged -> fetch -> walk -> index   (produce)
+//	-> persist -> swap -> record
+//
+// produce builds the source's next snapshot, or none when the source has
+// not moved (for git: the pin resolves to the commit served, so nothing is
+// fetched or hashed). Persist comes before the swap: a crash after the swap
+// must not restart on an older commit than agents have already seen.
+// Record is the one update of the source's state, made once the outcome is
+// visible, so whoever sees the state sees the catalog it describes.
+//
+// An error is one of two classes (fluxcd's stalling vs generic errors are
+// the model). Stalled (stallReason): retrying cannot help until something
+// changes, so no backoff loop runs; the state says why, and the source is
+// tried again when its configuration changes, a webhook names it, or its
+// poll comes round. Transient: everything else, retried with backoff.
+// A sync stopped because the registry is stopping (context.Canceled from
+// the caller's context) is neither: nothing is recorded or stored, and the
+// next start syncs again.
+
+// outcome is what one sync came to.
+type outcome struct {
+	result string
+	err    error               // scrubbed of secrets; nil on success
+	stall  catalog.StallReason // set when result is ResultStalled
+	snap   *catalog.Snapshot   // the new snapshot (ResultUpdated only)
+	prev   *catalog.Snapshot   // the snapshot served before
+	start  time.Time
+	end    time.Time
+}
+
+func (o outcome) dur() time.Duration { return o.end.Sub(o.start) }
+
+// syncOne runs one sync of a source and returns its error (nil when the
+// source was removed meanwhile: nothing is recorded then).
+func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
+	run.syncMu.Lock()
+	defer run.syncMu.Unlock()
+	src := run.src
+	timeout := src.Timeout
+	if timeout <= 0 {
+		timeout = DefaultSyncTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	before, start := r.begin(run)
+	prev, _ := r.Current().Snapshot(src.Name)
+	snap, err := r.produce(sctx, &src, prev)
+	if snap != nil && snap.Kind == catalog.KindGit {
+		// Held since its fetch; once swapped in (or dropped) a retained
+		// generation keeps it, or nothing needs it.
+		defer r.releaseCommit(snap.Commit)
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		r.abandon(run, before)
+		return err
+	}
+	o := r.judge(err, snap, prev, start)
+	next, ok := r.nextState(run, o)
+	if !ok {
+		return nil
+	}
+	persistErr := r.persistStep(run, o, next)
+	if o.snap != nil {
+		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, o.snap) })
+		r.live.WarmSearch()
+	}
+	r.record(run, o, next, persistErr)
+	return o.err
+}
+
+// begin marks the source as syncing and returns its state from before
+// and the sync's start.
+func (r *Registry) begin(run *sourceRun) (before catalog.State, start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before, start = run.state, r.o.Now()
+	run.state.LastStart = start
+	run.state.Syncing = true
+	return before, start
+}
+
+// abandon undoes begin for a sync the registry's shutdown stopped: it is
+// not an outcome of the source, and a failure saved for it would be one
+// that never happened.
+func (r *Registry) abandon(run *sourceRun, before catalog.State) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run.state.Syncing = false
+	run.state.LastStart = before.LastStart
+	r.log.Debug("sync stopped by shutdown; nothing recorded", "source", run.src.Name)
+}
+
+// judge turns what produce returned into the sync's outcome.
+func (r *Registry) judge(err error, snap, prev *catalog.Snapshot, start time.Time) outcome {
+	o := outcome{snap: snap, prev: prev, start: start, end: r.o.Now()}
+	switch {
+	case err != nil:
+		// Scrubbed where the error becomes state and a log line: the
+		// state is shown without a token (/readyz), and the error may
+		// hold what a remote sent.
+		o.err = r.redact.Clean(err, maxLastError)
+		o.result = catalog.ResultFailed
+		if o.stall = stallReason(err); o.stall != "" {
+			o.result = catalog.ResultStalled
+		}
+		o.snap = nil
+	case snap == nil:
+		o.result = catalog.ResultUnchanged
+	default:
+		o.result = catalog.ResultUpdated
+	}
+	return o
+}
+
+// nextState is the source's state once the outcome is recorded; ok is
+// false when the source was removed while it synced. The backoff of a
+// transient failure is drawn here, once: the state stored and the state
+// shown agree on it.
+func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.removed {
+		return catalog.State{}, false
+	}
+	st := run.state
+	st.Syncing = false
+	st.LastEnd = o.end
+	st.LastResult = o.result
+	st.Stalled, st.Hint = o.stall, o.stall.Hint(run.src.Poll > 0)
+	if o.err != nil {
+		st.LastError = o.err.Error()
+		st.LastErrorAt = o.end
+		st.Failures++
+		st.NextRetry = time.Time{}
+		if o.stall == "" {
+			st.NextRetry = o.end.Add(retryDelay(st.Failures))
+		}
+	} else {
+		st.LastSuccess = o.end
+		st.LastError = ""
+		st.Failures = 0
+		st.NextRetry = time.Time{}
+		if o.snap != nil {
+			st.Commit, st.Skills, st.Excluded = o.snap.Commit, len(o.snap.Skills), len(o.snap.Excluded)
+		}
+	}
+	st.Attempted = true
+	return st, true
+}
+
+// persistStep stores what the sync changed: the new snapshot with its
+// state, or the state of a failure (nothing for an unchanged source). It
+// returns the error of storing the snapshot, which record notes: a failed
+// persist is recorded and retried, and the snapshot served anyway (its
+// bytes match its manifest).
+func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) error {
+	switch {
+	case r.o.Store == nil:
+	case o.snap != nil:
+		return r.storeSnapshot(o.snap, next)
+	case o.err != nil:
+		if err := r.o.Store.SaveState(next); err != nil {
+			r.log.Error("save source state", "source", run.src.Name, "err", err)
+		}
+	}
+	return nil
+}
+
+// record makes the outcome the source's state, in one update (the
+// persist's outcome included), then logs it and counts it. Attempted,
+// which readiness waits for, is part of it: set only once the outcome is
+// visible.
+func (r *Registry) record(run *sourceRun, o outcome, next catalog.State, persistErr error) {
+	src := run.src
+	r.mu.Lock()
+	if run.removed {
+		r.mu.Unlock()
+		return
+	}
+	// Since nextState, only the poller has written the state (NextPoll).
+	next.NextPoll = run.state.NextPoll
+	var note persistNote
+	stored := o.snap != nil && r.o.Store != nil
+	if stored {
+		note = r.notePersistLocked(src.Name, &next, persistErr)
+	}
+	run.state = next
+	if next.NextRetry.IsZero() && run.retry != nil {
+		run.retry.Stop() // a retry after a success would only repeat it, and a stalled source waits for a change
+	}
+	r.mu.Unlock()
+	if stored {
+		r.reportPersist(src.Name, o.snap, note)
+	}
+
+	dur := o.dur().Round(time.Millisecond).String()
+	switch {
+	case o.result == catalog.ResultStalled:
+		r.log.Error("sync stalled; not retried until something changes", "source", src.Name, "ref", src.Describe(), "dur", dur,
+			"reason", string(o.stall), "failures", next.Failures, "err", next.LastError)
+	case o.err != nil:
+		r.log.Error("sync failed", "source", src.Name, "ref", src.Describe(), "dur", dur, "failures", next.Failures, "err", next.LastError)
+	case o.snap == nil:
+		r.log.Debug("sync unchanged", "source", src.Name, "commit", next.Commit, "dur", dur)
+	default:
+		snap := o.snap
+		for _, ex := range snap.Excluded {
+			r.log.Warn("skill excluded", "source", src.Name, "skill", ex.Path, "rule", ex.Problem.Rule, "detail", ex.Problem.Detail)
+		}
+		r.log.Info("sync", "source", src.Name, "ref", src.Describe(), "commit", snap.Commit, "skills", len(snap.Skills),
+			"excluded", len(snap.Excluded), "files", snap.Stats.Files, "bytes", snap.Stats.Bytes,
+			"hashed", snap.Stats.Hashed, "reused", snap.Stats.Reused, "dur", dur)
+	}
+	if r.o.Metrics != nil {
+		shown := o.snap
+		if o.result == catalog.ResultUnchanged {
+			shown = o.prev
+		}
+		r.o.Metrics.SyncFinished(src.Name, o.result, o.dur(), shown)
+	}
+}
+
+// maxLastError bounds a source's last_error.
+const maxLastError = 1024
+
+// cleanError is an error message as a source's state shows it: scrubbed of
+// every known secret, printable, bounded.
+func (r *Registry) cleanError(msg string) string {
+	return redact.Remote(r.redact.String(msg), maxLastError)
+}
+
+// errDirMissing: a directory source's directory does not exist.
+var errDirMissing = errors.New("directory does not exist")
+
+// stallReason classifies a sync error: why retrying cannot mend it, or ""
+// for a transient error. A timeout is transient whatever it interrupted.
+func stallReason(err error) catalog.StallReason {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return ""
+	case errors.Is(err, gitstore.ErrInvalidPin), errors.Is(err, gitref.ErrInvalidPin):
+		return catalog.StallInvalidPin
+	case errors.Is(err, gitstore.ErrInvalidURL), errors.Is(err, gitref.ErrInvalidRepo):
+		return catalog.StallInvalidRepo
+	case errors.Is(err, gitstore.ErrRefNotFound), errors.Is(err, ErrNoRelease):
+		return catalog.StallRefNotFound
+	case errors.Is(err, gitstore.ErrRepoNotFound):
+		return catalog.StallRepoNotFound
+	case errors.Is(err, gitstore.ErrAuth):
+		return catalog.StallAuthRefused
+	case errors.Is(err, gitstore.ErrPathNotFound), errors.Is(err, errDirMissing):
+		return catalog.StallPathMissing
+	}
+	return ""
+}
+
+// produce builds a new snapshot of src, or returns nil when nothing changed.
+func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (*catalog.Snapshot, error) {
+	switch src.Kind {
+	case catalog.KindDir:
+		if _, err := os.Stat(src.Dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("source %s: %s: %w", src.Name, src.Dir, errDirMissing)
+		}
+		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+	case catalog.KindEmbedded:
+		if prev != nil {
+			return nil, nil // compiled in: it cannot change
+		}
+		return r.indexTree(ctx, src, prev, skill.FSTree{FS: src.FS}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindEmbedded})
+	case catalog.KindGit:
+		return r.syncGit(ctx, src, prev)
+	}
+	return nil, fmt.Errorf("source %s: unknown kind %q", src.Name, src.Kind)
+}
+
+// indexTree is the index step of a tree read in place (a directory, an
+// embedded file system), and the skip step after it: an index that reused
+// every skill and found the same exclusions changes nothing.
+func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, tree skill.Tree, base *catalog.Snapshot) (*catalog.Snapshot, error) {
+	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
+	if prev != nil {
+		o.Previous = prev.Skills
+		// A resync reads only what changed: keep those bytes, which the
+		// files on disk may no longer hold by the time they are read.
+		o.Keep = r.live.Keep
+	}
+	res, err := skill.Index(ctx, tree, o)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", src.Name, err)
+	}
+	if prev != nil && sameResult(prev, res) {
+		return nil, nil
+	}
+	base.Skills, base.Excluded, base.Stats, base.IndexedAt = res.Skills, res.Excluded, res.Stats, r.o.Now()
+	return catalog.NewSnapshot(base, tree), nil
+}
+
+// sameResult reports whether an index run found exactly the previous
+// snapshot's skills (each reused unchanged) and exclusions.
+func sameResult(prev *catalog.Snapshot, res *skill.Result) bool {
+	if res.Stats.Reused != len(prev.Skills) || len(res.Skills) != len(prev.Skills) {
+		return false
+	}
+	return slices.EqualFunc(res.Excluded, prev.Excluded, func(a, b skill.Exclusion) bool { return a == b })
+}
