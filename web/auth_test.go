@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 func TestLoginLogoutAndCookie(t *testing.T) {
@@ -256,7 +258,7 @@ func TestAccessFiltering(t *testing.T) {
 	mustContain(t, "all sources", body, `id="src-team"`, `id="src-secret"`, "d-team", "d-secret", "d-none")
 
 	// Links from a visible skill into a hidden source stay inert.
-	writeFiles(t, f.dirs["team"], map[string]string{"deploy-checklist/SKILL.md": teamSkills["deploy-checklist/SKILL.md"] + "\n[pay](../../secret/payroll-export/SKILL.md)\n"})
+	testkit.WriteFiles(t, f.dirs["team"], map[string]string{"deploy-checklist/SKILL.md": teamSkills["deploy-checklist/SKILL.md"] + "\n[pay](../../secret/payroll-export/SKILL.md)\n"})
 	if err := f.reg.SyncNow(context.Background(), "team"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -99,19 +98,6 @@ tags: [finance, payroll]
 	"payroll-export/notes.txt": "salaries\n",
 }
 
-func writeFiles(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // clock is a settable time source shared by the registry and the pages.
 type clock struct {
 	mu  sync.Mutex
@@ -149,7 +135,7 @@ func newFixture(t testing.TB, sources map[string]map[string]string, mod func(*Op
 	var srcs []catalog.Source
 	for name, files := range sources {
 		dir := t.TempDir()
-		writeFiles(t, dir, files)
+		testkit.WriteFiles(t, dir, files)
 		f.dirs[name] = dir
 		srcs = append(srcs, catalog.Source{Name: name, Kind: catalog.KindDir, Dir: dir})
 	}

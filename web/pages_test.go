@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -270,7 +271,7 @@ func (s staticCatalog) ReadFile(_ context.Context, f catalog.FileRef) ([]byte, e
 
 func TestGitHubProvenance(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"skills/deploy-checklist/SKILL.md": teamSkills["deploy-checklist/SKILL.md"]})
+	testkit.WriteFiles(t, dir, map[string]string{"skills/deploy-checklist/SKILL.md": teamSkills["deploy-checklist/SKILL.md"]})
 	tree := skill.DirTree{Root: dir}
 	res, err := skill.Index(context.Background(), tree, skill.Options{RootName: "acme"})
 	if err != nil || len(res.Skills) != 1 {
@@ -362,7 +363,7 @@ func TestFileView(t *testing.T) {
 		}
 	}
 	// Bytes that no longer match the manifest are refused, never served.
-	writeFiles(t, f.dirs["team"], map[string]string{"hostile/references/notes.md": strings.ToUpper(teamSkills["hostile/references/notes.md"])})
+	testkit.WriteFiles(t, f.dirs["team"], map[string]string{"hostile/references/notes.md": strings.ToUpper(teamSkills["hostile/references/notes.md"])})
 	res, body := f.get(t, "/skills/team/hostile/-/files/references/notes.md")
 	if res.StatusCode != http.StatusServiceUnavailable || strings.Contains(body, "NOTES") {
 		t.Errorf("changed file: status %d", res.StatusCode)

@@ -10,111 +10,40 @@ import (
 	"time"
 )
 
-// syncQueue hands sync requests to the Syncer from one goroutine, so a slow
-// Syncer never holds up a webhook answer. Requests for a source that is
-// already pending are merged (the latest reason wins), which keeps the queue
-// at most one entry per source however many deliveries arrive.
-type syncQueue struct {
-	syncer Syncer
-	logger *slog.Logger
-
-	mu      sync.Mutex
-	pending map[string]string // source -> reason
-	order   []string          // pending sources, first asked first
-	closed  bool
-
-	wake chan struct{} // capacity 1: "there is work"
-	done chan struct{} // closed when run returns
-}
-
-func newSyncQueue(s Syncer, logger *slog.Logger) *syncQueue {
-	q := &syncQueue{
-		syncer:  s,
-		logger:  logger,
-		pending: make(map[string]string),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-	}
-	go q.run()
-	return q
-}
-
-// add asks for a sync of each source; it never blocks on the Syncer.
-func (q *syncQueue) add(sources []string, reason string) {
+// requestSyncs asks the Syncer for a sync of each source, unless the
+// handler is closed: the daemon closes it on its way down, and a request
+// handed to a registry that is stopping would only start a sync that is
+// cancelled at once. The Syncer's queue is the one place that coalesces
+// requests, so every one is passed on as it comes.
+func (h *Handler) requestSyncs(sources []string, reason string) {
 	if len(sources) == 0 {
 		return
 	}
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		q.logger.Debug("webhook closed, sync request dropped", "sources", sources)
+	if h.closed.Load() || h.stop.Err() != nil {
+		h.logger.Debug("webhook closed, sync request dropped", "sources", sources)
 		return
 	}
 	for _, s := range sources {
-		if _, ok := q.pending[s]; !ok {
-			q.order = append(q.order, s)
-		}
-		q.pending[s] = reason
+		h.syncer.RequestSync(s, reason)
 	}
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default: // already woken; run will see the new entries
-	}
-}
-
-func (q *syncQueue) run() {
-	defer close(q.done)
-	for range q.wake {
-		for {
-			q.mu.Lock()
-			order, pending, closed := q.order, q.pending, q.closed
-			q.order, q.pending = nil, make(map[string]string)
-			q.mu.Unlock()
-			if len(order) == 0 {
-				if closed {
-					return
-				}
-				break
-			}
-			for _, s := range order {
-				q.syncer.RequestSync(s, pending[s])
-			}
-		}
-	}
-}
-
-// close stops accepting requests, hands the pending ones to the Syncer and
-// waits until that is done.
-func (q *syncQueue) close() {
-	q.mu.Lock()
-	already := q.closed
-	q.closed = true
-	q.mu.Unlock()
-	if !already {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
-	}
-	<-q.done
 }
 
 // refresher runs Releases.Refresh in the background, at most one goroutine
 // per repository: a refresh asked for while one runs is merged into one
 // follow-up. After each refresh it asks for the syncs that depend on the
 // refreshed release (sources pinned to release: latest), so they resolve
-// the new latest release rather than the stale one.
+// the new latest release rather than the stale one. A refresh cut short by
+// Close asks for nothing.
 type refresher struct {
 	releases Releases
-	queue    *syncQueue
+	request  func(sources []string, reason string)
 	logger   *slog.Logger
 	timeout  time.Duration
 	ctx      context.Context
 
 	mu      sync.Mutex
 	running map[string]*refreshJob // by lower-case repo
-	wg      sync.WaitGroup
+	idle    *sync.Cond             // on mu: broadcast when running empties
 }
 
 type refreshJob struct {
@@ -135,7 +64,6 @@ func (r *refresher) schedule(repo string, sources []string, reason string) {
 	} else {
 		job = &refreshJob{repo: repo, sources: make(map[string]string)}
 		r.running[key] = job
-		r.wg.Add(1)
 		go r.run(key, job)
 	}
 	for _, s := range sources {
@@ -144,7 +72,6 @@ func (r *refresher) schedule(repo string, sources []string, reason string) {
 }
 
 func (r *refresher) run(key string, job *refreshJob) {
-	defer r.wg.Done()
 	for {
 		r.mu.Lock()
 		sources := job.sources
@@ -162,13 +89,18 @@ func (r *refresher) run(key string, job *refreshJob) {
 				r.logger.Debug("release refreshed", "repo", job.repo, "dur", time.Since(start))
 			}
 		}
-		for _, s := range slices.Sorted(maps.Keys(sources)) {
-			r.queue.add([]string{s}, sources[s])
+		if r.ctx.Err() == nil {
+			for _, s := range slices.Sorted(maps.Keys(sources)) {
+				r.request([]string{s}, sources[s])
+			}
 		}
 
 		r.mu.Lock()
 		if !job.again {
 			delete(r.running, key)
+			if len(r.running) == 0 {
+				r.idle.Broadcast()
+			}
 			r.mu.Unlock()
 			return
 		}
@@ -177,4 +109,10 @@ func (r *refresher) run(key string, job *refreshJob) {
 }
 
 // wait returns once no refresh runs.
-func (r *refresher) wait() { r.wg.Wait() }
+func (r *refresher) wait() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.running) > 0 {
+		r.idle.Wait()
+	}
+}

@@ -2,7 +2,8 @@
 // checks the signature before anything else, parses the event, deduplicates
 // by delivery id, and then only asks for work: syncs of the git sources the
 // event moves, and updates of the releases cache. It never runs git or
-// indexing itself, so it answers at once whatever the sync queue is doing.
+// indexing itself: the registry's queue takes its requests, so it answers
+// at once whatever the syncs are doing.
 //
 // The package declares the small interfaces it needs (Sources, Syncer,
 // Releases, DeliveryLog) with plain types; cmd plugs in the registry, the
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -90,9 +92,10 @@ var (
 	errUnsupported  = errors.New("unsupported content type")
 )
 
-// Syncer asks for a sync of one source. RequestSync must not block for
-// long; the handler calls it from one background goroutine, so a slow
-// Syncer delays later requests but never a webhook answer.
+// Syncer asks for a sync of one source. The handler calls RequestSync on
+// the request path, once per source a delivery moves, so it must only
+// queue the request and return (the registry's does): the Syncer's queue is
+// where requests for one source coalesce.
 type Syncer interface {
 	RequestSync(source string, reason string)
 }
@@ -145,6 +148,12 @@ type Options struct {
 	// answered 503 with Retry-After. nil reads without a shared bound
 	// (each body is still grown only as its bytes arrive).
 	Budget *netlimit.Budget
+	// Context, once done, stops the handler asking for syncs and cancels
+	// its background refreshes, as Close does. A daemon that replaces
+	// handlers on reload passes one context to all of them and ends it as
+	// it shuts down, before the Syncer stops, so that no handler, current
+	// or replaced, hands a request to a stopping Syncer. nil means none.
+	Context context.Context
 }
 
 // Handler is the webhook endpoint. Create it with New, mount it with
@@ -160,17 +169,20 @@ type Handler struct {
 	metrics  func(event, outcome string)
 	budget   *netlimit.Budget
 
-	queue   *syncQueue
+	syncer  Syncer
 	refresh *refresher
+	stop    context.Context // Options.Context
 	cancel  context.CancelFunc
 	once    sync.Once
+	closed  atomic.Bool // set by Close: no more sync requests
 
 	mu       sync.Mutex
 	inFlight map[string]struct{} // delivery ids being handled
 }
 
 // New returns a Handler, or ErrNoSecret when opts has no secret. It starts
-// one goroutine that hands sync requests to the Syncer; Close stops it.
+// no goroutine: release refreshes run in the background only once a
+// delivery asks for one, and Close stops them.
 func New(opts Options) (*Handler, error) {
 	var secrets [][]byte
 	for _, s := range opts.Secrets {
@@ -205,7 +217,11 @@ func New(opts Options) (*Handler, error) {
 	if timeout <= 0 {
 		timeout = DefaultRefreshTimeout
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	stop := opts.Context
+	if stop == nil {
+		stop = context.Background()
+	}
+	ctx, cancel := context.WithCancel(stop)
 	h := &Handler{
 		secrets:  secrets,
 		sources:  opts.Sources,
@@ -216,18 +232,20 @@ func New(opts Options) (*Handler, error) {
 		now:      now,
 		metrics:  opts.Metrics,
 		budget:   opts.Budget,
-		queue:    newSyncQueue(syncer, logger),
+		syncer:   syncer,
+		stop:     stop,
 		cancel:   cancel,
 		inFlight: make(map[string]struct{}),
 	}
 	h.refresh = &refresher{
 		releases: opts.Releases,
-		queue:    h.queue,
+		request:  h.requestSyncs,
 		logger:   logger,
 		timeout:  timeout,
 		ctx:      ctx,
 		running:  make(map[string]*refreshJob),
 	}
+	h.refresh.idle = sync.NewCond(&h.refresh.mu)
 	return h, nil
 }
 
@@ -236,15 +254,28 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.POST(Path, h.Handle)
 }
 
-// Close cancels background release refreshes, waits for them, then hands
-// the pending sync requests to the Syncer and stops. Call it after the HTTP
-// server has shut down; requests handled afterwards ask for nothing.
+// Close cancels background release refreshes and waits for them; from then
+// on the handler asks the Syncer for nothing, neither for the syncs a
+// cancelled refresh was to be followed by nor for deliveries handled
+// afterwards. Call it after the HTTP server has shut down and before the
+// Syncer stops, so a stopping registry is handed no request that it could
+// only start and cancel.
 func (h *Handler) Close() {
 	h.once.Do(func() {
+		h.closed.Store(true)
 		h.cancel()
 		h.refresh.wait()
-		h.queue.close()
 	})
+}
+
+// Drain waits for the release refreshes running now to finish (each
+// bounded by RefreshTimeout) and to ask for the syncs that follow them.
+// Call it on a handler that a new one replaced: deliveries it still
+// handles ask for syncs as before, but a refresh one of them starts from
+// now on is not run.
+func (h *Handler) Drain() {
+	h.refresh.wait()
+	h.cancel()
 }
 
 // Reply is the JSON body of a 200 or 202 answer.
@@ -470,7 +501,7 @@ func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
 		if len(srcs) == 0 {
 			return Reply{Outcome: OutcomeUntracked, Sources: srcs}
 		}
-		h.queue.add(srcs, reason)
+		h.requestSyncs(srcs, reason)
 		return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 	case "release":
 		return h.applyRelease(p, reason, redelivery)
@@ -523,11 +554,11 @@ func (h *Handler) applyRelease(p *payload, reason string, redelivery bool) Reply
 	}
 
 	if refresh {
-		h.queue.add(names(onSemver), reason)
+		h.requestSyncs(names(onSemver), reason)
 		h.refresh.schedule(p.repo.fullName, names(onRelease), reason)
 		cacheTouched = true
 	} else {
-		h.queue.add(srcs, reason)
+		h.requestSyncs(srcs, reason)
 	}
 	if len(srcs) == 0 && !cacheTouched {
 		return Reply{Outcome: OutcomeUntracked, Sources: srcs}

@@ -31,6 +31,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/webhook"
 )
 
@@ -77,11 +78,9 @@ func (j *journal) all() []string {
 	return slices.Clone(j.entries)
 }
 
-// recSyncer records sync requests; when gate is set, every call waits on it
-// (a slow Syncer).
+// recSyncer records sync requests.
 type recSyncer struct {
 	j      *journal
-	gate   chan struct{}
 	calls  chan string
 	mu     sync.Mutex
 	counts map[string]int
@@ -92,9 +91,6 @@ func newRecSyncer(j *journal) *recSyncer {
 }
 
 func (s *recSyncer) RequestSync(source, reason string) {
-	if s.gate != nil {
-		<-s.gate
-	}
 	if !strings.HasPrefix(reason, "webhook ") {
 		panic("unexpected reason " + reason)
 	}
@@ -433,10 +429,10 @@ func TestEvents(t *testing.T) {
 						t.Errorf("reply %+v, want %+v", rep, want)
 					}
 				}
-				if slices.Contains(tt.journal, refresh) {
-					<-r.releases.started // Close cancels refreshes that have not started
-				}
-				r.h.Close() // hands every pending request over and waits for refreshes
+				// Close cancels a refresh and the syncs it is to be followed
+				// by: wait for what the delivery asked for first.
+				waitJournal(t, r.j, len(tt.journal))
+				r.h.Close()
 
 				got := r.j.all()
 				if i := slices.Index(got, refresh); i >= 0 && slices.Index(got, "sync latest") < i {
@@ -561,9 +557,7 @@ func TestEventVariants(t *testing.T) {
 			if status != tt.status {
 				t.Fatalf("status %d, want %d: %s", status, tt.status, out)
 			}
-			if slices.Contains(tt.journal, "refresh Codertocat/Hello-World") {
-				<-r.releases.started
-			}
+			waitJournal(t, r.j, len(tt.journal))
 			r.h.Close()
 			got := r.j.all()
 			slices.Sort(got)
@@ -923,15 +917,11 @@ func TestRedeliveryRace(t *testing.T) {
 	}
 }
 
-// TestConcurrentDeliveriesSlowSyncer: 100 deliveries for one source all get
-// 202 while the Syncer is stuck; once it moves, it has been asked at least
-// once and at most 100 times, and the last request follows the last
-// delivery (nothing was lost).
-func TestConcurrentDeliveriesSlowSyncer(t *testing.T) {
-	j := &journal{}
-	syncer := newRecSyncer(j)
-	syncer.gate = make(chan struct{})
-	r := newRig(t, withSources(staticSources{codertocat[0]}), func(o *webhook.Options, _ *rig) { o.Syncer = syncer })
+// TestConcurrentDeliveriesAskOnce: 100 deliveries for one source at once
+// all get 202, and each asks the Syncer once, on its own request: the
+// handler keeps no queue of its own (the registry's queue coalesces).
+func TestConcurrentDeliveriesAskOnce(t *testing.T) {
+	r := newRig(t, withSources(staticSources{codertocat[0]}))
 	body := load(t, "push.json")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -944,24 +934,30 @@ func TestConcurrentDeliveriesSlowSyncer(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	wg.Wait() // would never return if an answer waited for the Syncer
+	wg.Wait()
 	if statuses[http.StatusAccepted] != 100 {
 		t.Fatalf("statuses %v, want 100 x 202", statuses)
 	}
-	close(syncer.gate)
-	r.h.Close()
-	if n := syncer.total(); n < 1 || n > 100 {
-		t.Errorf("%d sync requests, want 1..100", n)
+	// Every request was made before its answer was sent.
+	if n := r.syncer.total(); n != 100 {
+		t.Errorf("%d sync requests, want 100", n)
 	}
-	for _, e := range j.all() {
+	r.h.Close()
+	for _, e := range r.j.all() {
 		if e != "sync main-branch" {
 			t.Errorf("unexpected request %q", e)
 		}
 	}
-	t.Logf("100 deliveries gave %d sync requests", syncer.total())
 	if recent, _ := r.log.Recent(0); len(recent) != 100 {
 		t.Errorf("recorded %d deliveries, want 100", len(recent))
 	}
+}
+
+// waitJournal waits until j holds n entries (the background refreshes and
+// the syncs that follow them have run).
+func waitJournal(t *testing.T, j *journal, n int) {
+	t.Helper()
+	testkit.WaitUntil(t, fmt.Sprintf("%d journal entries", n), func() bool { return len(j.all()) >= n })
 }
 
 // TestRefreshNeverBlocks: a release deletion answers while the refresh is
@@ -985,6 +981,8 @@ func TestRefreshNeverBlocks(t *testing.T) {
 	}
 	close(r.releases.gate)
 	<-r.releases.started // the merged follow-up
+	// Close would cut the follow-up short: wait for the sync it asks for.
+	testkit.WaitUntil(t, "the sync after the refresh", func() bool { return slices.Contains(r.j.all(), "sync latest") })
 	r.h.Close()
 	r.releases.mu.Lock()
 	n := r.releases.refresh
@@ -1010,6 +1008,18 @@ func TestCloseCancelsRefresh(t *testing.T) {
 	r.h.Close() // returns because the refresh's context is cancelled
 	if !strings.Contains(r.logs.String(), "release refresh failed") {
 		t.Errorf("cancelled refresh not logged")
+	}
+	// The daemon closes the handler on its way down, just before the
+	// registry stops: the sync the refresh was to be followed by is not
+	// handed to it (it would start, be cancelled at once and be recorded as
+	// a failure), and neither is any asked for by a later delivery.
+	if got := r.j.all(); slices.Contains(got, "sync latest") {
+		t.Errorf("a closed handler asked for %q", got)
+	}
+	before := r.syncer.total()
+	r.send(t, delivery{event: "push", id: "after", body: load(t, "push.json")})
+	if n := r.syncer.total() - before; n != 0 {
+		t.Errorf("a delivery to a closed handler asked for %d syncs", n)
 	}
 }
 
@@ -1041,5 +1051,43 @@ func TestMethodNotAllowed(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: status %d, want 405", resp.StatusCode)
+	}
+}
+
+// TestContextStopsEveryHandler: the daemon passes one Options.Context to
+// every handler it makes (one per reload) and ends it as it shuts down:
+// a refresh running then is cancelled and asks for no sync, in a handler
+// that was never closed too.
+func TestContextStopsEveryHandler(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := newRig(t, func(o *webhook.Options, _ *rig) { o.Context = ctx })
+	r.releases.gate = make(chan struct{}) // never opened
+	if status, _ := r.send(t, delivery{event: "release", id: "x", body: load(t, "release-unpublished.json")}); status != http.StatusAccepted {
+		t.Fatalf("status %d", status)
+	}
+	<-r.releases.started
+	before := r.syncer.total()
+	cancel()
+	r.h.Drain() // returns once the cancelled refresh has
+	if n := r.syncer.total() - before; n != 0 {
+		t.Errorf("%d syncs asked for after the context ended: %q", n, r.j.all())
+	}
+}
+
+// TestDrainFinishesRefreshes: a handler a reload replaced finishes the
+// refresh it runs and asks for the syncs that follow it.
+func TestDrainFinishesRefreshes(t *testing.T) {
+	r := newRig(t)
+	r.releases.gate = make(chan struct{})
+	if status, _ := r.send(t, delivery{event: "release", id: "x", body: load(t, "release-deleted.json")}); status != http.StatusAccepted {
+		t.Fatalf("status %d", status)
+	}
+	<-r.releases.started
+	drained := make(chan struct{})
+	go func() { r.h.Drain(); close(drained) }()
+	close(r.releases.gate)
+	<-drained
+	if got := r.j.all(); !slices.Contains(got, "sync latest") {
+		t.Errorf("a drained handler did not ask for the sync after its refresh: %q", got)
 	}
 }

@@ -216,7 +216,10 @@ func mapsEqualStr(a, b map[string]string) bool {
 func flippingProxy(t *testing.T, d *testDaemon, ca *testCA, certFile, keyFile, origin string) string {
 	t.Helper()
 	target, _ := url.Parse(d.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Host = origin[len("https://"):]
+	}}
 	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: testHost}}
 	// The listener first, so the proxy's own origin is known before any
 	// request is served.
@@ -242,11 +245,6 @@ func flippingProxy(t *testing.T, d *testDaemon, ca *testCA, certFile, keyFile, o
 		res.Header.Set("Content-Length", strconv.Itoa(len(b)))
 		res.Header.Del("ETag")
 		return nil
-	}
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		r.Host = origin[len("https://"):]
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {

@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -41,7 +41,7 @@ func startDaemon(t testing.TB, yaml, dir string) *testDaemon {
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testkit.Logger(t, slog.LevelWarn)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -81,22 +81,11 @@ func serveDaemon(t testing.TB, d *Daemon) *testDaemon {
 	return &testDaemon{d, scheme + d.Addr()}
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
+// waitUntil is testkit.WaitUntil for the many waits on the daemon's
+// state that the test's own lines name.
 func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitUntil(t, "the daemon's state", cond)
 }
 
 // connect opens an SDK client session over Streamable HTTP at a protocol

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +31,28 @@ func TestFastPathConfigKey(t *testing.T) {
 				verifyEntry(t, cs, e)
 			}
 		})
+	}
+}
+
+// TestReloadKeepsFastPath: mcp.fast_path is read when the MCP server is
+// made, so a reload that changes it warns that it needs a restart and
+// keeps the running value on record.
+func TestReloadKeepsFastPath(t *testing.T) {
+	var logs syncBuffer
+	d := startTuned(t, "", func(d *Daemon) {
+		d.log = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte("mcp: {fast_path: false}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.reloadFile(cfgFile); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "key=mcp.fast_path") {
+		t.Errorf("no restart warning for mcp.fast_path:\n%s", logs.String())
+	}
+	if fp := d.running().cfg.MCP.FastPath; fp == nil || !*fp || !d.MCP.FastPath() {
+		t.Errorf("after the reload: fast_path on record %v, served %v; want the running true", fp, d.MCP.FastPath())
 	}
 }

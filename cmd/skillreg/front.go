@@ -42,23 +42,26 @@ type frontPolicy struct {
 	metrics access.Networks
 }
 
-func (d *Daemon) setFrontPolicy(cfg *config.Config) {
-	d.front.Store(&frontPolicy{
+func newFrontPolicy(cfg *config.Config) *frontPolicy {
+	return &frontPolicy{
 		hosts:   access.NewHosts(cfg.AllowedHosts()),
 		origins: access.NewOrigins(cfg.HTTP.AllowedOrigins),
 		metrics: access.Networks(cfg.HTTP.MetricsNets),
-	})
+	}
 }
+
+// currentFront is the running configuration's front-door policy.
+func (d *Daemon) currentFront() *frontPolicy { return d.running().front }
 
 // hostAllowed is the running http.allowed_hosts check: the Hosts that
 // absolute URLs (marketplace archives, install commands) may be built on.
 func (d *Daemon) hostAllowed(hostport string) bool {
-	return d.front.Load().hosts.Allowed(hostport)
+	return d.currentFront().hosts.Allowed(hostport)
 }
 
 // listen wraps the bound socket in the connection caps.
 func (d *Daemon) limitListener(ln net.Listener) *netlimit.Listener {
-	h := d.cfg.HTTP
+	h := d.running().cfg.HTTP
 	proxies := netlimit.Proxies(h.TrustedProxyNets)
 	return netlimit.NewListener(ln, netlimit.Options{
 		MaxConns:      h.MaxConnections,
@@ -85,7 +88,7 @@ func (d *Daemon) tlsConfig() *tls.Config {
 // connections kept to the probes, the Host check, the client address
 // behind trusted proxies (and its cap), and body pacing and budget.
 func (d *Daemon) frontDoor(next http.Handler) http.Handler {
-	h := d.cfg.HTTP
+	h := d.running().cfg.HTTP
 	proxies := netlimit.Proxies(h.TrustedProxyNets)
 	per := netlimit.NewPerClient(*h.MaxConnectionsPerIP)
 	pace := func(limit int64, buffer bool) netlimit.BodyPolicy {
@@ -105,7 +108,7 @@ func (d *Daemon) frontDoor(next http.Handler) http.Handler {
 		}
 		return other
 	}
-	hosts := func() *access.Hosts { return d.front.Load().hosts }
+	hosts := func() *access.Hosts { return d.currentFront().hosts }
 	return netlimit.ProbeOnly(probePaths,
 		access.HostCheck(hosts,
 			netlimit.Forwarded(proxies, per,
@@ -114,7 +117,7 @@ func (d *Daemon) frontDoor(next http.Handler) http.Handler {
 
 // originCheck guards /mcp.
 func (d *Daemon) originCheck(next http.Handler) http.Handler {
-	return access.OriginCheck(func() *access.Origins { return d.front.Load().origins }, next)
+	return access.OriginCheck(func() *access.Origins { return d.currentFront().origins }, next)
 }
 
 // inspector reports whether a request may see operational detail (every
@@ -122,11 +125,11 @@ func (d *Daemon) originCheck(next http.Handler) http.Handler {
 // a valid token or a client address in http.metrics_networks. A wrong
 // token counts as a failed attempt.
 func (d *Daemon) inspector(r *http.Request) bool {
-	cs := d.clients.Load()
+	cs := d.currentClients()
 	if !cs.Required() {
 		return true
 	}
-	if d.front.Load().metrics.Contains(netlimit.Peer(r)) {
+	if d.currentFront().metrics.Contains(netlimit.Peer(r)) {
 		return true
 	}
 	tok := access.Bearer(r.Header.Get("Authorization"))

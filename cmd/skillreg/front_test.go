@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // fastFront sets the front door's deadlines far below their defaults, as
@@ -39,12 +41,12 @@ func startTuned(t testing.TB, yaml string, tune func(*Daemon)) *testDaemon {
 	}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	log := testkit.Logger(t, slog.LevelError)
 	var tunes []func(*Daemon)
 	if tune != nil {
 		tunes = append(tunes, tune)
 	}
-	d, err := newDaemon(cfg, log, false, tunes...)
+	d, err := openDaemon(context.Background(), cfg, log, serveSurfaces, false, tunes...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +556,7 @@ func TestReloadHTTP(t *testing.T) {
 	if strings.Contains(logs.String(), "key=http.allowed_hosts") {
 		t.Error("allowed_hosts reloads; it must not warn")
 	}
-	if h := d.cfg.HTTP; h.MaxConnections != 100 || len(h.TrustedProxyNets) != 0 || h.HeaderTimeout.D() != config.DefaultHeaderTimeout {
+	if h := d.running().cfg.HTTP; h.MaxConnections != 100 || len(h.TrustedProxyNets) != 0 || h.HeaderTimeout.D() != config.DefaultHeaderTimeout {
 		t.Errorf("running values not kept: %+v", h)
 	}
 }

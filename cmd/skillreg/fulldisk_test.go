@@ -16,6 +16,7 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/fulldisk"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // readySource is a source as /readyz shows it.
@@ -112,7 +113,7 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDaemon(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	d, err := NewDaemon(cfg, testkit.Logger(t, slog.LevelWarn))
 	if err != nil {
 		t.Fatalf("restart on a full disk: %v", err)
 	}

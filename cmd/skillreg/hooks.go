@@ -1,46 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/labstack/echo/v4"
 
-	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
-
-// webhookSecrets reads the webhook secrets from the environment variable
-// named by github.webhook_secret_env, or from github.webhook_secret_file;
-// either may hold several (one per line or comma-separated) for rotation.
-func (d *Daemon) webhookSecrets() ([]string, error) {
-	g := d.cfg.GitHub
-	var raw string
-	if g.WebhookSecretFile != "" {
-		b, err := os.ReadFile(g.WebhookSecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("github.webhook_secret_file: %w", err)
-		}
-		raw = string(b)
-	}
-	if g.WebhookSecretEnv != "" {
-		if v := os.Getenv(g.WebhookSecretEnv); v != "" {
-			raw += "\n" + v
-		}
-	}
-	return webhook.ParseSecrets(raw), nil
-}
-
-// webhookSyncer asks the registry for the syncs webhook deliveries name,
-// as urgent: someone pushed and waits to see it.
-type webhookSyncer struct{ reg *registry.Registry }
-
-func (w webhookSyncer) RequestSync(source, _ string) {
-	w.reg.RequestSync(source, catalog.TriggerWebhook)
-}
 
 // webhookTargets shows the registry's git sources to the webhook handler,
 // asked afresh on every delivery so reloads take effect.
@@ -56,54 +23,10 @@ func (w webhookTargets) Targets() []webhook.Target {
 	return out
 }
 
-// setupWebhook prepares POST /webhooks/github when a secret is configured;
-// without one the endpoint answers 404 (unsigned deliveries are never
-// accepted) and the log says how to enable it. On reload it replaces the
-// handler, so rotated secrets take effect at once.
-func (d *Daemon) setupWebhook() error {
-	secrets, err := d.webhookSecrets()
-	if err != nil {
-		return err
-	}
-	d.secrets.Add(secrets...)
-	if len(secrets) == 0 {
-		d.log.Info("GitHub webhook endpoint not mounted: no secret; set " + d.cfg.GitHub.WebhookSecretEnv + " or github.webhook_secret_file to enable POST " + webhook.Path)
-		d.swapWebhook(nil)
-		return nil
-	}
-	rel, err := d.releasesClient()
-	if err != nil {
-		return err
-	}
-	h, err := webhook.New(webhook.Options{
-		Secrets:    secrets,
-		Sources:    webhookTargets{d.Registry},
-		Syncer:     webhookSyncer{d.Registry},
-		Releases:   rel,
-		Log:        d.deliveries,
-		Logger:     d.log,
-		GitHubHost: d.cfg.GitHub.WebHost(),
-		Metrics:    d.metrics.WebhookDelivery,
-		Budget:     d.budget,
-	})
-	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
-	}
-	d.swapWebhook(h)
-	d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(secrets))
-	return nil
-}
-
-func (d *Daemon) swapWebhook(h *webhook.Handler) {
-	if old := d.webhook.Swap(h); old != nil {
-		old.Close() // its pending sync requests go to the registry
-	}
-}
-
 // serveWebhook forwards to the current webhook handler, or answers 404
 // when no secret is configured.
 func (d *Daemon) serveWebhook(c echo.Context) error {
-	h := d.webhook.Load()
+	h := d.running().webhook
 	if h == nil {
 		return echo.ErrNotFound
 	}
@@ -112,7 +35,7 @@ func (d *Daemon) serveWebhook(c echo.Context) error {
 
 // recentDeliveries shows the delivery log to the web catalog.
 func (d *Daemon) recentDeliveries(n int) []web.Delivery {
-	if d.webhook.Load() == nil {
+	if d.running().webhook == nil {
 		return nil
 	}
 	ds, err := d.deliveries.Recent(n)

@@ -18,8 +18,8 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 	publicURL := cfg.PublicURL
 	p, err := publish.New(publish.Options{
 		Catalog:       d.Registry,
-		Clients:       d.clients.Load,
-		Public:        func() map[string]bool { return *d.public.Load() },
+		Clients:       d.currentClients,
+		Public:        d.currentPublic,
 		Limiter:       d.authLimiter,
 		OnAuthFailure: d.metrics.AuthFailure,
 		RemoteAddr:    remoteHost,
@@ -29,7 +29,7 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 		MarketplaceName:  cfg.Marketplace.Name,
 		MarketplaceOwner: cfg.Marketplace.Owner,
 		CacheBytes:       cfg.Cache.ArtifactBytes,
-		Logger:           d.log,
+		Logger:           d.core.log,
 	})
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 // setupMirror builds the read-only git mirror of every source, its
 // history kept in the store when there is one.
 func (d *Daemon) setupMirror() error {
-	o := gitmirror.Options{Catalog: d.Registry, Logger: d.log}
+	o := gitmirror.Options{Catalog: d.Registry, Logger: d.core.log}
 	if d.store != nil {
 		o.History = d.store
 	}
@@ -51,21 +51,6 @@ func (d *Daemon) setupMirror() error {
 	}
 	d.mirror = m
 	return nil
-}
-
-// setPublic records the sources marked public: true (at start and on
-// reload). Without access control it changes nothing, and says so.
-func (d *Daemon) setPublic(cfg *config.Config) {
-	pub := map[string]bool{}
-	for _, s := range cfg.Sources {
-		if s.Public {
-			pub[s.Name] = true
-		}
-	}
-	if len(pub) > 0 && len(cfg.Clients) == 0 {
-		d.log.Warn("public: true has no effect without clients: every skill is already visible to everyone")
-	}
-	d.public.Store(&pub)
 }
 
 // unpublishedMCP is what the installers' indexes leave out, for diagnose.

@@ -32,22 +32,13 @@ func (o overrides) apply(cfg *config.Config) {
 // sources added, removed or changed, clients, webhook secrets, skill-meta
 // tools, the cache hint, the log level, and http.allowed_hosts,
 // http.allowed_origins and http.metrics_networks. What only a restart can
-// change (listen address, data directory, log format, GitHub API settings,
+// change (listen address, data directory, log format, mcp.fast_path, GitHub API settings,
 // the connection caps, trusted proxies and timeouts of the http section)
 // is kept as it is, with a warning. A configuration that fails to load or to
 // apply is refused and the running one stays. cfg is the effective
 // configuration: the flags' overrides already applied (reloadFile does).
 func (d *Daemon) Reload(cfg *config.Config) error {
-	srcs, err := sources(cfg)
-	if err != nil {
-		return err
-	}
-	d.learnTokens(srcs)
-	metaTools, err := d.skillMeta(cfg)
-	if err != nil {
-		return err
-	}
-	old := d.cfg
+	old := d.running().cfg
 	for _, k := range []struct {
 		key      string
 		old, new any
@@ -64,6 +55,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		{"http.idle_timeout", old.HTTP.IdleTimeout, cfg.HTTP.IdleTimeout},
 		{"public_url", old.PublicURL, cfg.PublicURL}, {"marketplace", old.Marketplace, cfg.Marketplace},
 		{"cache.artifact_bytes", old.Cache.ArtifactBytes, cfg.Cache.ArtifactBytes}, {"tls", old.TLS, cfg.TLS},
+		{"mcp.fast_path", old.MCP.FastPath, cfg.MCP.FastPath}, // *bool: DeepEqual compares the values
 	} {
 		if !reflect.DeepEqual(k.old, k.new) {
 			d.log.Warn("configuration change needs a restart; keeping the running value", "key", k.key)
@@ -79,26 +71,17 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins = keep.AllowedHosts, keep.AllowedOrigins
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
+	cfg.MCP.FastPath = old.MCP.FastPath // the MCP server is made with it
 	if d.certs != nil {
-		d.certs.reload() // SIGHUP also reloads the certificate
+		d.certs.reload() // SIGHUP also reloads the certificate, which has its own refusal
 	}
-	if err := d.setClients(cfg.Clients); err != nil {
+	// Build the whole runtime first: whatever fails, nothing has changed.
+	rt, err := d.build(cfg)
+	if err != nil {
 		return err
 	}
-	d.cfg = cfg
-	d.setPublic(cfg)
-	if err := d.setupWebhook(); err != nil {
-		return err
-	}
-	d.setFrontPolicy(cfg)
-	d.web.ResetSessions()
-	d.MCP.SetCacheTTL(cfg.MCP.CacheTTL.D())
-	d.MCP.SetSkillMeta(metaTools)
-	if d.level != nil {
-		_ = d.level.UnmarshalText([]byte(cfg.Log.Level))
-	}
-	d.Registry.SetSources(srcs)
-	d.log.Info("configuration reloaded", "sources", len(srcs), "clients", len(cfg.Clients), "skill_meta", len(metaTools))
+	d.install(rt)
+	d.log.Info("configuration reloaded", "sources", len(rt.sources), "clients", len(cfg.Clients), "skill_meta", len(rt.meta))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +113,52 @@ func TestShutdownDuringSync(t *testing.T) {
 	f, _ := d2.Registry.Current().File(catalog.Filter{}, "skill://team/a/SKILL.md")
 	if data, err := d2.Registry.ReadFile(context.Background(), f); err != nil || !strings.Contains(string(data), "description: A.") {
 		t.Fatalf("restarted read: %q %v", data, err)
+	}
+}
+
+// TestRefusedReloadChangesNothing: a reload that adds a client and names
+// an unreadable github.webhook_secret_file fails while the webhook is
+// built, after the clients were checked; it is refused whole: token auth
+// stays off, the webhook endpoint stays unmounted and the running
+// configuration is the old one (it used to turn the clients on and keep
+// the new file on record while saying the running configuration stays).
+func TestRefusedReloadChangesNothing(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
+	base := "sources:\n  - name: one\n    dir: " + root + "/one\n"
+	d := startDaemon(t, base, "")
+	anonymous := func() int {
+		status, _ := rpc(t, d.URL, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta2026+`}}`)
+		return status
+	}
+	if s := anonymous(); s != 200 {
+		t.Fatalf("before reload: anonymous skills/list got %d", s)
+	}
+
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	missing := filepath.Join(t.TempDir(), "no-such-secret")
+	bad := base + "clients:\n  - name: x\n    token_sha256: " + strings.Repeat("ab", 32) + "\n    sources: [\"*\"]\n" +
+		"github:\n  webhook_secret_file: " + missing + "\n"
+	if err := os.WriteFile(cfgFile, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := d.reloadFile(cfgFile)
+	if err == nil || !strings.Contains(err.Error(), "webhook_secret_file") {
+		t.Fatalf("reload: %v, want a refusal naming github.webhook_secret_file", err)
+	}
+	if s := anonymous(); s != 200 {
+		t.Errorf("after a refused reload, an anonymous request got %d: the new clients were applied", s)
+	}
+	cfg := d.running().cfg
+	if len(cfg.Clients) != 0 || cfg.GitHub.WebhookSecretFile != "" {
+		t.Errorf("after a refused reload the running configuration has clients %v and webhook_secret_file %q", cfg.Clients, cfg.GitHub.WebhookSecretFile)
+	}
+	resp, err := http.Post(d.URL+"/webhooks/github", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("webhook endpoint after a refused reload: %d, want 404", resp.StatusCode)
 	}
 }

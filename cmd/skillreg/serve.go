@@ -24,7 +24,6 @@ import (
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
@@ -33,7 +32,6 @@ import (
 	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/search"
-	"github.com/skillreg/skillreg/store"
 	"github.com/skillreg/skillreg/web"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -68,8 +66,11 @@ func cmdServe(ctx context.Context, e *env, args []string) int {
 	flags := overrides{listen: *listen, dataDir: *data}
 	flags.apply(cfg)
 	log, level := newLogger(e.stderr, cfg.Log)
-	d, err := NewDaemon(cfg, log)
+	d, err := openDaemon(ctx, cfg, log, serveSurfaces, false)
 	if err != nil {
+		if ctx.Err() != nil {
+			return exitOK // stopped while starting
+		}
 		log.Error("cannot start", "err", err)
 		return exitProblems
 	}
@@ -117,126 +118,189 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, *slog.LevelVar) {
 	return slog.New(slog.NewJSONHandler(w, opts)), level
 }
 
-// Daemon is a running skillreg: the registry, its faces and the HTTP server
-// that carries them.
+// Daemon is a running skillreg: a core (store, git object stores,
+// registry), the surfaces a command serves on it, and the runtime
+// configuration they all read, swapped whole on reload.
 type Daemon struct {
-	cfg *config.Config
-	log *slog.Logger
+	*core
+	log *slog.Logger // the daemon's own log lines (tests may divert them)
+	has surfaces
+	rt  atomic.Pointer[runtimeConfig]
 
-	Registry *registry.Registry
-	MCP      *mcp.Server
-	releases *releases.Client
-	pool     *gitstore.Pool
-	webhook  atomic.Pointer[webhook.Handler]
-	web      *web.Handler
-	publish  *publish.Handler
-	mirror   *gitmirror.Mirror
-	// public are the sources visible without a token (public: true).
-	public atomic.Pointer[map[string]bool]
-	store  *store.Store
-	// clients are the configured callers (swapped on reload).
-	clients     atomic.Pointer[access.Clients]
-	metrics     *metrics.Metrics
-	level       *slog.LevelVar // the log level, changed on reload
-	overrides   overrides      // the flags that override the file, on every reload too
+	// The surfaces; nil when the command does not serve them.
+	MCP     *mcp.Server
+	web     *web.Handler
+	publish *publish.Handler
+	mirror  *gitmirror.Mirror
+	echo    *echo.Echo
+	certs   *certReloader // the HTTPS certificate (nil: plain HTTP)
+
+	level     *slog.LevelVar // the log level, changed on reload
+	overrides overrides      // the flags that override the file, on every reload too
+	// authLimiter is one failed-attempt budget for /login, /mcp, the
+	// installers' endpoints and the git mirror.
 	authLimiter *access.Limiter
-	tempDir     string // the git stores of a memory-only daemon
-	// secrets scrubs every configured secret from log lines and sync
-	// errors (the registry adds each git token it reads).
-	secrets *redact.Set
 	// deliveries is the webhook delivery log (bounded).
 	deliveries webhook.DeliveryLog
-	echo       *echo.Echo
-	certs      *certReloader // the HTTPS certificate (nil: plain HTTP)
-	ln         *netlimit.Listener
-	started    time.Time
+	// hookCtx is every webhook handler's Options.Context: stopHooks ends
+	// it as the daemon shuts down, before the registry stops.
+	hookCtx   context.Context
+	stopHooks context.CancelFunc
+	ln        *netlimit.Listener
+	started   time.Time
 	// listener is d.ln for the metrics, which may be scraped while Listen
 	// runs.
 	listener atomic.Pointer[netlimit.Listener]
 	// budget bounds the body bytes in flight across all requests.
 	budget *netlimit.Budget
-	// front is the reloadable Host, Origin and metrics-network policy.
-	front  atomic.Pointer[frontPolicy]
 	tuning frontTuning
 }
 
-// NewDaemon wires a daemon from its configuration. Nothing listens and no
-// sync runs until Listen and Serve.
-func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
-	return newDaemon(cfg, log, false)
+// surfaces says which faces a command builds on the core.
+type surfaces struct {
+	// mcp is the MCP server, with the installers' notes its diagnose
+	// tool shows (the publish handler, unrouted without http).
+	mcp bool
+	// http is everything served over HTTP: web, webhook, publish, the
+	// git mirror, the routes and front door that carry them, and TLS.
+	http bool
 }
 
-// newDaemon wires a daemon. With memory set it keeps no state on disk (the
-// stdio mode, where several clients start their own copy at once): no
-// store, git object stores in a temporary directory removed on Close.
-// tune runs first (tests set limits below their defaults there).
-func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*Daemon)) (_ *Daemon, err error) {
+// What each command builds: `skillreg sync` a core alone, `mcp --stdio`
+// the MCP surface over it, `serve` everything.
+var (
+	syncSurfaces  = surfaces{}
+	stdioSurfaces = surfaces{mcp: true}
+	serveSurfaces = surfaces{mcp: true, http: true}
+)
+
+// NewDaemon wires a serving daemon from its configuration. Nothing listens
+// and no sync runs until Listen and Serve.
+func NewDaemon(cfg *config.Config, log *slog.Logger) (*Daemon, error) {
+	return openDaemon(context.Background(), cfg, log, serveSurfaces, false)
+}
+
+// openDaemon builds the core, the first runtime and the surfaces in has.
+// With memory set it keeps no state on disk (the stdio mode): no store,
+// git object stores in a temporary directory removed on Close. ctx bounds
+// the restore of the stored catalogs (a signal stops a slow start). tune
+// runs first (tests set limits below their defaults there).
+func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has surfaces, memory bool, tune ...func(*Daemon)) (_ *Daemon, err error) {
 	// Every log line passes the scrubber: the configured secrets (git
 	// tokens, the GitHub token, webhook secrets) never reach the log, in
 	// any spelling a remote could have echoed.
 	secrets := redact.New()
 	log = slog.New(secrets.Handler(log.Handler()))
-	d := &Daemon{cfg: cfg, log: log, started: time.Now(), secrets: secrets}
+	d := &Daemon{log: log, has: has, started: time.Now()}
+	d.hookCtx, d.stopHooks = context.WithCancel(context.Background())
 	for _, f := range tune {
 		f(d)
 	}
 	d.budget = netlimit.NewBudget(d.tuning.budget, d.tuning.budgetWait)
-	d.setFrontPolicy(cfg)
+	d.authLimiter = access.NewLimiter(6*time.Second, 10)
+	if d.core, err = openCore(cfg, log, secrets, memory); err != nil {
+		d.stopHooks()
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			d.Close() // what was opened before the failure
 		}
 	}()
-	srcs, err := sources(cfg)
+	if has.http {
+		if d.store != nil {
+			d.deliveries = storeDeliveries{d.store}
+		} else {
+			d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
+		}
+	}
+	rt, err := d.build(cfg)
 	if err != nil {
 		return nil, err
 	}
-	d.learnTokens(srcs)
-	dir := dataDir(cfg)
-	if memory {
-		if dir, err = os.MkdirTemp("", "skillreg-"); err != nil {
-			return nil, err
-		}
-		d.tempDir = dir
-	} else {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("data directory: %w", err)
-		}
-		if d.store, err = store.Open(filepath.Join(dir, store.FileName), store.Options{Logger: log}); err != nil {
-			return nil, storeOpenError(dir, err)
+	d.preopen(rt.sources)
+	d.install(rt)
+	if err := d.restore(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.buildSurfaces(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// buildSurfaces builds the surfaces in d.has over the core and the
+// running runtime, then connects the core to them.
+func (d *Daemon) buildSurfaces() (err error) {
+	rt := d.running()
+	if d.has.mcp || d.has.http {
+		if err := d.setupPublish(rt.cfg); err != nil {
+			return fmt.Errorf("publish: %w", err)
 		}
 	}
-	// Read the stored catalogs while the rest of the daemon is built (a
-	// restart serves once they are in: every millisecond here is one the
-	// catalog is not served).
-	type loadResult struct {
-		ps  []catalog.Persisted
-		err error
+	if d.has.mcp {
+		d.MCP = mcp.New(mcp.Options{
+			CallerOf: d.callerOf,
+			Catalogs: d.Registry,
+			Logger:   d.core.log,
+			Version:  buildVersion(),
+			CacheTTL: rt.cfg.MCP.CacheTTL.D(),
+			FastPath: rt.cfg.MCP.FastPath,
+			// The front door buffers /mcp bodies up to the same bound.
+			MaxBodyBytes: mcpMaxBody,
+			SkillMeta:    rt.meta,
+			States:       d.Registry.States,
+			Observe:      d.metrics.MCPRequest,
+			Unpublished:  d.unpublishedMCP,
+			// The front door refuses Hosts outside http.allowed_hosts.
+			HostsChecked: true,
+			Search:       d.searchMCP,
+		})
+		if d.restored {
+			go d.MCP.Warm(d.Registry.Current()) // while the listener comes up
+		}
 	}
-	loaded := make(chan loadResult, 1)
-	if d.store != nil {
-		go func() {
-			ps, err := d.store.Load()
-			loaded <- loadResult{ps, err}
-		}()
+	if d.has.http {
+		publicURL := rt.cfg.PublicURL // only a restart changes it
+		if d.web, err = web.New(web.Options{
+			Catalog:          d.Registry,
+			States:           d.Registry.States,
+			Deliveries:       d.recentDeliveries,
+			Search:           d.searchWeb, // the ranked index search_skills uses
+			Logger:           d.core.log,
+			AuthRequiredFunc: func() bool { return d.currentClients().Required() },
+			Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
+			Public:           d.currentPublic,
+			Unpublished:      d.unpublishedWeb,
+			InstallBase: func(r *http.Request) string {
+				return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
+			},
+			Authenticate: func(tok string) (web.Viewer, bool) {
+				c, ok := d.currentClients().Check(tok)
+				return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
+			},
+		}); err != nil {
+			return fmt.Errorf("web: %w", err)
+		}
+		if tls := rt.cfg.TLS; tls.Enabled() {
+			if d.certs, err = newCertReloader(tls.CertFile, tls.KeyFile, d.core.log); err != nil {
+				return err
+			}
+		}
+		if err := d.setupMirror(); err != nil {
+			return err
+		}
+		d.echo = d.routes()
 	}
-	var mcpSrv *mcp.Server
-	d.metrics = metrics.New(metrics.Options{
-		Catalog: func() *catalog.Catalog { return d.Registry.Current() },
-		Sessions: func() int {
-			if mcpSrv == nil {
+	d.hooks.Store(&surfaceHooks{
+		swapped: d.catalogSwapped,
+		sessions: func() int {
+			if d.MCP == nil {
 				return 0
 			}
-			return mcpSrv.Sessions()
+			return d.MCP.Sessions()
 		},
-		StoreSize: func() (int64, error) {
-			if d.store == nil {
-				return 0, errors.New("no store")
-			}
-			return d.store.SizeBytes()
-		},
-		States: func() []catalog.State { return d.Registry.States() },
-		Connections: func() metrics.Connections {
+		connections: func() metrics.Connections {
 			ln := d.listener.Load()
 			if ln == nil {
 				return metrics.Connections{}
@@ -244,216 +308,24 @@ func newDaemon(cfg *config.Config, log *slog.Logger, memory bool, tune ...func(*
 			st := ln.Stats()
 			return metrics.Connections{Open: st.Open, Probes: st.Probes, Peeking: st.Peeking, Accepted: st.Accepted, Refused: st.Refused}
 		},
-		BodyBytes: func() (int64, int64) { return d.budget.InUse(), d.budget.Size() },
+		bodyBytes: func() (int64, int64) { return d.budget.InUse(), d.budget.Size() },
 	})
-	metaTools, err := d.skillMeta(cfg)
-	if err != nil {
-		return nil, err
-	}
-	ropts := registry.Options{Logger: log, Metrics: d.metrics, Redact: secrets}
-	if d.store != nil {
-		ropts.Store = d.store
-		ropts.Digests = registry.NewLazyDigests(d.store.Digests, func(err error) {
-			log.Warn("stored file digests unreadable; changed files will be hashed again", "err", err)
-		})
-	}
-	// The git object stores and the releases client cost nothing until a
-	// source uses them; they exist from the start so a reload can add git
-	// sources.
-	pool, err := gitstore.NewPool(filepath.Join(dir, "git"), gitstore.PoolOptions{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("git object stores: %w", err)
-	}
-	d.pool = pool
-	ropts.Git = pool
-	if d.store != nil {
-		// Open the object stores the restore checks stored commits in
-		// while the stored catalogs load.
-		for _, src := range srcs {
-			if src.Kind == catalog.KindGit {
-				go func() { _, _ = pool.Repo(src.Git.Repo.URL()) }() // Restore reports errors
-			}
-		}
-	}
-	rel, err := d.releasesClient()
-	if err != nil {
-		return nil, err
-	}
-	ropts.Releases = releaseResolver{client: rel, host: cfg.GitHub.WebHost()}
-	ropts.OnSwap = func(old, new *catalog.Catalog) {
-		if mcpSrv != nil {
-			mcpSrv.CatalogChanged(old, new)
-		}
-		if d.publish != nil {
-			go d.publish.Warm() // digest the new generation's archives before the first install asks
-		}
-		if d.mirror != nil {
-			// One mirror commit per generation that changed a source, on
-			// every replica alike: made here, not on first clone.
-			d.mirror.Update(context.Background())
-		}
-	}
-	d.Registry = registry.New(ropts)
-	if err := d.setClients(cfg.Clients); err != nil {
-		return nil, err
-	}
-	d.setPublic(cfg)
-	mcpSrv = mcp.New(mcp.Options{
-		CallerOf: d.callerOf,
-		Catalogs: d.Registry,
-		Logger:   log,
-		Version:  buildVersion(),
-		CacheTTL: cfg.MCP.CacheTTL.D(),
-		FastPath: cfg.MCP.FastPath,
-		// The front door buffers /mcp bodies up to the same bound.
-		MaxBodyBytes: mcpMaxBody,
-		SkillMeta:    metaTools,
-		States:       d.Registry.States,
-		Observe:      d.metrics.MCPRequest,
-		Unpublished:  d.unpublishedMCP,
-		// The front door refuses Hosts outside http.allowed_hosts.
-		HostsChecked: true,
-		Search:       d.searchMCP,
-	})
-	d.MCP = mcpSrv
-	d.Registry.SetSources(srcs)
-	if d.store != nil {
-		// Serve what the store kept before any network call; syncs then
-		// run in the background.
-		l := <-loaded
-		if l.err != nil {
-			return nil, fmt.Errorf("load catalog from %s: %w", d.store.Path(), l.err)
-		}
-		// Under the signal context once the runtime builder takes one, so
-		// that SIGTERM stops a slow restore.
-		rep, err := d.Registry.Restore(context.Background(), l.ps)
-		if err != nil {
-			return nil, fmt.Errorf("restore catalog from %s: %w", d.store.Path(), err)
-		}
-		for name, why := range rep.Dropped {
-			log.Info("not serving the stored catalog of a source until it resyncs", "source", name, "reason", why)
-		}
-		if len(rep.Restored) > 0 {
-			log.Info("serving the stored catalog", "sources", rep.Restored, "skills", d.Registry.Current().Len(catalog.Filter{}))
-			go mcpSrv.Warm(d.Registry.Current()) // while the listener comes up
-		}
-		d.deliveries = storeDeliveries{d.store}
-	} else {
-		d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
-	}
-	if !memory { // memory-only daemons serve stdio: no HTTP endpoint
-		if err := d.setupWebhook(); err != nil {
-			return nil, err
-		}
-	}
-	if d.web, err = web.New(web.Options{
-		Catalog:          d.Registry,
-		States:           d.Registry.States,
-		Deliveries:       d.recentDeliveries,
-		Logger:           log,
-		AuthRequiredFunc: func() bool { return d.clients.Load().Required() },
-		Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
-		Public:           func() map[string]bool { return *d.public.Load() },
-		Unpublished:      d.unpublishedWeb,
-		InstallBase: func(r *http.Request) string {
-			return publish.RequestBaseURL(r, cfg.PublicURL, d.hostAllowed)
-		},
-		Authenticate: func(tok string) (web.Viewer, bool) {
-			c, ok := d.clients.Load().Check(tok)
-			return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
-		},
-	}); err != nil {
-		return nil, fmt.Errorf("web: %w", err)
-	}
-	if cfg.TLS.Enabled() && !memory {
-		if d.certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
-			return nil, err
-		}
-	}
-	if err := d.setupMirror(); err != nil {
-		return nil, err
-	}
-	if err := d.setupPublish(cfg); err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
-	}
-	d.echo = d.routes()
-	return d, nil
+	return nil
 }
 
-// storeOpenError explains a store that cannot be opened, with what to do.
-func storeOpenError(dir string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		return fmt.Errorf("data directory in use: another skillreg is running on %s (stop it, or give this one its own --data directory): %w", dir, err)
-	case errors.Is(err, store.ErrCorrupt):
-		return fmt.Errorf("%w\nto recover: stop skillreg and run `skillreg store rebuild --data %s` (the file is moved aside and the catalog rebuilt from the sources), or restore a backup made with `skillreg store backup`", err, dir)
-	case errors.Is(err, store.ErrSchemaTooNew):
-		return fmt.Errorf("%w\nthis data directory was written by a newer skillreg: run that version, or point this one at another --data directory", err)
+// catalogSwapped tells the surfaces of a new catalog generation.
+func (d *Daemon) catalogSwapped(old, new *catalog.Catalog) {
+	if d.MCP != nil {
+		d.MCP.CatalogChanged(old, new)
 	}
-	return fmt.Errorf("open store in %s: %w", dir, err)
-}
-
-// releasesClient returns the GitHub Releases client, made on first use:
-// the skill-meta tools, release-pinned sources and release webhooks share it.
-func (d *Daemon) releasesClient() (*releases.Client, error) {
-	if d.releases != nil {
-		return d.releases, nil
+	if d.publish != nil {
+		go d.publish.Warm() // digest the new generation's archives before the first install asks
 	}
-	var token string
-	if env := d.cfg.GitHub.TokenEnv; env != "" {
-		token = strings.TrimSpace(os.Getenv(env))
+	if d.mirror != nil {
+		// One mirror commit per generation that changed a source, on
+		// every replica alike: made here, not on first clone.
+		d.mirror.Update(context.Background())
 	}
-	d.secrets.Add(token)
-	c, err := releases.New(releases.Options{
-		APIURL:  d.cfg.GitHub.APIURL,
-		Token:   token,
-		Store:   d.releaseStore(),
-		Metrics: d.metrics,
-		Logger:  d.log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("github: %w", err)
-	}
-	d.releases = c
-	return c, nil
-}
-
-// learnTokens tells the scrubber the git tokens configured now, so that
-// they are scrubbed even from what was stored before they were read by a
-// sync (a restored last_error). Tokens read later, rotated ones included,
-// the registry adds at each sync.
-func (d *Daemon) learnTokens(srcs []catalog.Source) {
-	for _, s := range srcs {
-		if s.Git == nil || s.Git.Token == nil {
-			continue
-		}
-		if tok, err := s.Git.Token(); err == nil {
-			d.secrets.AddBasic(gitstore.TokenUser, tok)
-		}
-	}
-}
-
-// skillMeta turns the skill_meta entries into MCP tools.
-func (d *Daemon) skillMeta(cfg *config.Config) ([]mcp.SkillMetaTool, error) {
-	var out []mcp.SkillMetaTool
-	for i, m := range cfg.Meta {
-		rel, err := d.releasesClient()
-		if err != nil {
-			return nil, err
-		}
-		meta := releases.SkillMeta{Skill: m.Skill, Tool: m.Tool, Repo: m.Repo, UpdateDocURL: m.UpdateDocURL, CacheTTL: m.CacheTTL.D()}
-		if len(m.Recipes) > 0 {
-			meta.Recipes = map[string]releases.Recipe{}
-			for client, r := range m.Recipes {
-				meta.Recipes[client] = releases.Recipe{Command: r.Command, Kind: r.Kind}
-			}
-		}
-		if err := meta.Validate(); err != nil {
-			return nil, fmt.Errorf("skill_meta[%d]: %w", i, err)
-		}
-		out = append(out, mcp.SkillMetaTool{Meta: meta, Releases: rel})
-	}
-	return out, nil
 }
 
 // sources turns configured sources into registry sources; without any, the
@@ -576,7 +448,7 @@ func (d *Daemon) routes() *echo.Echo {
 	// door has already set to the forwarded client behind trusted proxies;
 	// echo must not read forwarding headers on its own.
 	e.IPExtractor = echo.ExtractIPDirect()
-	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.clients.Load, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP)))
+	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.currentClients, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP)))
 	e.Any("/mcp", mcpH)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -587,8 +459,8 @@ func (d *Daemon) routes() *echo.Echo {
 	d.web.Register(e)
 	d.publish.Register(e)
 	gitH := echo.WrapHandler(d.mirror.Handler(gitmirror.ServeOptions{
-		Clients:       d.clients.Load,
-		Public:        func() map[string]bool { return *d.public.Load() },
+		Clients:       d.currentClients,
+		Public:        d.currentPublic,
 		Limiter:       d.authLimiter,
 		OnAuthFailure: d.metrics.AuthFailure,
 		RemoteAddr:    remoteHost,
@@ -599,9 +471,10 @@ func (d *Daemon) routes() *echo.Echo {
 
 // Listen binds the configured address.
 func (d *Daemon) Listen() error {
-	ln, err := net.Listen("tcp", d.cfg.Listen)
+	addr := d.running().cfg.Listen
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", d.cfg.Listen, err)
+		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	d.ln = d.limitListener(ln)
 	d.listener.Store(d.ln)
@@ -617,15 +490,15 @@ const shutdownGrace = 10 * time.Second
 // Serve runs the HTTP server and the registry until ctx ends, then shuts
 // down gracefully: stop accepting, let requests finish, stop syncs.
 func (d *Daemon) Serve(ctx context.Context) error {
-	if !isLoopback(d.ln.Addr()) && !d.clients.Load().Required() {
+	if !isLoopback(d.ln.Addr()) && !d.currentClients().Required() {
 		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
 	}
 	srv := &http.Server{
 		Handler: d.frontDoor(d.echo),
 		// Bodies are paced per endpoint by the front door (a server-wide
 		// ReadTimeout would also cut the long-lived GET /mcp streams).
-		ReadHeaderTimeout: d.cfg.HTTP.HeaderTimeout.D(),
-		IdleTimeout:       d.cfg.HTTP.IdleTimeout.D(),
+		ReadHeaderTimeout: d.running().cfg.HTTP.HeaderTimeout.D(),
+		IdleTimeout:       d.running().cfg.HTTP.IdleTimeout.D(),
 		ConnContext:       netlimit.ConnContext,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
@@ -655,7 +528,14 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
-		d.swapWebhook(nil) // hands pending sync requests over before syncs stop
+		// Every delivery is answered. From now on no webhook handler,
+		// the running one or one a reload replaced, asks the registry
+		// for anything: a sync started now would only be cancelled at
+		// once. Then the syncs stop.
+		d.stopHooks()
+		if h := d.running().webhook; h != nil {
+			h.Close() // waits for its cancelled release refreshes
+		}
 		stopReg()
 		return err
 	})
@@ -665,31 +545,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 }
 
 // Close releases what the daemon holds (git object stores, the releases
-// client). Serve calls it on its way out; commands that never serve call it
-// themselves.
+// client, the store). Serve calls it on its way out; commands that never
+// serve call it themselves.
 func (d *Daemon) Close() {
-	if d.releases != nil {
-		d.releases.Close()
+	d.stopHooks()
+	if rt := d.running(); rt != nil && rt.webhook != nil {
+		rt.webhook.Close()
 	}
-	if d.pool != nil {
-		d.pool.Close()
+	if d.core != nil {
+		d.core.Close()
 	}
-	if d.store != nil {
-		if err := d.store.Close(); err != nil {
-			d.log.Error("close store", "err", err)
-		}
-	}
-	if d.tempDir != "" {
-		os.RemoveAll(d.tempDir)
-	}
-}
-
-// releaseStore is where the releases cache persists: the store, or memory.
-func (d *Daemon) releaseStore() releases.Store {
-	if d.store != nil {
-		return d.store
-	}
-	return releases.NewMemoryStore()
 }
 
 func isLoopback(a net.Addr) bool {
@@ -697,27 +562,10 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// setClients installs the configured clients (at start and on reload).
-func (d *Daemon) setClients(cfg []config.Client) error {
-	list := make([]access.Client, 0, len(cfg))
-	for i, c := range cfg {
-		h, err := access.ParseHash(c.TokenSHA256)
-		if err != nil {
-			return fmt.Errorf("clients[%d]: %w", i, err)
-		}
-		list = append(list, access.Client{Name: c.Name, Hash: h, Sources: c.Sources})
-	}
-	d.clients.Store(access.New(list))
-	if d.authLimiter == nil {
-		d.authLimiter = access.NewLimiter(6*time.Second, 10)
-	}
-	return nil
-}
-
 // callerOf tells the MCP surface who sent a request: the client whose
 // token the request carries (the HTTP layer already refused the others).
 func (d *Daemon) callerOf(h http.Header) mcp.Caller {
-	cs := d.clients.Load()
+	cs := d.currentClients()
 	if !cs.Required() {
 		return mcp.Caller{}
 	}

@@ -38,8 +38,13 @@ func cmdMCP(ctx context.Context, e *env, args []string) int {
 	// A local client is its user: access control applies to HTTP callers.
 	cfg.Clients = nil
 	log, _ := newLogger(e.stderr, cfg.Log)
-	d, err := newDaemon(cfg, log, memory)
+	// The MCP surface alone: no listener, no webhook, web pages, mirror
+	// or TLS (their settings are not even read).
+	d, err := openDaemon(ctx, cfg, log, stdioSurfaces, memory)
 	if err != nil {
+		if ctx.Err() != nil {
+			return exitOK // stopped while starting
+		}
 		log.Error("cannot start", "err", err)
 		return exitProblems
 	}

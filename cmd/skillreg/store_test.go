@@ -14,6 +14,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/store"
 )
 
@@ -63,7 +64,7 @@ func startDaemonKeep(t *testing.T, yaml string) keptDaemon {
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
-	d, err := NewDaemon(cfg, slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	d, err := NewDaemon(cfg, testkit.Logger(t, slog.LevelWarn))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,10 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		cfg.DataDir = *data
 	}
 	log, _ := newLogger(e.stderr, cfg.Log)
-	d, err := NewDaemon(cfg, log)
+	// A core alone: the store, the git object stores and the registry; no
+	// surface is built, so no listener, webhook secret or certificate is
+	// needed.
+	d, err := openDaemon(ctx, cfg, log, syncSurfaces, false)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "skillreg sync: %v\n", err)
 		return exitProblems

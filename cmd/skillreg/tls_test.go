@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -23,6 +24,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // testCA is a throwaway certificate authority for HTTPS tests.
@@ -151,7 +153,7 @@ func TestTLS(t *testing.T) {
 	}
 	// SIGHUP's reload loads the pair too.
 	ca.issue(t, certFile, keyFile, 102, "127.0.0.1")
-	cfg := *d.cfg
+	cfg := *d.running().cfg
 	if err := d.Reload(&cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,7 @@ func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *t
 		cfg.Listen = "127.0.0.1:0"
 	}
 	cfg.DataDir = t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := testkit.Logger(t, slog.LevelWarn)
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -225,8 +227,8 @@ func TestTLSProbesUnderFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
-	d, err := newDaemon(cfg, log, false, func(d *Daemon) { d.tuning.peekTimeout = 2 * time.Second })
+	log := testkit.Logger(t, slog.LevelError)
+	d, err := openDaemon(context.Background(), cfg, log, serveSurfaces, false, func(d *Daemon) { d.tuning.peekTimeout = 2 * time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
