@@ -49,7 +49,9 @@ type GitSource struct {
 	Pin  gitref.Pin  // validated when the configuration was loaded
 	Path string      // subdirectory holding the skills ("" = root)
 	// Token returns the credential to present, or "" for none. It is read
-	// at each sync so rotated tokens take effect; it is never logged.
+	// at each sync so rotated tokens take effect; it is never logged. Its
+	// error says where the token was to come from ("token file: ..."):
+	// the registry adds only the source's name.
 	Token func() (string, error)
 	// TokenID identifies where the token comes from (for detecting config
 	// changes), never the token itself.

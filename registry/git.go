@@ -16,7 +16,8 @@ import (
 // ReleaseResolver gives the tag of a repository's latest GitHub release.
 type ReleaseResolver interface {
 	// LatestTag returns the tag name of the newest non-draft,
-	// non-prerelease release of repo.
+	// non-prerelease release of repo. Its errors name the repository;
+	// the registry adds only the step ("resolve release latest").
 	LatestTag(ctx context.Context, repo gitref.Repo) (string, error)
 }
 
@@ -162,7 +163,7 @@ func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSyn
 	s := &gitSync{r: r, src: src, prev: prev, repo: repo}
 	if g.Token != nil {
 		if s.auth.Token, err = g.Token(); err != nil {
-			return nil, fmt.Errorf("source %s: token: %w", src.Name, err)
+			return nil, fmt.Errorf("source %s: %w", src.Name, err) // "token file: ..." already
 		}
 		// Known before anything can echo it: every error of this sync and
 		// of later ones is scrubbed of it (rotated tokens included).
@@ -231,30 +232,40 @@ func (r *Registry) resolve(ctx context.Context, src *catalog.Source, repo GitRep
 	}
 	pin := g.Pin
 	if pin.Kind == gitref.Release {
-		tag, err := r.latestRelease(ctx, g.Repo, refs)
+		tag, named, err := r.latestRelease(ctx, g.Repo, refs)
+		if err != nil && named {
+			return gitstore.Resolved{}, fmt.Errorf("resolve %s: %w", g.Pin, err)
+		}
 		if err != nil {
-			return gitstore.Resolved{}, fmt.Errorf("resolve release %s of %s: %w", g.Pin.Value, g.Repo, err)
+			return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, g.Repo, err)
 		}
 		pin = gitref.Pin{Kind: gitref.Tag, Value: tag}
 	}
 	res, err := refs.Resolve(pin)
 	if err != nil {
-		return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, g.Repo, err)
+		// Resolve names the pin it looked for ("ref not found: branch:x");
+		// it lacks the repository, and the release it stood for.
+		if pin != g.Pin {
+			return gitstore.Resolved{}, fmt.Errorf("resolve %s in %s: %w", g.Pin, g.Repo, err)
+		}
+		return gitstore.Resolved{}, fmt.Errorf("resolve in %s: %w", g.Repo, err)
 	}
 	return res, nil
 }
 
 // latestRelease is the tag of the newest published release: from GitHub's
 // releases when the resolver can look the repository up, else the highest
-// non-prerelease semantic-version tag.
-func (r *Registry) latestRelease(ctx context.Context, repo gitref.Repo, refs *gitstore.RemoteRefs) (string, error) {
+// non-prerelease semantic-version tag. named reports whether an error
+// names the repository already (the resolver's do; the tags' do not).
+func (r *Registry) latestRelease(ctx context.Context, repo gitref.Repo, refs *gitstore.RemoteRefs) (tag string, named bool, err error) {
 	if r.o.Releases != nil {
 		tag, err := r.o.Releases.LatestTag(ctx, repo)
 		if !errors.Is(err, ErrNoReleaseAPI) {
-			return tag, err
+			return tag, true, err
 		}
 	}
-	return refs.LatestSemverTag()
+	tag, err = refs.LatestSemverTag()
+	return tag, false, err
 }
 
 func shortCommit(c string) string {
