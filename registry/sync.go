@@ -49,6 +49,11 @@ type outcome struct {
 	prev   *catalog.Snapshot   // the snapshot served before
 	start  time.Time
 	end    time.Time
+	// repeat: the same stall as the one already recorded (same reason,
+	// same error). It is recorded quietly: no store write, no failure
+	// counted, a debug line. A short poll (a missing directory's, every
+	// few seconds) would otherwise log, store and count it forever.
+	repeat bool
 }
 
 func (o outcome) dur() time.Duration { return o.end.Sub(o.start) }
@@ -79,7 +84,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		return err
 	}
 	o := r.judge(err, snap, prev, start)
-	next, ok := r.nextState(run, o)
+	next, ok := r.nextState(run, &o)
 	if !ok {
 		return nil
 	}
@@ -140,7 +145,7 @@ func (r *Registry) judge(err error, snap, prev *catalog.Snapshot, start time.Tim
 // false when the source was removed while it synced. The backoff of a
 // transient failure is drawn here, once: the state stored and the state
 // shown agree on it.
-func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok bool) {
+func (r *Registry) nextState(run *sourceRun, o *outcome) (next catalog.State, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if run.removed {
@@ -149,6 +154,11 @@ func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok 
 	st := run.state
 	st.Syncing = false
 	st.LastEnd = o.end
+	if o.stall != "" && st.LastResult == catalog.ResultStalled && st.Stalled == o.stall && st.LastError == o.err.Error() {
+		o.repeat = true
+		st.Attempted = true
+		return st, true
+	}
 	st.LastResult = o.result
 	st.Stalled, st.Hint = o.stall, o.stall.Hint(run.src.Poll > 0)
 	if o.err != nil {
@@ -179,7 +189,7 @@ func (r *Registry) nextState(run *sourceRun, o outcome) (next catalog.State, ok 
 // bytes match its manifest).
 func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) error {
 	switch {
-	case r.o.Store == nil:
+	case r.o.Store == nil, o.repeat:
 	case o.snap != nil:
 		return r.storeSnapshot(o.snap, next)
 	case o.err != nil:
@@ -219,6 +229,10 @@ func (r *Registry) record(run *sourceRun, o outcome, next catalog.State, persist
 
 	dur := o.dur().Round(time.Millisecond).String()
 	switch {
+	case o.repeat:
+		r.log.Debug("sync still stalled", "source", src.Name, "ref", src.Describe(), "dur", dur,
+			"reason", string(o.stall), "failures", next.Failures, "err", next.LastError)
+		return // counted once, when it stalled; the stall gauge shows it meanwhile
 	case o.result == catalog.ResultStalled:
 		r.log.Error("sync stalled; not retried until something changes", "source", src.Name, "ref", src.Describe(), "dur", dur,
 			"reason", string(o.stall), "failures", next.Failures, "err", next.LastError)
