@@ -2,11 +2,13 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/store"
 )
@@ -77,5 +79,43 @@ func TestShutdownDuringSyncRecordsNothing(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("nothing stored for the source")
+	}
+}
+
+// closedConnRepo is a remote whose listing waits until its context ends
+// and then fails as a connection the shutdown closed does: with a
+// network error, not context.Canceled.
+type closedConnRepo struct {
+	*fakeRepo
+	entered chan struct{}
+}
+
+func (f closedConnRepo) ListRemote(ctx context.Context, _ gitstore.Auth) (*gitstore.RemoteRefs, error) {
+	close(f.entered)
+	<-ctx.Done()
+	return nil, fmt.Errorf("list refs %s: %w: use of closed network connection", f.url, gitstore.ErrNetwork)
+}
+
+// TestShutdownNetworkErrorRecordsNothing: a sync the registry's shutdown
+// stopped is abandoned whatever error it ends with: here the remote's
+// connection, closed by the shutdown, fails with a network error.
+func TestShutdownNetworkErrorRecordsNothing(t *testing.T) {
+	git := &fakeGit{}
+	src := git.add("team", &fakeRepo{})
+	repo := closedConnRepo{fakeRepo: git.repos[src.Git.Repo.URL()], entered: make(chan struct{})}
+	st := &countStore{}
+	r := New(Options{Store: st, gitRepos: func(string) (GitRepo, error) { return repo, nil }})
+	r.SetSources([]catalog.Source{src})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.SyncNow(ctx, "team") }()
+	<-repo.entered
+	cancel()
+	<-done
+	if s := stateOf(r, "team"); s.LastResult != "" || s.Failures != 0 || s.LastError != "" || s.Syncing {
+		t.Errorf("state %+v, want nothing recorded", s)
+	}
+	if n := st.writes(); n != 0 {
+		t.Errorf("%d store writes for a sync the shutdown stopped", n)
 	}
 }

@@ -36,9 +36,10 @@ const DefaultSyncTimeout = 60 * time.Second
 // changes, so no backoff loop runs; the state says why, and the source is
 // tried again when its configuration changes, a webhook names it, or its
 // poll comes round. Transient: everything else, retried with backoff.
-// A sync stopped because the registry is stopping (context.Canceled from
-// the caller's context) is neither: nothing is recorded or stored, and the
-// next start syncs again.
+// A sync stopped because the registry is stopping (the caller's context
+// ended, whatever error that caused: cancelled, a timeout, a closed
+// connection) is neither: nothing is recorded or stored, and the next
+// start syncs again.
 
 // outcome is what one sync came to.
 type outcome struct {
@@ -79,7 +80,9 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		// generation keeps it, or nothing needs it.
 		defer r.releaseCommit(snap.Commit)
 	}
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if err != nil && ctx.Err() != nil {
+		// Whatever the error says (cancelled, a timeout, a connection
+		// the shutdown closed), the registry is stopping: not an outcome.
 		r.abandon(run, before)
 		return err
 	}
