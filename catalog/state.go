@@ -97,7 +97,7 @@ func (r StallReason) Hint(polled bool) string {
 		return ""
 	}
 	if polled {
-		return fix + "; tried again when the configuration changes, when a webhook names the source, or at its next poll"
+		return fix + "; tried again when the configuration is reloaded, when a webhook names the source, or at its next poll"
 	}
-	return fix + "; tried again when the configuration changes or a webhook names the source"
+	return fix + "; tried again when the configuration is reloaded or a webhook names the source"
 }

@@ -184,11 +184,17 @@ func (r *Registry) Search(f catalog.Filter, source, query string, o search.Optio
 func (r *Registry) SetSources(srcs []catalog.Source) {
 	r.mu.Lock()
 	keep := map[string]bool{}
-	var toSync []string
+	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true
 		if run, ok := r.sources[s.Name]; ok {
 			if sameSource(run.src, s) {
+				// A reload is how an operator says "something changed"
+				// (a token file mended, access granted): a stalled source
+				// is tried again even when its own text is unchanged.
+				if run.state.LastResult == catalog.ResultStalled {
+					retry = append(retry, s.Name)
+				}
 				continue
 			}
 			run.removed = true
@@ -223,6 +229,9 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			// not be served as the new one's.
 			r.dropSource(name)
 		}
+		r.RequestSync(name, catalog.TriggerConfig)
+	}
+	for _, name := range retry {
 		r.RequestSync(name, catalog.TriggerConfig)
 	}
 }

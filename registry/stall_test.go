@@ -167,3 +167,44 @@ func TestStalledHintSaysWhen(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadRetriesStalled: a reload with the same configuration tries a
+// stalled source again (an operator mended its token file or access and
+// reloaded), even one without polling.
+func TestReloadRetriesStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		git := &fakeGit{}
+		r := New(Options{gitRepos: git.Repo})
+		repo := &fakeRepo{fail: fmt.Errorf("list refs: %w: HTTP 401 Unauthorized", gitstore.ErrAuth)}
+		src := git.add("team", repo)
+		src.Poll = 0
+		healthy := &fakeRepo{}
+		healthy.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
+		other := git.add("other", healthy)
+		other.Poll = 0
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		r.SetSources([]catalog.Source{src, other})
+		go r.Run(ctx)
+		synctest.Wait()
+		if s := stateOf(r, "team"); s.LastResult != catalog.ResultStalled {
+			t.Fatalf("state %+v, want stalled", s)
+		}
+
+		repo.mu.Lock()
+		repo.fail = nil
+		repo.mu.Unlock()
+		repo.setFiles(map[string]string{"a/SKILL.md": testkit.SkillMD("a")})
+		r.SetSources([]catalog.Source{src, other})
+		synctest.Wait()
+		if n := len(repo.Listings()); n != 2 {
+			t.Fatalf("%d attempts after a reload, want 2", n)
+		}
+		if s := stateOf(r, "team"); s.LastResult != catalog.ResultUpdated || s.Stalled != "" {
+			t.Fatalf("state %+v after the reload", s)
+		}
+		if n := len(healthy.Listings()); n != 1 {
+			t.Errorf("a healthy unchanged source was synced %d times, want once: a reload leaves it be", n)
+		}
+	})
+}
