@@ -90,6 +90,10 @@ type Registry struct {
 	slots  *slots
 	redact *redact.Set
 
+	// storeMu orders a sync's store write against dropSource's delete:
+	// a sync checks, under it, that its source was not removed.
+	storeMu sync.Mutex
+
 	mu       sync.Mutex
 	sources  map[string]*sourceRun
 	ctx      context.Context // set by Run; nil before
@@ -184,6 +188,7 @@ func (r *Registry) Search(f catalog.Filter, source, query string, o search.Optio
 func (r *Registry) SetSources(srcs []catalog.Source) {
 	r.mu.Lock()
 	keep := map[string]bool{}
+	replaced := map[string]bool{}
 	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true
@@ -199,6 +204,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			}
 			run.removed = true
 			r.stopLocked(run)
+			replaced[s.Name] = true
 		}
 		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
 		if s.Git != nil {
@@ -224,9 +230,11 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 		r.dropSource(name)
 	}
 	for _, name := range toSync {
-		if snap, ok := r.Current().Snapshot(name); ok && !snapMatches(snap, r.source(name)) {
+		snap, ok := r.Current().Snapshot(name)
+		if (ok && !snapMatches(snap, r.source(name))) || (!ok && replaced[name]) {
 			// The source changed under the same name: its old snapshot must
-			// not be served as the new one's.
+			// not be served as the new one's, nor stay in the store (where
+			// a sync of the old configuration may have just put it).
 			r.dropSource(name)
 		}
 		r.RequestSync(name, catalog.TriggerConfig)
@@ -279,6 +287,8 @@ func (r *Registry) dropSource(name string) {
 		return c.Without(gen, now, name)
 	})
 	if r.o.Store != nil {
+		r.storeMu.Lock()
+		defer r.storeMu.Unlock()
 		if err := r.o.Store.DeleteSource(name); err != nil {
 			r.log.Error("forget source in store", "source", name, "err", err)
 		}

@@ -34,7 +34,7 @@ const DefaultSyncTimeout = 60 * time.Second
 // An error is one of two classes (fluxcd's stalling vs generic errors are
 // the model). Stalled (stallReason): retrying cannot help until something
 // changes, so no backoff loop runs; the state says why, and the source is
-// tried again when its configuration changes, a webhook names it, or its
+// tried again when its configuration is reloaded, a webhook names it, or its
 // poll comes round. Transient: everything else, retried with backoff.
 // A sync stopped because the registry is stopping (the caller's context
 // ended, whatever error that caused: cancelled, a timeout, a closed
@@ -91,13 +91,36 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	if !ok {
 		return nil
 	}
-	persistErr := r.persistStep(run, o, next)
+	// A reload may drop the source between each step and the next: what a
+	// removed run stores or swaps in would put the old configuration's
+	// snapshot back after dropSource forgot it.
+	persistErr, ok := r.persistStep(run, o, next)
+	if !ok {
+		return nil
+	}
 	if o.snap != nil {
-		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog { return c.With(gen, now, o.snap) })
+		swapped := false
+		r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog {
+			if r.removed(run) {
+				return nil
+			}
+			swapped = true
+			return c.With(gen, now, o.snap)
+		})
+		if !swapped {
+			return nil
+		}
 		r.live.WarmSearch()
 	}
 	r.record(run, o, next, persistErr)
 	return o.err
+}
+
+// removed reports whether the run was dropped or replaced by a reload.
+func (r *Registry) removed(run *sourceRun) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return run.removed
 }
 
 // begin marks the source as syncing and returns its state from before
@@ -189,18 +212,26 @@ func (r *Registry) nextState(run *sourceRun, o *outcome) (next catalog.State, ok
 // state, or the state of a failure (nothing for an unchanged source). It
 // returns the error of storing the snapshot, which record notes: a failed
 // persist is recorded and retried, and the snapshot served anyway (its
-// bytes match its manifest).
-func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) error {
-	switch {
-	case r.o.Store == nil, o.repeat:
-	case o.snap != nil:
-		return r.storeSnapshot(o.snap, next)
-	case o.err != nil:
-		if err := r.o.Store.SaveState(next); err != nil {
-			r.log.Error("save source state", "source", run.src.Name, "err", err)
-		}
+// bytes match its manifest). ok is false when the source was removed
+// meanwhile: nothing is stored then.
+func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) (persistErr error, ok bool) {
+	if r.o.Store == nil || o.repeat || (o.snap == nil && o.err == nil) {
+		return nil, !r.removed(run)
 	}
-	return nil
+	// Checked and stored under the store lock, which dropSource takes to
+	// forget the source: it either comes after this write or is seen here.
+	r.storeMu.Lock()
+	defer r.storeMu.Unlock()
+	if r.removed(run) {
+		return nil, false
+	}
+	if o.snap != nil {
+		return r.storeSnapshot(o.snap, next), true
+	}
+	if err := r.o.Store.SaveState(next); err != nil {
+		r.log.Error("save source state", "source", run.src.Name, "err", err)
+	}
+	return nil, true
 }
 
 // record makes the outcome the source's state, in one update (the
