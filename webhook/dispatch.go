@@ -33,7 +33,7 @@ func (h *Handler) requestSyncs(sources []string, reason string) {
 // follow-up. After each refresh it asks for the syncs that depend on the
 // refreshed release (sources pinned to release: latest), so they resolve
 // the new latest release rather than the stale one. A refresh cut short by
-// Close asks for nothing.
+// Close or by Options.Context asks for nothing; Drain cuts none short.
 type refresher struct {
 	releases Releases
 	request  func(sources []string, reason string)

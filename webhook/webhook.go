@@ -270,12 +270,15 @@ func (h *Handler) Close() {
 
 // Drain waits for the release refreshes running now to finish (each
 // bounded by RefreshTimeout) and to ask for the syncs that follow them.
-// Call it on a handler that a new one replaced: deliveries it still
-// handles ask for syncs as before, but a refresh one of them starts from
-// now on is not run.
+// Call it on a handler that a new one replaced. It cancels nothing: a
+// delivery already inside the handler may still reach it after Drain, and
+// was (or will be) answered 202 naming its sources, which GitHub will not
+// redeliver; so a refresh such a delivery starts still runs to completion
+// and asks for its syncs, as it would have before the reload. Only Close
+// or the end of Options.Context cancels; the daemon still Closes every
+// handler it replaced before its Syncer stops.
 func (h *Handler) Drain() {
 	h.refresh.wait()
-	h.cancel()
 }
 
 // Reply is the JSON body of a 200 or 202 answer.

@@ -1091,3 +1091,21 @@ func TestDrainFinishesRefreshes(t *testing.T) {
 		t.Errorf("a drained handler did not ask for the sync after its refresh: %q", got)
 	}
 }
+
+// TestDeliveryAfterDrainStillSyncs: a delivery that was already inside a
+// handler when a reload replaced it reaches the refresher after Drain; it
+// was answered 202 naming the release-pinned source, and GitHub will not
+// send it again, so its refresh still runs and asks for that sync.
+func TestDeliveryAfterDrainStillSyncs(t *testing.T) {
+	r := newRig(t)
+	r.h.Drain() // the reload retired the handler; nothing was running
+	status, body := r.send(t, delivery{event: "release", id: "late", body: load(t, "release-deleted.json")})
+	if status != http.StatusAccepted || !strings.Contains(string(body), `"latest"`) {
+		t.Fatalf("status %d, body %s", status, body)
+	}
+	testkit.WaitUntil(t, "the sync after the late refresh", func() bool { return slices.Contains(r.j.all(), "sync latest") })
+	got := r.j.all()
+	if i, j := slices.Index(got, "refresh Codertocat/Hello-World"), slices.Index(got, "sync latest"); i < 0 || j < i {
+		t.Errorf("want the refresh, then the sync: %q", got)
+	}
+}

@@ -72,15 +72,18 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
 	cfg.MCP.FastPath = old.MCP.FastPath // the MCP server is made with it
-	if d.certs != nil {
-		d.certs.reload() // SIGHUP also reloads the certificate, which has its own refusal
-	}
-	// Build the whole runtime first: whatever fails, nothing has changed.
+	// Build the whole runtime first: whatever fails, nothing has changed,
+	// the certificate included.
 	rt, err := d.build(cfg)
 	if err != nil {
 		return err
 	}
 	d.install(rt)
+	if d.certs != nil {
+		// SIGHUP also reloads the certificate, which has its own refusal
+		// (the file watch reloads it whatever the configuration does).
+		d.certs.reload()
+	}
 	d.log.Info("configuration reloaded", "sources", len(rt.sources), "clients", len(cfg.Clients), "skill_meta", len(rt.meta))
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/catalog"
@@ -102,17 +103,42 @@ func (d *Daemon) install(rt *runtimeConfig) {
 	if d.web != nil {
 		d.web.ResetSessions() // a session's filter is the old clients'
 	}
-	old.retire()
+	d.retire(old)
 }
 
 // retire lets go of a replaced runtime: its webhook handler finishes the
 // release refreshes it started (each bounded) and asks for the syncs that
 // follow them, in the background; deliveries it still handles ask the
-// registry as before.
-func (rt *runtimeConfig) retire() {
-	if rt.webhook != nil {
-		go rt.webhook.Drain()
+// registry as before. The handler is kept until shutdown, which closes it
+// with the running one (closeHooks): a delivery that was inside it at the
+// swap may start a refresh after its drain, and that refresh must not
+// outlive the releases client and the store.
+func (d *Daemon) retire(rt *runtimeConfig) {
+	if rt.webhook == nil {
+		return
 	}
+	d.retiredMu.Lock()
+	d.retired = append(d.retired, rt.webhook)
+	d.retiredMu.Unlock()
+	d.drains.Go(rt.webhook.Drain)
+}
+
+// closeHooks stops every webhook handler, the running one and each a
+// reload replaced, and waits for their release refreshes and drains: from
+// then on none asks the registry for anything or touches the releases
+// client. Call it before the registry stops and the core closes.
+func (d *Daemon) closeHooks() {
+	d.stopHooks()
+	d.retiredMu.Lock()
+	hs := slices.Clone(d.retired)
+	d.retiredMu.Unlock()
+	if rt := d.running(); rt != nil && rt.webhook != nil {
+		hs = append(hs, rt.webhook)
+	}
+	for _, h := range hs {
+		h.Close() // waits for its cancelled release refreshes
+	}
+	d.drains.Wait()
 }
 
 // running is the installed runtime.
@@ -187,9 +213,13 @@ func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
 	if len(secrets) == 0 {
 		return nil, nil
 	}
-	rel, err := d.releasesClient()
-	if err != nil {
-		return nil, err
+	var rel webhook.Releases = d.hookReleases
+	if rel == nil {
+		rc, err := d.releasesClient()
+		if err != nil {
+			return nil, err
+		}
+		rel = rc
 	}
 	h, err := webhook.New(webhook.Options{
 		Secrets:    secrets,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -146,8 +147,16 @@ type Daemon struct {
 	// it as the daemon shuts down, before the registry stops.
 	hookCtx   context.Context
 	stopHooks context.CancelFunc
-	ln        *netlimit.Listener
-	started   time.Time
+	// retired are the webhook handlers reloads replaced, each closed at
+	// shutdown with the running one; drains are their Drain goroutines.
+	retiredMu sync.Mutex
+	retired   []*webhook.Handler
+	drains    sync.WaitGroup
+	// hookReleases, when set (tests), is the releases cache the webhook
+	// handlers use instead of the releases client.
+	hookReleases webhook.Releases
+	ln           *netlimit.Listener
+	started      time.Time
 	// listener is d.ln for the metrics, which may be scraped while Listen
 	// runs.
 	listener atomic.Pointer[netlimit.Listener]
@@ -532,10 +541,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		// the running one or one a reload replaced, asks the registry
 		// for anything: a sync started now would only be cancelled at
 		// once. Then the syncs stop.
-		d.stopHooks()
-		if h := d.running().webhook; h != nil {
-			h.Close() // waits for its cancelled release refreshes
-		}
+		d.closeHooks()
 		stopReg()
 		return err
 	})
@@ -548,10 +554,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // client, the store). Serve calls it on its way out; commands that never
 // serve call it themselves.
 func (d *Daemon) Close() {
-	d.stopHooks()
-	if rt := d.running(); rt != nil && rt.webhook != nil {
-		rt.webhook.Close()
-	}
+	d.closeHooks()
 	if d.core != nil {
 		d.core.Close()
 	}

@@ -9,9 +9,14 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 )
 
+// exitInterrupted is sync's exit code when SIGINT or SIGTERM stops it:
+// 130 (128 + SIGINT), what a shell reports for a command Ctrl-C ended.
+const exitInterrupted = 130
+
 func cmdSync(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "sync", "[--config FILE] [--data DIR] [SOURCE...]", "Run one sync pass of the configured sources (all, or those named) and exit:\n"+
-		"0 when every source synced, 1 when one failed (the reason is printed), 2 on usage errors")
+		"0 when every source synced, 1 when one failed (the reason is printed), 2 on usage errors,\n"+
+		"130 when interrupted (SIGINT or SIGTERM)")
 	cfgPath := fs.String("config", "", "configuration file (default: the embedded example catalog)")
 	data := fs.String("data", "", "data directory, overriding the configuration")
 	names, code, ok := parseFlags(fs, args)
@@ -31,6 +36,10 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 	// surface is built, so no listener, webhook secret or certificate is
 	// needed.
 	d, err := openDaemon(ctx, cfg, log, syncSurfaces, false)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintln(e.stderr, "skillreg sync: interrupted")
+		return exitInterrupted
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "skillreg sync: %v\n", err)
 		return exitProblems
@@ -57,6 +66,11 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		start := time.Now()
 		err := d.Registry.SyncNow(ctx, n)
 		dur := time.Since(start).Round(time.Millisecond)
+		if ctx.Err() != nil {
+			// A signal is no failure of this source or the ones left.
+			fmt.Fprintf(e.stderr, "skillreg sync: interrupted (during %s)\n", n)
+			return exitInterrupted
+		}
 		if err != nil {
 			failed++
 			result, hint := "failed", ""

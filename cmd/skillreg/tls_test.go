@@ -281,3 +281,49 @@ func TestTLSProbesUnderFlood(t *testing.T) {
 		t.Errorf("listener %+v: want refusals and at most 5 open", st)
 	}
 }
+
+// TestRefusedReloadKeepsTLSCertificate: a reload refused for its
+// configuration leaves the certificate as it was too (it used to load the
+// renewed pair before building, and so changed while saying the running
+// configuration stays); an accepted one loads it.
+func TestRefusedReloadKeepsTLSCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca.issue(t, certFile, keyFile, 100, "127.0.0.1")
+	cfg, err := config.Parse([]byte("tls:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+"\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	// Not served: no file watch reloads the pair behind the test's back.
+	d, err := NewDaemon(cfg, testkit.Logger(t, slog.LevelError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	serial := func() int64 {
+		c := d.certs.cert.Load()
+		x, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.SerialNumber.Int64()
+	}
+	ca.issue(t, certFile, keyFile, 101, "127.0.0.1")
+	bad := *d.running().cfg
+	bad.GitHub.WebhookSecretFile = filepath.Join(t.TempDir(), "no-such-secret")
+	if err := d.Reload(&bad); err == nil {
+		t.Fatal("a reload naming a missing webhook_secret_file was accepted")
+	}
+	if s := serial(); s != 100 {
+		t.Fatalf("after a refused reload: serial %d, want 100", s)
+	}
+	good := *d.running().cfg
+	if err := d.Reload(&good); err != nil {
+		t.Fatal(err)
+	}
+	if s := serial(); s != 101 {
+		t.Fatalf("after an accepted reload: serial %d, want 101", s)
+	}
+}
