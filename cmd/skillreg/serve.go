@@ -375,7 +375,7 @@ func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string) (f
 		return func() (string, error) {
 			v := strings.TrimSpace(os.Getenv(env))
 			if v == "" {
-				return "", fmt.Errorf("environment variable %s is empty", env)
+				return "", fmt.Errorf("token environment variable %s is empty", env)
 			}
 			return v, nil
 		}, "env:" + env
@@ -414,7 +414,7 @@ func (rr releaseResolver) LatestTag(ctx context.Context, repo gitref.Repo) (stri
 	}
 	rel, err := rr.client.Latest(ctx, owner+"/"+name)
 	if errors.Is(err, releases.ErrNoRelease) {
-		return "", fmt.Errorf("%s/%s: %w", owner, name, registry.ErrNoRelease)
+		return "", fmt.Errorf("latest release of %s/%s: %w", owner, name, registry.ErrNoRelease)
 	}
 	if err != nil {
 		return "", err
