@@ -1,44 +1,17 @@
 package gitstore
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/skillreg/skillreg/internal/gittest"
 )
 
-// deltaRepo builds a history whose objects delta well (a long file edited
-// a little in every commit) and repacks it so git stores deltas. (packdb's
-// tests build the same history to index its packs directly.)
-func deltaRepo(t *testing.T) (*gittest.Repo, []string) {
-	t.Helper()
-	srv := gittest.NewServer(t)
-	r := srv.CreateRepo("deltas")
-	var lines []string
-	for i := range 300 {
-		lines = append(lines, fmt.Sprintf("line %d of a long document that changes slowly", i))
-	}
-	var commits []string
-	for c := range 6 {
-		lines[c*40] = fmt.Sprintf("edited in commit %d", c)
-		files := map[string]string{"doc.txt": strings.Join(lines, "\n")}
-		for d := range 5 {
-			files[fmt.Sprintf("dir%d/copy.txt", d)] = strings.Join(lines[d:], "\n")
-		}
-		r.WriteFiles(files)
-		commits = append(commits, r.Commit(fmt.Sprint("c", c)))
-	}
-	r.Push("main")
-	r.GitBare("repack", "-a", "-d", "-f", "--depth=50", "--window=50", "--quiet")
-	return r, commits
-}
-
 // TestDeltifiedServer syncs from a server whose packs are full of deltas
 // (as hosted services' are), first whole, then incrementally.
 func TestDeltifiedServer(t *testing.T) {
 	t.Parallel()
-	r, commits := deltaRepo(t)
+	r, commits := gittest.DeltaRepo(t)
 	pool := newPool(t, t.TempDir())
 	repo, err := pool.Repo(r.URL())
 	if err != nil {

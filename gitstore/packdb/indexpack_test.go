@@ -30,31 +30,6 @@ func gitCmd(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// deltaRepo builds a history whose objects delta well (a long file edited
-// a little in every commit) and repacks it so git stores deltas.
-func deltaRepo(t *testing.T) (*gittest.Repo, []string) {
-	t.Helper()
-	srv := gittest.NewServer(t)
-	r := srv.CreateRepo("deltas")
-	var lines []string
-	for i := range 300 {
-		lines = append(lines, fmt.Sprintf("line %d of a long document that changes slowly", i))
-	}
-	var commits []string
-	for c := range 6 {
-		lines[c*40] = fmt.Sprintf("edited in commit %d", c)
-		files := map[string]string{"doc.txt": strings.Join(lines, "\n")}
-		for d := range 5 {
-			files[fmt.Sprintf("dir%d/copy.txt", d)] = strings.Join(lines[d:], "\n")
-		}
-		r.WriteFiles(files)
-		commits = append(commits, r.Commit(fmt.Sprint("c", c)))
-	}
-	r.Push("main")
-	r.GitBare("repack", "-a", "-d", "-f", "--depth=50", "--window=50", "--quiet")
-	return r, commits
-}
-
 // packObjects runs git pack-objects in the bare repository with revs on
 // stdin and returns the pack.
 func packObjects(t *testing.T, r *gittest.Repo, revs string, args ...string) []byte {
@@ -133,7 +108,7 @@ func ourIndex(t *testing.T, pack []byte, external func(plumbing.Hash) (externalO
 
 func TestIndexPackMatchesGit(t *testing.T) {
 	t.Parallel()
-	r, _ := deltaRepo(t)
+	r, _ := gittest.DeltaRepo(t)
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -196,7 +171,7 @@ func countDeltas(t *testing.T, r *gittest.Repo, pack []byte) int {
 // commit the receiver holds) and checks the written pack stands alone.
 func TestIndexPackCompletesThinPack(t *testing.T) {
 	t.Parallel()
-	r, commits := deltaRepo(t)
+	r, commits := gittest.DeltaRepo(t)
 	old, head := commits[2], commits[len(commits)-1]
 	pack := packObjects(t, r, head+"\n^"+old+"\n", "--thin", "--delta-base-offset")
 	if _, err := gitIndex(t, pack); err == nil {
@@ -251,7 +226,7 @@ func catFile(t *testing.T, r *gittest.Repo, id string) (plumbing.ObjectType, []b
 
 func TestIndexPackRejectsDamage(t *testing.T) {
 	t.Parallel()
-	r, _ := deltaRepo(t)
+	r, _ := gittest.DeltaRepo(t)
 	pack := packObjects(t, r, "main\n", "--delta-base-offset")
 	cases := map[string][]byte{
 		"empty":          {},
@@ -286,7 +261,7 @@ func withCount(b []byte, extra uint32) []byte {
 // deltas wait until their bases are known.
 func TestIndexPackForwardReferences(t *testing.T) {
 	t.Parallel()
-	r, _ := deltaRepo(t)
+	r, _ := gittest.DeltaRepo(t)
 	pack := packObjects(t, r, "main\n") // REF_DELTA only: entries stand alone
 	want, err := gitIndex(t, pack)
 	if err != nil {
