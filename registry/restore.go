@@ -289,8 +289,8 @@ func (r *Registry) checkRestored(ctx context.Context, checks []*catalog.Snapshot
 
 // yield waits for Options.Yield, if set.
 func (r *Registry) yield(ctx context.Context) error {
-	if r.o.Yield == nil {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil || r.o.Yield == nil {
+		return err
 	}
 	return r.o.Yield(ctx)
 }

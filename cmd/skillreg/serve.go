@@ -647,16 +647,14 @@ func (a *activity) track(next http.Handler) http.Handler {
 	})
 }
 
-// yield returns once no request has been in flight for yieldQuiet, or
-// yieldMax has passed, or ctx ends (its error).
+// yield returns nil once no request has been in flight for yieldQuiet
+// (at once if none has been), or yieldMax has passed; ctx's error if it
+// ends while yield waits.
 func (a *activity) yield(ctx context.Context) error {
 	deadline := time.Now().Add(yieldMax)
 	t := time.NewTicker(yieldTick)
 	defer t.Stop()
 	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		now := time.Now()
 		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet || now.After(deadline) {
 			return nil
