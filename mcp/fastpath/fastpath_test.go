@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"weak"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/jsonbound"
@@ -98,8 +97,8 @@ func (o oneCatalog) ReadResult(context.Context, string, bool) (any, error) {
 	return nil, catalog.ErrNotFound
 }
 
-// TestWarmRendersEveryPage: after Warm, every page is in the page cache
-// and every entry in the render cache; Warm renders the first page, then
+// TestWarmRendersEveryPage: after Warm, every page is in the page cache;
+// Warm renders the first page, then
 // the others from the last one back, and stops at the first one it finds
 // cached (a listing walking forwards rendered it and those before it).
 func TestWarmRendersEveryPage(t *testing.T) {
@@ -109,11 +108,6 @@ func TestWarmRendersEveryPage(t *testing.T) {
 	for _, off := range []int{0, 4, 8} {
 		if _, ok := h.pages.get(cat, pageKey{off: off}); !ok {
 			t.Errorf("the page at %d is not in the page cache after Warm", off)
-		}
-	}
-	for i, r := range cat.All(catalog.Filter{}) {
-		if _, cached := renders.m.Load(weak.Make(r.Skill)); !cached {
-			t.Errorf("entry %d (%s) is not rendered after Warm", i, r.URI())
 		}
 	}
 	h.Clear()
