@@ -1,7 +1,14 @@
 package store
 
 import (
+	"errors"
+	"reflect"
+	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/skillreg/skillreg/catalog"
 )
 
 // A first save of a big snapshot must not remap the file in the middle of
@@ -20,4 +27,156 @@ func TestFirstSaveNeverRemaps(t *testing.T) {
 		t.Fatalf("the first save dereferenced %d nodes: the file was remapped during its transaction", n)
 	}
 	sameSnapshot(t, load(t, s)["big"].Snapshot, snap)
+}
+
+// A save that writes more than stagedBytes goes through the staging
+// bucket a batch per transaction; while it runs, and when it stops half
+// way, the store holds the previous snapshot whole, with its commit.
+func TestStagedSaveKeepsPreviousSnapshotUntilSwitched(t *testing.T) {
+	oldStaged, oldBatch := stagedBytes, stageBatchBytes
+	t.Cleanup(func() { stagedBytes, stageBatchBytes, stageHook = oldStaged, oldBatch, nil })
+	stagedBytes, stageBatchBytes = 16<<10, 8<<10
+
+	s, _ := openTemp(t, Options{})
+	first := corpusSnapshot(t, "src", 40)
+	first.Kind, first.Commit = catalog.KindGit, "c1"
+	if err := s.SaveSnapshot(first, stateOf(first)); err != nil {
+		t.Fatal(err)
+	}
+	second := corpusSnapshot(t, "src", 60) // other files: other keys
+	second.Kind, second.Commit = catalog.KindGit, "c2"
+
+	// Stop after the second batch: the store still serves c1.
+	batches := 0
+	stageHook = func(batch int) error {
+		batches++
+		p := load(t, s)["src"]
+		if p.Snapshot == nil || p.Snapshot.Commit != "c1" {
+			t.Fatalf("during batch %d the store serves %+v, want c1", batch, p.Snapshot)
+		}
+		sameSnapshot(t, p.Snapshot, first)
+		if batch == 1 {
+			return errors.New("stopped")
+		}
+		return nil
+	}
+	if err := s.SaveSnapshot(second, stateOf(second)); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Fatalf("save stopped half way: %v", err)
+	}
+	if batches != 2 {
+		t.Fatalf("%d batches before the stop, want 2", batches)
+	}
+	s = reopen(t, s) // a restart after the failure
+	sameSnapshot(t, load(t, s)["src"].Snapshot, first)
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || !reflect.DeepEqual(d, wantDigests(first)) {
+		t.Fatalf("digests after the stopped save: %v", err)
+	}
+
+	// Run through: many batches, then c2 with its digests, no staging
+	// left.
+	batches = 0
+	stageHook = func(int) error { batches++; return nil }
+	if err := s.SaveSnapshot(second, stateOf(second)); err != nil {
+		t.Fatal(err)
+	}
+	if batches < 3 {
+		t.Fatalf("%d batches, want several", batches)
+	}
+	s = reopen(t, s)
+	sameSnapshot(t, load(t, s)["src"].Snapshot, second)
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || !reflect.DeepEqual(d, wantDigests(second)) {
+		t.Fatalf("digests after the staged save: %v", err)
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSources).Bucket([]byte("src")).Bucket(keyStaging) != nil {
+			t.Fatal("the staging bucket is left")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A small save after a staged one changes one record.
+	third := withOneChange(second)
+	third.Commit = "c3"
+	stageHook = func(int) error { t.Fatal("a one-skill change was staged"); return nil }
+	if err := s.SaveSnapshot(third, stateOf(third)); err != nil {
+		t.Fatal(err)
+	}
+	sameSnapshot(t, load(t, reopen(t, s))["src"].Snapshot, third)
+}
+
+// The digest map keeps git snapshots' keys only: a directory source's
+// keys (path and stat data) match only the file they came from, which
+// the restored snapshot already describes.
+func TestDigestsKeepOnlyGitKeys(t *testing.T) {
+	s, _ := openTemp(t, Options{})
+	dir := corpusSnapshot(t, "dir", 5)
+	git := corpusSnapshot(t, "git", 3)
+	git.Kind = catalog.KindGit
+	for _, snap := range []*catalog.Snapshot{dir, git} {
+		if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := s.Digests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := wantDigests(git); !reflect.DeepEqual(d, want) || len(want) == 0 {
+		t.Fatalf("digests: %d entries, want the git source's %d", len(d), len(want))
+	}
+	// A source that turns from git into a directory drops its keys.
+	git.Kind = catalog.KindDir
+	if err := s.SaveSnapshot(git, stateOf(git)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || len(d) != 0 {
+		t.Fatalf("digests after the git source became a directory: %d (%v)", len(d), err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Opening a schema 2 file whose digest map holds a directory source's
+// keys drops them.
+func TestMigrationDropsDirectoryDigests(t *testing.T) {
+	s, path := openTemp(t, Options{})
+	dir := corpusSnapshot(t, "dir", 3)
+	if err := s.SaveSnapshot(dir, stateOf(dir)); err != nil {
+		t.Fatal(err)
+	}
+	// What schema 2 wrote: every key of the snapshot counted.
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDigests)
+		for k, dg := range wantDigests(&catalog.Snapshot{Kind: catalog.KindGit, Skills: dir.Skills}) {
+			if err := b.Put([]byte(k), seal([]byte(k), encodeDigest(1, dg))); err != nil {
+				return err
+			}
+		}
+		return writeVersion(tx, 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || len(d) != 0 {
+		t.Fatalf("digests after the migration: %d (%v)", len(d), err)
+	}
+	sameSnapshot(t, load(t, s)["dir"].Snapshot, dir)
 }
