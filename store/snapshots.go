@@ -516,7 +516,7 @@ func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJ
 
 // estimateRecord is about how many bytes a skill's record takes.
 func estimateRecord(sk *skill.Skill) int {
-	n := len(sk.Path) + 1 + len(sk.Body) + 128 + 160*len(sk.Files)
+	n := len(sk.Path) + 1 + 128 + 160*len(sk.Files)
 	if sk.Frontmatter != nil {
 		n += 2 * len(sk.Frontmatter.JSON)
 	}
