@@ -274,7 +274,7 @@ func FuzzDamagedSkillRecord(f *testing.F) {
 		var sk skill.Skill
 		var fm skill.Frontmatter
 		key := string(kv[:len(r.key)])
-		if err := decodeSkill(key[1:], string(kv[len(r.key):len(kv)-sumLen]), &sk, &fm); err == nil && !reflect.DeepEqual(&sk, r.sk) {
+		if err := decodeSkill(key[1:], string(kv[len(r.key):len(kv)-sumLen]), &sk, &fm, decoding{}); err == nil && !reflect.DeepEqual(&sk, r.sk) {
 			t.Fatalf("a damaged record passed its checksum and decoded as %+v", sk)
 		}
 	})

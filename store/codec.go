@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
@@ -21,6 +22,14 @@ import (
 // apart, and decoding checks every length and refuses trailing bytes, so a
 // damaged value is reported, never misread.
 const recordFormat = 1
+
+// Skill records have formats of their own: format 1 held the skill's
+// body (SKILL.md after the frontmatter), format 2 holds none (a body is
+// read back from the tree when something needs it). Both decode.
+const (
+	skillFormatBody = 1
+	skillFormat     = 2
+)
 
 // errShort and errTrailing are the decoding failures of damaged values.
 var (
@@ -181,10 +190,16 @@ func (d *dec) time() time.Time {
 	return t
 }
 
-func (d *dec) format() {
-	if f := d.byte(); d.err == nil && f != recordFormat {
+func (d *dec) format() { d.formatOf(recordFormat) }
+
+// formatOf reads the format byte and returns it, failing on any format
+// but those given.
+func (d *dec) formatOf(known ...byte) byte {
+	f := d.byte()
+	if d.err == nil && !slices.Contains(known, f) {
 		d.fail(fmt.Errorf("%w %d", errFormat, f))
 	}
+	return f
 }
 
 func (d *dec) end() error {
@@ -207,7 +222,7 @@ const (
 
 // encodeSkill encodes everything of a skill but its path (the key holds it).
 func encodeSkill(e *enc, s *skill.Skill) {
-	e.byte(recordFormat)
+	e.byte(skillFormat)
 	fm := s.Frontmatter
 	e.bool(fm != nil)
 	if fm != nil {
@@ -231,7 +246,6 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		}
 		e.bool(fm.Deprecated)
 	}
-	e.str("") // was the body; skills no longer hold one
 	e.varint(s.Size)
 	e.count(len(s.Files), s.Files == nil)
 	for i := range s.Files {
@@ -258,24 +272,56 @@ func encodeSkill(e *enc, s *skill.Skill) {
 	}
 }
 
+// decoding says how decodeSkill may share memory. The zero value shares
+// nothing but rec's strings.
+type decoding struct {
+	// inPlace: rec is the caller's own memory, which no one writes again,
+	// so the frontmatter JSON may point into it instead of being a copy.
+	inPlace bool
+	// metadata, when not nil, interns frontmatter metadata maps by their
+	// encoded bytes: skills whose metadata is the same share one map (a
+	// small map takes about 300 bytes; skills of one repository often
+	// carry the same few keys and values). Skills are immutable, so no
+	// one writes the shared map.
+	metadata map[string]map[string]string
+}
+
+// maxInterned bounds the metadata maps one decoding interns, so that a
+// catalog whose metadata all differ does not grow a table for nothing.
+const maxInterned = 4096
+
 // decodeSkill decodes a record into s and fm (which the caller allocates,
-// in bulk). Strings point into rec; the frontmatter JSON is a copy.
-func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error {
+// in bulk). Strings point into rec; the frontmatter JSON is a copy unless
+// o.inPlace.
+func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o decoding) error {
 	d := dec{s: rec}
-	d.format()
+	format := d.formatOf(skillFormatBody, skillFormat)
 	s.Path = path
 	if d.bool() {
-		fm.JSON = []byte(d.str())
+		if js := d.str(); o.inPlace && js != "" {
+			fm.JSON = unsafe.Slice(unsafe.StringData(js), len(js))
+		} else {
+			fm.JSON = []byte(js)
+		}
 		fm.Name = d.str()
 		fm.Description = d.str()
 		fm.License = d.str()
 		fm.Compatibility = d.str()
 		fm.AllowedTools = d.str()
+		start := d.s
 		if n, isNil := d.count(); !isNil {
 			fm.Metadata = make(map[string]string, n)
 			for range n {
 				k := d.str()
 				fm.Metadata[k] = d.str()
+			}
+			if o.metadata != nil && d.err == nil {
+				raw := start[:len(start)-len(d.s)]
+				if m, ok := o.metadata[raw]; ok {
+					fm.Metadata = m
+				} else if len(o.metadata) < maxInterned {
+					o.metadata[raw] = fm.Metadata
+				}
 			}
 		}
 		fm.Version = d.str()
@@ -288,7 +334,9 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error 
 		fm.Deprecated = d.bool()
 		s.Frontmatter = fm
 	}
-	_ = d.str() // the body of older records: skipped
+	if format == skillFormatBody {
+		_ = d.str() // the body: skills hold none any more
+	}
 	s.Size = d.varint()
 	if n, isNil := d.count(); !isNil {
 		s.Files = make([]skill.File, n)
@@ -324,7 +372,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error 
 func skillFileKeys(rec string, fn func(key string, dg skill.Digest)) error {
 	var s skill.Skill
 	var fm skill.Frontmatter
-	if err := decodeSkill("", rec, &s, &fm); err != nil {
+	if err := decodeSkill("", rec, &s, &fm, decoding{}); err != nil {
 		return err
 	}
 	for _, f := range s.Files {

@@ -180,3 +180,36 @@ func TestMigrationDropsDirectoryDigests(t *testing.T) {
 	}
 	sameSnapshot(t, load(t, s)["dir"].Snapshot, dir)
 }
+
+// Restored skills whose frontmatter metadata is the same share one map,
+// and their records hold no body.
+func TestLoadSharesMetadataAndHoldsNoBody(t *testing.T) {
+	s, _ := openTemp(t, Options{})
+	snap := corpusSnapshot(t, "src", 20) // every generated skill has metadata {version: "1.0.0"}
+	if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
+		t.Fatal(err)
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for k, v := range eachRecord(tx.Bucket(bucketSources).Bucket([]byte("src")).Bucket(keySkills)) {
+			if v[0] != skillFormat {
+				t.Fatalf("record %q has format %d, want %d", k, v[0], skillFormat)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := load(t, reopen(t, s))["src"].Snapshot
+	sameSnapshot(t, got, snap)
+	first := reflect.ValueOf(got.Skills[0].Frontmatter.Metadata).UnsafePointer()
+	shared := 0
+	for _, sk := range got.Skills {
+		if reflect.ValueOf(sk.Frontmatter.Metadata).UnsafePointer() == first {
+			shared++
+		}
+	}
+	if shared < 2 {
+		t.Fatalf("%d of %d skills share the first skill's metadata map", shared, len(got.Skills))
+	}
+}

@@ -875,7 +875,8 @@ func decodeSource(r *rawSource) (catalog.Persisted, error) {
 // pointers, so that a collection during the load has little to mark), then
 // walks the keys again and hands out runs of records, which workers copy
 // into their part of the arena and decode from there. Decoded strings
-// point into the arena, which no one writes again once a run is copied.
+// and frontmatter JSON point into the arena, which no one writes again
+// once a run is copied; equal metadata maps are shared (see decoding).
 func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error) {
 	snap, n, err := decodeHeader(header)
 	if err != nil {
@@ -923,7 +924,7 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		}
 		return unsafe.String(&arena[off], n)
 	}
-	decodeRun := func(r run) error {
+	decodeRun := func(r run, o decoding) error {
 		off := r.off
 		for j, rec := range r.recs {
 			i := r.first + j
@@ -943,7 +944,7 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 				return nil
 			}
 			val := str(off-len(kv)+len(rec.k), len(rec.v)-sumLen)
-			if err := decodeSkill(key[1:], val, &skills[i], &fms[i]); err != nil {
+			if err := decodeSkill(key[1:], val, &skills[i], &fms[i], o); err != nil {
 				fail(i, fmt.Errorf("skill %q: %w", key[1:], err))
 				return nil
 			}
@@ -953,10 +954,13 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 	}
 	for range workers {
 		wg.Go(func() {
+			// The arena is this function's and written once: JSON points
+			// into it. Each worker interns metadata maps on its own.
+			o := decoding{inPlace: true, metadata: map[string]map[string]string{}}
 			for r := range runs {
 				// Reading the mapped file can fault (a truncated file):
 				// each run is guarded, and the worker goes on draining.
-				if err := guard(path, "load skills", func() error { return decodeRun(r) }); err != nil {
+				if err := guard(path, "load skills", func() error { return decodeRun(r, o) }); err != nil {
 					fail(r.first, err)
 				}
 			}
