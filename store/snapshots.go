@@ -883,9 +883,21 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	count, size := 0, 0
+	var pages *mappedSpan
+	if b != nil {
+		pages = newMappedSpan(b.Tx())
+	}
 	for k, v := range eachRecord(b) {
 		count++
 		size += len(k) + len(v)
+		pages.add(k)
+		pages.add(v)
+		if count%1024 == 0 {
+			pages.release()
+		}
+	}
+	if pages != nil {
+		pages.release()
 	}
 	if count != max(n, 0) {
 		return nil, fmt.Errorf("snapshot has %d skill records, its header says %d", count, max(n, 0))
@@ -925,11 +937,16 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		return unsafe.String(&arena[off], n)
 	}
 	decodeRun := func(r run, o decoding) error {
+		// The pages of this run go back to the kernel once copied.
+		span := *pages
+		defer span.release()
 		off := r.off
 		for j, rec := range r.recs {
 			i := r.first + j
 			copy(arena[off:], rec.k)
 			copy(arena[off+len(rec.k):], rec.v)
+			span.add(rec.k)
+			span.add(rec.v)
 			kv := arena[off : off+len(rec.k)+len(rec.v)]
 			key := str(off, len(rec.k))
 			off += len(kv)
