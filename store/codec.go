@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -39,7 +41,10 @@ var (
 )
 
 // enc appends a record.
-type enc struct{ b []byte }
+type enc struct {
+	b   []byte
+	rec int // where the skill record being written starts in b (see ref)
+}
 
 func (e *enc) byte(v byte)      { e.b = append(e.b, v) }
 func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
@@ -54,6 +59,35 @@ func (e *enc) count(n int, isNil bool) {
 		return
 	}
 	e.uvarint(uint64(n) + 1)
+}
+
+// minRef is the shortest string ref writes as a reference: a shorter
+// one costs about as much inline.
+const minRef = 8
+
+// ref writes a string of a format 2 skill record: inline (uvarint
+// len<<1, bytes), or, when it occurs in e.b[lo:hi] (bytes of this record
+// already written), as where it occurs (uvarint off<<1|1, uvarint len,
+// off counted from the record's start). The decoder then returns a
+// substring of the record: in memory, the string shares the bytes of the
+// one it occurs in (a file's path in its ID, its ID in its key, the
+// description in the frontmatter JSON).
+func (e *enc) ref(s string, lo, hi int) {
+	if len(s) >= minRef && hi > lo {
+		if i := bytes.Index(e.b[lo:hi], []byte(s)); i >= 0 {
+			e.uvarint(uint64(lo+i-e.rec)<<1 | 1)
+			e.uvarint(uint64(len(s)))
+			return
+		}
+	}
+	e.uvarint(uint64(len(s)) << 1)
+	e.b = append(e.b, s...)
+}
+
+// strSpan writes s inline and returns where its bytes are in e.b.
+func (e *enc) strSpan(s string) (lo, hi int) {
+	e.str(s)
+	return len(e.b) - len(s), len(e.b)
 }
 
 func (e *enc) time(t time.Time) {
@@ -76,6 +110,7 @@ func b2u(v bool) byte {
 // a substring of that one allocation.
 type dec struct {
 	s   string
+	all string // the whole record, which ref's references point into
 	err error
 }
 
@@ -136,6 +171,33 @@ func (d *dec) int() int {
 		return 0
 	}
 	return int(v)
+}
+
+// ref reads what enc.ref wrote.
+func (d *dec) ref() string {
+	v := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if v&1 == 0 {
+		n := v >> 1
+		if n > uint64(len(d.s)) {
+			d.fail(errShort)
+			return ""
+		}
+		r := d.s[:n]
+		d.s = d.s[n:]
+		return r
+	}
+	off, n := v>>1, d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if off > uint64(len(d.all)) || n > uint64(len(d.all))-off {
+		d.fail(errors.New("string reference out of the record"))
+		return ""
+	}
+	return d.all[off : off+n]
 }
 
 func (d *dec) bool() bool {
@@ -220,29 +282,33 @@ const (
 	fileKeyID             // File.Key equals File.ID (stored once)
 )
 
-// encodeSkill encodes everything of a skill but its path (the key holds it).
+// encodeSkill encodes everything of a skill but its path (the key holds
+// it), in format 2.
 func encodeSkill(e *enc, s *skill.Skill) {
+	e.rec = len(e.b)
 	e.byte(skillFormat)
 	fm := s.Frontmatter
 	e.bool(fm != nil)
 	if fm != nil {
 		e.bytes(fm.JSON)
-		e.str(fm.Name)
-		e.str(fm.Description)
-		e.str(fm.License)
-		e.str(fm.Compatibility)
-		e.str(fm.AllowedTools)
+		jlo, jhi := len(e.b)-len(fm.JSON), len(e.b)
+		e.ref(fm.Name, jlo, jhi)
+		e.ref(fm.Description, jlo, jhi)
+		e.ref(fm.License, jlo, jhi)
+		e.ref(fm.Compatibility, jlo, jhi)
+		e.ref(fm.AllowedTools, jlo, jhi)
+		// Inline and sorted, so that equal skills encode to equal bytes
+		// (an unchanged skill is not rewritten) and equal metadata to
+		// equal bytes wherever it is (a restart shares the maps).
 		e.count(len(fm.Metadata), fm.Metadata == nil)
-		// Sorted, so that equal skills encode to equal bytes and an
-		// unchanged skill is not rewritten.
 		for _, k := range slices.Sorted(maps.Keys(fm.Metadata)) {
 			e.str(k)
 			e.str(fm.Metadata[k])
 		}
-		e.str(fm.Version)
+		e.ref(fm.Version, jlo, jhi)
 		e.count(len(fm.Tags), fm.Tags == nil)
 		for _, t := range fm.Tags {
-			e.str(t)
+			e.ref(t, jlo, jhi)
 		}
 		e.bool(fm.Deprecated)
 	}
@@ -250,9 +316,6 @@ func encodeSkill(e *enc, s *skill.Skill) {
 	e.count(len(s.Files), s.Files == nil)
 	for i := range s.Files {
 		f := &s.Files[i]
-		e.str(f.Path)
-		e.varint(f.Size)
-		e.str(f.Digest)
 		var flags byte
 		if f.Exec {
 			flags |= fileExec
@@ -261,10 +324,23 @@ func encodeSkill(e *enc, s *skill.Skill) {
 			flags |= fileKeyID
 		}
 		e.byte(flags)
-		e.str(f.ID)
+		// The key, then the ID (often inside the key: a directory's key
+		// is its path and stat data), then the path (the end of the ID).
+		klo, khi := 0, 0
 		if flags&fileKeyID == 0 {
-			e.str(f.Key)
+			klo, khi = e.strSpan(f.Key)
 		}
+		var ilo, ihi int
+		if at := strings.Index(f.Key, f.ID); khi > klo && len(f.ID) >= minRef && at >= 0 {
+			e.ref(f.ID, klo, khi)
+			ilo, ihi = klo+at, klo+at+len(f.ID)
+		} else {
+			e.ref(f.ID, 0, 0) // inline
+			ilo, ihi = len(e.b)-len(f.ID), len(e.b)
+		}
+		e.ref(f.Path, ilo, ihi)
+		e.varint(f.Size)
+		e.str(f.Digest)
 	}
 	e.count(len(s.Dirs), s.Dirs == nil)
 	for _, d := range s.Dirs {
@@ -294,8 +370,12 @@ const maxInterned = 4096
 // in bulk). Strings point into rec; the frontmatter JSON is a copy unless
 // o.inPlace.
 func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o decoding) error {
-	d := dec{s: rec}
+	d := dec{s: rec, all: rec}
 	format := d.formatOf(skillFormatBody, skillFormat)
+	str := d.ref // format 2: strings inline or within the record
+	if format == skillFormatBody {
+		str = d.str
+	}
 	s.Path = path
 	if d.bool() {
 		if js := d.str(); o.inPlace && js != "" {
@@ -303,11 +383,11 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 		} else {
 			fm.JSON = []byte(js)
 		}
-		fm.Name = d.str()
-		fm.Description = d.str()
-		fm.License = d.str()
-		fm.Compatibility = d.str()
-		fm.AllowedTools = d.str()
+		fm.Name = str()
+		fm.Description = str()
+		fm.License = str()
+		fm.Compatibility = str()
+		fm.AllowedTools = str()
 		start := d.s
 		if n, isNil := d.count(); !isNil {
 			fm.Metadata = make(map[string]string, n)
@@ -324,11 +404,11 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 				}
 			}
 		}
-		fm.Version = d.str()
+		fm.Version = str()
 		if n, isNil := d.count(); !isNil {
 			fm.Tags = make([]string, n)
 			for i := range fm.Tags {
-				fm.Tags[i] = d.str()
+				fm.Tags[i] = str()
 			}
 		}
 		fm.Deprecated = d.bool()
@@ -342,17 +422,32 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 		s.Files = make([]skill.File, n)
 		for i := range s.Files {
 			f := &s.Files[i]
-			f.Path = d.str()
-			f.Size = d.varint()
-			f.Digest = d.str()
-			flags := d.byte()
-			f.Exec = flags&fileExec != 0
-			f.ID = d.str()
-			if flags&fileKeyID != 0 {
-				f.Key = f.ID
+			var flags byte
+			if format == skillFormatBody {
+				f.Path = d.str()
+				f.Size = d.varint()
+				f.Digest = d.str()
+				flags = d.byte()
+				f.ID = d.str()
+				if flags&fileKeyID != 0 {
+					f.Key = f.ID
+				} else {
+					f.Key = d.str()
+				}
 			} else {
-				f.Key = d.str()
+				flags = d.byte()
+				if flags&fileKeyID == 0 {
+					f.Key = d.str()
+				}
+				f.ID = d.ref()
+				if flags&fileKeyID != 0 {
+					f.Key = f.ID
+				}
+				f.Path = d.ref()
+				f.Size = d.varint()
+				f.Digest = d.str()
 			}
+			f.Exec = flags&fileExec != 0
 			if flags&^(fileExec|fileKeyID) != 0 {
 				d.fail(errors.New("unknown file flags"))
 			}

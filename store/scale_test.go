@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -211,5 +212,36 @@ func TestLoadSharesMetadataAndHoldsNoBody(t *testing.T) {
 	}
 	if shared < 2 {
 		t.Fatalf("%d of %d skills share the first skill's metadata map", shared, len(got.Skills))
+	}
+}
+
+// In a restored skill a directory file's ID shares the bytes of its key,
+// its path those of its ID, and the description those of the frontmatter
+// JSON: a record stores each once, and Load does not copy them apart.
+func TestLoadSharesStringsWithinARecord(t *testing.T) {
+	s, _ := openTemp(t, Options{})
+	snap := corpusSnapshot(t, "src", 5)
+	if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
+		t.Fatal(err)
+	}
+	within := func(inner, outer string) bool {
+		if inner == "" || outer == "" {
+			return false
+		}
+		i, o := uintptr(unsafe.Pointer(unsafe.StringData(inner))), uintptr(unsafe.Pointer(unsafe.StringData(outer)))
+		return i >= o && i+uintptr(len(inner)) <= o+uintptr(len(outer))
+	}
+	got := load(t, reopen(t, s))["src"].Snapshot
+	sameSnapshot(t, got, snap)
+	for _, sk := range got.Skills {
+		fm := sk.Frontmatter
+		if !within(fm.Description, unsafe.String(unsafe.SliceData(fm.JSON), len(fm.JSON))) {
+			t.Errorf("skill %s: description stored apart from the JSON", sk.Path)
+		}
+		for _, f := range sk.Files {
+			if !within(f.ID, f.Key) || !within(f.Path, f.ID) {
+				t.Errorf("skill %s file %s: ID %q, key %q stored apart", sk.Path, f.Path, f.ID, f.Key)
+			}
+		}
 	}
 }
