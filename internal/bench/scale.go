@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -38,6 +39,7 @@ var (
 	scaleSizes = flag.String("scale-sizes", "", "scale section: comma-separated corpus sizes (default 10000, or 10000,100000 with -scale)")
 	scaleOnly  = flag.String("scale-rows", "", "scale section: comma-separated row groups, of index,cold,restart,change,churn,git (default all)")
 	scaleKeep  = flag.String("scale-dir", "", "scale section: keep the generated corpora and git repositories in this directory across runs (default: the run's scratch directory)")
+	scaleGit   = flag.String("scale-git-repo", "", "scale section: serve this bare repository (of the largest -scale-sizes corpus's shape and size, e.g. one built from /tmp/scale/c100k) for the git rows instead of building one from the corpus")
 	scaleChurn = flag.Duration("scale-churn-duration", 10*time.Second, "scale section: how long each side of the reads-under-churn row runs")
 )
 
@@ -74,7 +76,7 @@ func runScale(env *Env) ([]Row, error) {
 	}
 	var rows []Row
 	for _, n := range sizes {
-		s := &scaleRun{env: env, n: n, o: corpus.Options{Skills: n, Shape: corpus.Scale}}
+		s := &scaleRun{env: env, n: n, sizes: sizes, o: corpus.Options{Skills: n, Shape: corpus.Scale}}
 		r, err := s.run()
 		rows = append(rows, r...)
 		if err != nil {
@@ -88,6 +90,7 @@ func runScale(env *Env) ([]Row, error) {
 type scaleRun struct {
 	env   *Env
 	n     int
+	sizes []int // every size of this bench run
 	o     corpus.Options
 	root  string // the directory holding the corpus, its staging dir and git server
 	dir   string // the corpus, the dir source's root
@@ -1021,7 +1024,20 @@ func (s *scaleRun) churnRows(d *scaleDaemon) ([]Row, error) {
 func (s *scaleRun) gitRows() ([]Row, error) {
 	srvDir := filepath.Join(s.root, "git")
 	bare := filepath.Join(srvDir, "repos", "scale.git")
-	if _, err := os.Stat(filepath.Join(srvDir, "scale.done")); err != nil {
+	if *scaleGit != "" && s.n == slices.Max(s.sizes) {
+		srvDir = filepath.Join(s.env.Tmp, fmt.Sprintf("scale-%d-git", s.n))
+		if err := os.MkdirAll(filepath.Join(srvDir, "repos"), 0o755); err != nil {
+			return nil, err
+		}
+		abs, err := filepath.Abs(*scaleGit)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(abs, filepath.Join(srvDir, "repos", "scale.git")); err != nil {
+			return nil, err
+		}
+		s.logf("git: serving %s", abs)
+	} else if _, err := os.Stat(filepath.Join(srvDir, "scale.done")); err != nil {
 		start := time.Now()
 		if err := os.RemoveAll(srvDir); err != nil {
 			return nil, err
@@ -1103,51 +1119,57 @@ func (s *scaleRun) gitRows() ([]Row, error) {
 }
 
 // commitTree makes bare a repository whose main branch is one commit of
-// the files under dir (git add of the tree in place, then one pack), the
-// way /tmp/scale's repositories were made.
+// the files under dir, written as one pack by git fast-import (a git add
+// and repack of 300,000 files takes many minutes on this machine).
 func commitTree(dir, bare string) error {
-	env := append(gittest.Env(), "GIT_DIR="+bare, "GIT_WORK_TREE="+dir, "GIT_INDEX_FILE="+bare+"/index.tmp",
-		"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com", "GIT_COMMITTER_NAME=bench",
-		"GIT_COMMITTER_EMAIL=bench@example.com", "GIT_AUTHOR_DATE=2026-12-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-12-01T00:00:00Z")
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command("git", args...)
-		cmd.Env = env
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = ee.Stderr
-			}
-			return "", fmt.Errorf("git %s: %w: %s", args[0], err, stderr)
-		}
-		return strings.TrimSpace(string(out)), nil
-	}
 	mk := exec.Command("git", "init", "--quiet", "--bare", "--initial-branch=main", bare)
 	mk.Env = gittest.Env()
 	if out, err := mk.CombinedOutput(); err != nil {
 		return fmt.Errorf("git init: %w: %s", err, out)
 	}
-	if _, err := run("add", "-A"); err != nil {
-		return err
-	}
-	tree, err := run("write-tree")
+	imp := exec.Command("git", "-C", bare, "fast-import", "--quiet", "--done")
+	imp.Env = gittest.Env()
+	var stderr strings.Builder
+	imp.Stderr = &stderr
+	in, err := imp.StdinPipe()
 	if err != nil {
 		return err
 	}
-	commit, err := run("commit-tree", "-m", "corpus", tree)
-	if err != nil {
+	if err := imp.Start(); err != nil {
 		return err
 	}
-	if _, err := run("update-ref", "refs/heads/main", commit); err != nil {
-		return err
+	w := bufio.NewWriterSize(in, 1<<20)
+	var paths []string
+	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, filepath.ToSlash(rel))
+		fmt.Fprintf(w, "blob\nmark :%d\ndata %d\n", len(paths), len(b))
+		w.Write(b)
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		const when = "1796083200 +0000" // 2026-12-01T00:00:00Z
+		fmt.Fprintf(w, "commit refs/heads/main\nauthor bench <bench@example.com> %s\ncommitter bench <bench@example.com> %s\ndata 6\ncorpus\n", when, when)
+		for k, p := range paths {
+			fmt.Fprintf(w, "M 100644 :%d %s\n", k+1, p)
+		}
+		_, err = w.WriteString("\ndone\n")
 	}
-	if _, err := run("repack", "-a", "-d", "-q"); err != nil {
-		return err
+	err = errors.Join(err, w.Flush(), in.Close())
+	if werr := imp.Wait(); werr != nil {
+		return fmt.Errorf("git fast-import: %w: %s", errors.Join(err, werr), stderr.String())
 	}
-	if _, err := run("prune"); err != nil {
-		return err
-	}
-	return os.Remove(bare + "/index.tmp")
+	return err
 }
 
 func readInt(path string) (int, error) {
