@@ -35,12 +35,13 @@ import (
 // user would, over its CLI, /readyz and /mcp, and reads its memory from
 // /proc, so it measures whatever main's internals are.
 var (
-	scaleBig   = flag.Bool("scale", false, "scale section: also measure 100,000 skills (many minutes; make bench SCALE=1)")
-	scaleSizes = flag.String("scale-sizes", "", "scale section: comma-separated corpus sizes (default 10000, or 10000,100000 with -scale)")
-	scaleOnly  = flag.String("scale-rows", "", "scale section: comma-separated row groups, of index,cold,restart,change,churn,git (default all)")
-	scaleKeep  = flag.String("scale-dir", "", "scale section: keep the generated corpora and git repositories in this directory across runs (default: the run's scratch directory)")
-	scaleGit   = flag.String("scale-git-repo", "", "scale section: serve this bare repository (of the largest -scale-sizes corpus's shape and size, e.g. one built from /tmp/scale/c100k) for the git rows instead of building one from the corpus")
-	scaleChurn = flag.Duration("scale-churn-duration", 10*time.Second, "scale section: how long each side of the reads-under-churn row runs")
+	scaleBig     = flag.Bool("scale", false, "scale section: also measure 100,000 skills (many minutes; make bench SCALE=1)")
+	scaleSizes   = flag.String("scale-sizes", "", "scale section: comma-separated corpus sizes (default 10000, or 10000,100000 with -scale)")
+	scaleOnly    = flag.String("scale-rows", "", "scale section: comma-separated row groups, of index,cold,restart,change,churn,git (default all)")
+	scaleKeep    = flag.String("scale-dir", "", "scale section: keep the generated corpora and git repositories in this directory across runs (default: the run's scratch directory)")
+	scaleGit     = flag.String("scale-git-repo", "", "scale section: serve this bare repository (of the largest -scale-sizes corpus's shape and size, e.g. one built from /tmp/scale/c100k) for the git rows instead of building one from the corpus")
+	scaleChanges = flag.Int("scale-changes", 20, "scale section: changes timed by the change-to-served row (5 at the default inotify limit above 10,000 skills)")
+	scaleChurn   = flag.Duration("scale-churn-duration", 10*time.Second, "scale section: how long each side of the reads-under-churn row runs")
 )
 
 func init() { register("scale", runScale) }
@@ -831,7 +832,7 @@ func (s *scaleRun) changeRows() (rows []Row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		lat, err := s.changeToServed(d, 5, 5*time.Minute)
+		lat, err := s.changeToServed(d, min(max(*scaleChanges, 1), 5), 5*time.Minute)
 		ws := d.watchState()
 		d.stop()
 		if err != nil {
@@ -859,7 +860,7 @@ func (s *scaleRun) changeRows() (rows []Row, err error) {
 	}
 	defer d.stop()
 	if s.want("change") {
-		lat, err := s.changeToServed(d, 20, 5*time.Minute)
+		lat, err := s.changeToServed(d, max(*scaleChanges, 1), 5*time.Minute)
 		if err != nil {
 			return rows, err
 		}
