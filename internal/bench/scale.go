@@ -41,6 +41,7 @@ var (
 	scaleKeep    = flag.String("scale-dir", "", "scale section: keep the generated corpora and git repositories in this directory across runs (default: the run's scratch directory)")
 	scaleGit     = flag.String("scale-git-repo", "", "scale section: serve this bare repository (of the largest -scale-sizes corpus's shape and size, e.g. one built from /tmp/scale/c100k) for the git rows instead of building one from the corpus")
 	scaleChanges = flag.Int("scale-changes", 20, "scale section: changes timed by the change-to-served row (5 at the default inotify limit above 10,000 skills)")
+	scaleData    = flag.String("scale-data", "", "scale section: for the restart, change and churn rows, restart this data dir (one a cold start of the same corpus left, e.g. by an interrupted run) instead of making one")
 	scaleChurn   = flag.Duration("scale-churn-duration", 10*time.Second, "scale section: how long each side of the reads-under-churn row runs")
 )
 
@@ -610,6 +611,10 @@ func (s *scaleRun) coldRows() ([]Row, error) {
 // cold rows leave one; without them, one cold start makes it).
 func (s *scaleRun) ensureData() error {
 	if s.coldData != "" {
+		return nil
+	}
+	if *scaleData != "" {
+		s.coldData = *scaleData
 		return nil
 	}
 	s.coldData = filepath.Join(s.env.Tmp, fmt.Sprintf("scale-%d-data", s.n))
