@@ -579,8 +579,8 @@ func (s *scaleRun) coldRows() ([]Row, error) {
 		return nil, err
 	}
 	hwm, rss, anon := d.procStatusKB("VmHWM"), d.procStatusKB("VmRSS"), d.procStatusKB("RssAnon")
-	s.logf("cold: ready %s (VmHWM %d MiB then); after the workload VmHWM %d MiB, VmRSS %d MiB, RssAnon %d MiB; %s",
-		ready.Round(time.Millisecond), hwmReady>>20, hwm>>20, rss>>20, anon>>20, d.watchState())
+	s.logf("cold: ready %s (VmHWM %d MiB then); after the workload (%d errors, %d mismatches) VmHWM %d MiB, VmRSS %d MiB, RssAnon %d MiB; %s",
+		ready.Round(time.Millisecond), hwmReady>>20, errs, mism, hwm>>20, rss>>20, anon>>20, d.watchState())
 	ratio := float64(ready) / float64(cold)
 	return []Row{{
 		Name:  fmt.Sprintf("%s serve from an empty data dir until /readyz (dir source)", s.label()),
