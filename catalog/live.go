@@ -167,14 +167,35 @@ func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
 // skill.Options.Keep). A directory source's files can change on disk at
 // any time: the bytes of the version a generation states stay readable from
 // here until the next generation is swapped in, where reading the file
-// again would find the new version and refuse it (ErrChanged).
+// again would find the new version and refuse it (ErrChanged). Kept bytes
+// never take more than a quarter of the cache from what readers use.
 func (l *Live) Keep(digest string, data []byte) { l.content.keep(digest, data) }
+
+// SetContentCacheBytes changes the content cache's budget (0: the
+// default; negative: keep nothing), dropping at once what no longer fits.
+func (l *Live) SetContentCacheBytes(n int64) { l.content.setMax(n) }
+
+// ContentCacheStats returns what the content cache holds: the bytes it
+// charges to its budget (data and bookkeeping) and its entries.
+func (l *Live) ContentCacheStats() (bytes int64, entries int) { return l.content.stats() }
 
 // ReadFile returns the bytes of a served file, always exactly the bytes
 // whose size and digest the manifest states: from the content cache, or
-// read from the source and checked. A file whose bytes no longer match is
-// refused with ErrChanged and its source is asked to resync.
+// read from the source, checked and cached. A file whose bytes no longer
+// match is refused with ErrChanged and its source is asked to resync.
 func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
+	return l.readFile(ctx, f, true)
+}
+
+// ReadFileCold is ReadFile for readers that go through many files once (a
+// search segment build, archive digests): the same checked bytes, from the
+// cache when they are there, but what it reads is not added to it, so
+// such a pass does not push out the files requests keep reading.
+func (l *Live) ReadFileCold(ctx context.Context, f FileRef) ([]byte, error) {
+	return l.readFile(ctx, f, false)
+}
+
+func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, error) {
 	if b, ok := l.content.get(f.File.Digest); ok {
 		return b, nil
 	}
@@ -190,16 +211,27 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, f.File.Size+1))
-	if err != nil {
+	// Exactly the stated size, then one byte more must not be there: a
+	// buffer grown by io.ReadAll holds up to twice what it read, and the
+	// cache would keep that.
+	data := make([]byte, f.File.Size)
+	n, err := io.ReadFull(rc, data)
+	if err == nil {
+		var extra [1]byte
+		if m, _ := io.ReadFull(rc, extra[:]); m > 0 {
+			n++
+		}
+	} else if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
-	if int64(len(data)) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
+	if int64(n) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
 		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
-	l.content.put(f.File.Digest, data)
+	if cache {
+		l.content.put(f.File.Digest, data)
+	}
 	return data, nil
 }
 
