@@ -202,19 +202,38 @@ func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rc, err := f.Snap.tree.Open(f.File.ID)
+	data, err := readChecked(f.Snap.tree, f.File)
+	if errors.Is(err, ErrChanged) {
+		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
+		l.resync(f.Snap.Source)
+		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
+	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			l.resync(f.Snap.Source)
-			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
-		}
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
 	}
+	if cache {
+		l.content.put(f.File.Digest, data)
+	}
+	return data, nil
+}
+
+// readChecked reads f from tree: exactly the bytes whose size and digest f
+// states, or an error wrapping ErrChanged when the tree no longer holds
+// them (gone, replaced, or other bytes). It reads exactly the stated size
+// and then checks that nothing follows: a buffer grown by io.ReadAll holds
+// up to twice what it read, and a cache would keep that. Whoever reads
+// bytes the catalog states (ReadFile, a search segment's bodies) reads
+// them through it.
+func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
+	rc, err := tree.Open(f.ID)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
+			return nil, fmt.Errorf("%w: %v", ErrChanged, err)
+		}
+		return nil, err
+	}
 	defer rc.Close()
-	// Exactly the stated size, then one byte more must not be there: a
-	// buffer grown by io.ReadAll holds up to twice what it read, and the
-	// cache would keep that.
-	data := make([]byte, f.File.Size)
+	data := make([]byte, f.Size)
 	n, err := io.ReadFull(rc, data)
 	if err == nil {
 		var extra [1]byte
@@ -222,15 +241,10 @@ func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, err
 			n++
 		}
 	} else if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+		return nil, err
 	}
-	if int64(n) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
-		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		l.resync(f.Snap.Source)
-		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
-	}
-	if cache {
-		l.content.put(f.File.Digest, data)
+	if int64(n) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+		return nil, ErrChanged
 	}
 	return data, nil
 }
