@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -194,6 +195,13 @@ func TestContentCacheHoldsExactBytes(t *testing.T) {
 				t.Errorf("%s: kept %d bytes of capacity for %d", f.Path, cap(b), len(b))
 			}
 		}
+	}
+	// A size no indexed file has (a damaged record) is refused before
+	// anything of that size is allocated.
+	huge := snap.Skills[1].Files[0]
+	huge.Size = 1 << 40
+	if _, err := l.ReadFile(context.Background(), FileRef{Ref: Ref{Snap: snap, Skill: snap.Skills[1]}, File: &huge, URI: "x"}); !errors.Is(err, ErrChanged) {
+		t.Errorf("a stated size of 1 TiB: %v, want ErrChanged", err)
 	}
 	sk := snap.Skills[0]
 	f := &sk.Files[len(sk.Files)-1]

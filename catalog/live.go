@@ -225,6 +225,9 @@ func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, err
 // bytes the catalog states (ReadFile, a search segment's bodies) reads
 // them through it.
 func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
+	if f.Size < 0 || f.Size > skill.MaxBytes {
+		return nil, ErrChanged // no indexed file is that size: never allocate what a damaged record states
+	}
 	rc, err := tree.Open(f.ID)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
