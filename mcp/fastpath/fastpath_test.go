@@ -96,21 +96,39 @@ func (o oneCatalog) ReadResult(context.Context, string, bool) (any, error) {
 	return nil, catalog.ErrNotFound
 }
 
-// TestWarmRendersTheFirstPage: after Warm, the first page is in the page
-// cache, and nothing past it.
-func TestWarmRendersTheFirstPage(t *testing.T) {
+// TestWarmRendersEveryPage: after Warm, every page is in the page cache;
+// Warm renders the first page, then
+// the others from the last one back, and stops at the first one it finds
+// cached (a listing walking forwards rendered it and those before it).
+func TestWarmRendersEveryPage(t *testing.T) {
 	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm", 10)})
 	h := New(oneCatalog{cat}, Options{PageSize: 4})
 	h.Warm(cat)
-	if _, ok := h.pages.get(cat, pageKey{}); !ok {
-		t.Error("the first page is not in the page cache after Warm")
-	}
-	if _, ok := h.pages.get(cat, pageKey{off: 4}); ok {
-		t.Error("Warm rendered the second page")
+	for _, off := range []int{0, 4, 8} {
+		if _, ok := h.pages.get(cat, pageKey{off: off}); !ok {
+			t.Errorf("the page at %d is not in the page cache after Warm", off)
+		}
 	}
 	h.Clear()
 	if _, ok := h.pages.get(cat, pageKey{}); ok {
 		t.Error("the first page is still cached after Clear")
+	}
+
+	// A listing that got to the page at 8 first: Warm renders the first
+	// page and stops there, leaving the page at 4 to the listing.
+	cat2 := catalog.NewCatalog(2, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm2", 10)})
+	h2 := New(oneCatalog{cat2}, Options{PageSize: 4})
+	rest, err := h2.renderPage(cat2, catalog.Filter{}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.pages.put(cat2, h2.b.Current, pageKey{off: 8}, rest)
+	h2.Warm(cat2)
+	if _, ok := h2.pages.get(cat2, pageKey{}); !ok {
+		t.Error("the first page is not in the page cache after Warm")
+	}
+	if _, ok := h2.pages.get(cat2, pageKey{off: 4}); ok {
+		t.Error("Warm went on past a page a listing had rendered")
 	}
 }
 
