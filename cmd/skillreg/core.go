@@ -121,7 +121,8 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 			return 0, 0
 		},
 	})
-	ropts := registry.Options{Logger: log, Metrics: c.metrics, Redact: secrets, OnSwap: c.swapped, Yield: c.activity.yield}
+	ropts := registry.Options{Logger: log, Metrics: c.metrics, Redact: secrets, OnSwap: c.swapped, Yield: c.activity.yield,
+		ContentCacheBytes: cfg.Cache.ContentBytes}
 	if c.store != nil {
 		ropts.Store = c.store
 		ropts.Digests = registry.NewLazyDigests(c.store.Digests, func(err error) {

@@ -394,8 +394,8 @@ func (h *Handler) list(ctx context.Context, out *bytes.Buffer, cursor string, mo
 // listing walking forwards at the same time renders the front half while
 // Warm renders the back half, and neither renders a page twice: Warm
 // stops at the first page it finds cached. It also stops when cat is no
-// longer current or the page cache is full. Each skill's entry it renders
-// is kept by the render cache whatever the page cache keeps.
+// longer current or the page cache is full (at 100,000 skills it holds
+// the last 80 pages or so; the others are written when asked for).
 func (h *Handler) Warm(cat *catalog.Catalog) {
 	if !h.warmPage(cat, 0) {
 		return
@@ -439,22 +439,16 @@ func (h *Handler) Clear() { h.pages.clear() }
 // hints: the page's entries, its next cursor, and the closing brace.
 func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
 	refs, next := cat.Page(filter, off, h.o.PageSize)
-	entries := make([][]byte, len(refs))
-	size := 64
-	for i, r := range refs {
-		var err error
-		if entries[i], err = entryBytes(r); err != nil {
-			return nil, err
-		}
-		size += len(entries[i]) + 1
-	}
-	b := make([]byte, 0, size)
+	b := make([]byte, 0, 64+len(refs)*entrySizeHint)
 	b = append(b, `"skills":[`...)
-	for i, e := range entries {
+	for i, r := range refs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, e...)
+		var err error
+		if b, err = appendEntry(b, r); err != nil {
+			return nil, err
+		}
 	}
 	b = append(b, ']')
 	if next >= 0 {
@@ -468,9 +462,16 @@ func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off in
 	return append(b, '}'), nil
 }
 
+// entrySizeHint is about what one entry of three files takes.
+const entrySizeHint = 1024
+
 // pageCache keeps the rendered pages of the current catalog generation,
-// up to maxPageBytes in all. A swap clears it (Clear), so it never keeps
-// a superseded generation alive.
+// up to maxPageBytes in all, first rendered first kept. A swap clears it
+// (Clear), so it never keeps a superseded generation alive. A page not
+// kept is rendered again when asked for, which costs a few hundred
+// microseconds (appendEntry): the cache saves that for the pages most
+// asked for (a listing starts at the first) without holding a copy of a
+// large catalog's every entry.
 type pageCache struct {
 	mu    sync.Mutex
 	cat   *catalog.Catalog
@@ -484,8 +485,9 @@ type pageKey struct {
 	filter string
 }
 
-// maxPageBytes bounds the page cache.
-const maxPageBytes = 64 << 20
+// maxPageBytes bounds the page cache: all of a 10,000-skill catalog's
+// pages of 200 (about 10 MiB), the first 80 of 100,000's.
+const maxPageBytes = 16 << 20
 
 func (c *pageCache) clear() {
 	c.mu.Lock()

@@ -40,9 +40,8 @@ func testSnapshot(t testing.TB, source string, n int) *catalog.Snapshot {
 	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
-// TestEntryBytesFollowProvenance checks that a skill's cached entry bytes
-// follow its provenance: the same skill under a new commit is written
-// anew.
+// TestEntryBytesFollowProvenance checks that a skill's entry bytes follow
+// its provenance: the same skill under a new commit is written anew.
 func TestEntryBytesFollowProvenance(t *testing.T) {
 	a := testSnapshot(t, "acme", 1)
 	b := *a
