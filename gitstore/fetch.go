@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -178,7 +177,7 @@ func (n netReader) Read(p []byte) (int, error) {
 // the pack did not bring is one the server left out because a held commit
 // reaches it, and held commits are complete, so it is only looked up: the
 // check costs in proportion to the change, not to the tree.
-func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) error {
+func (r *Repo) checkComplete(commit plumbing.Hash, fresh *packdb.Index) error {
 	s, err := r.db.Snapshot()
 	if err != nil {
 		return err
@@ -193,7 +192,7 @@ func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) e
 // Trees are decoded and verified; blobs are only looked up. With only
 // non-nil, trees outside it are looked up but not descended into (see
 // checkComplete).
-func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *idxfile.MemoryIndex) (map[plumbing.Hash]plumbing.ObjectType, error) {
+func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *packdb.Index) (map[plumbing.Hash]plumbing.ObjectType, error) {
 	seen := map[plumbing.Hash]plumbing.ObjectType{}
 	w := walker{r: r, s: s}
 	must := func(id plumbing.Hash) error {
@@ -211,7 +210,7 @@ func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *idxfil
 			return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
 		}
 		if only != nil {
-			if in, _ := only.Contains(tree); !in {
+			if !only.Contains(tree) {
 				if err := must(tree); err != nil {
 					return err
 				}
@@ -286,7 +285,7 @@ func (r *Repo) writeShallow() error {
 // and the bytes received; see packdb.DB.Ingest. The remote's bytes are
 // bounded by MaxPackBytes, and a pack that does not parse is the remote's
 // fault: ErrNetwork.
-func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *idxfile.MemoryIndex, int64, error) {
+func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *packdb.Index, int64, error) {
 	max := r.opts.MaxPackBytes
 	lr := &io.LimitedReader{R: netReader{src}, N: max + 1}
 	// Trees go straight into the tree cache: the completeness check and

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // repair brings the store back to a consistent state after a crash, a
@@ -49,7 +49,7 @@ func (r *Repo) repairLocked() error {
 		have[e.Name()] = true
 	}
 	var remove []string
-	decoded := map[string]*idxfile.MemoryIndex{}
+	decoded := map[string]*packdb.Index{}
 	for _, e := range entries {
 		name := e.Name()
 		base, ext, _ := strings.Cut(name, ".")
