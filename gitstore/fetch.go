@@ -147,7 +147,7 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 
 	// The pack must hold the commit and its whole tree: check before the
 	// commit counts as held, so HasCommit never promises a broken tree.
-	if err := r.db.Reload(nil); err != nil {
+	if err := r.db.Reload(map[string]*packdb.Index{pack: fresh}); err != nil {
 		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
 	}
 	if err := r.checkComplete(want, fresh); err != nil {

@@ -199,19 +199,21 @@ func (x *Index) offsets() []int64 {
 // of an id listed twice (a pack may hold an object twice) the first one
 // in the pack is kept, as git does. It is what git index-pack writes for
 // the same pack.
-func encodeIndex[E any](entries []E, key func(*E) *idxEntry, sum plumbing.Hash) []byte {
+func encodeIndex[E any](entries []E, key func(E) idxEntry, sum plumbing.Hash) []byte {
+	// key takes and returns values: a pointer to a comparison's
+	// arguments would move both to the heap at every call.
 	slices.SortFunc(entries, func(a, b E) int {
-		x, y := key(&a), key(&b)
+		x, y := key(a), key(b)
 		if c := bytes.Compare(x.id[:], y.id[:]); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.off, y.off)
 	})
-	entries = slices.CompactFunc(entries, func(a, b E) bool { return key(&a).id == key(&b).id })
+	entries = slices.CompactFunc(entries, func(a, b E) bool { return key(a).id == key(b).id })
 	n := len(entries)
 	large := 0
-	for i := range entries {
-		if key(&entries[i]).off > math.MaxInt32 {
+	for _, e := range entries {
+		if key(e).off > math.MaxInt32 {
 			large++
 		}
 	}
@@ -219,32 +221,33 @@ func encodeIndex[E any](entries []E, key func(*E) *idxEntry, sum plumbing.Hash) 
 	out := make([]byte, 0, size)
 	out = append(out, idxMagic...)
 	var fan [256]uint32
-	for i := range entries {
-		fan[key(&entries[i]).id[0]]++
+	for _, e := range entries {
+		fan[key(e).id[0]]++
 	}
 	total := uint32(0)
 	for _, c := range fan {
 		total += c
 		out = binary.BigEndian.AppendUint32(out, total)
 	}
-	for i := range entries {
-		out = append(out, key(&entries[i]).id[:]...)
+	for _, e := range entries {
+		id := key(e).id
+		out = append(out, id[:]...)
 	}
-	for i := range entries {
-		out = binary.BigEndian.AppendUint32(out, key(&entries[i]).crc)
+	for _, e := range entries {
+		out = binary.BigEndian.AppendUint32(out, key(e).crc)
 	}
 	next := uint32(0)
-	for i := range entries {
-		o := uint32(key(&entries[i]).off)
-		if key(&entries[i]).off > math.MaxInt32 {
+	for _, e := range entries {
+		o := uint32(key(e).off)
+		if key(e).off > math.MaxInt32 {
 			o = 1<<31 | next
 			next++
 		}
 		out = binary.BigEndian.AppendUint32(out, o)
 	}
-	for i := range entries {
-		if e := key(&entries[i]); e.off > math.MaxInt32 {
-			out = binary.BigEndian.AppendUint64(out, uint64(e.off))
+	for _, e := range entries {
+		if off := key(e).off; off > math.MaxInt32 {
+			out = binary.BigEndian.AppendUint64(out, uint64(off))
 		}
 	}
 	out = append(out, sum[:]...)
@@ -253,4 +256,4 @@ func encodeIndex[E any](entries []E, key func(*E) *idxEntry, sum plumbing.Hash) 
 }
 
 // idxKey is encodeIndex's key for plain idxEntries.
-func idxKey(e *idxEntry) *idxEntry { return e }
+func idxKey(e idxEntry) idxEntry { return e }

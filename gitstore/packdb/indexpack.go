@@ -322,7 +322,7 @@ func (ix *packIndexer) index(src io.Reader) ([]byte, plumbing.Hash, error) {
 	}
 	// The entries are sorted by id where they are: a copy would double
 	// what indexing holds per object at its peak.
-	return encodeIndex(ix.entries, func(e *packEntry) *idxEntry { return &e.idxEntry }, sum), sum, nil
+	return encodeIndex(ix.entries, func(e packEntry) idxEntry { return e.idxEntry }, sum), sum, nil
 }
 
 var errBaseMissing = errors.New("delta base not yet known")
