@@ -218,30 +218,27 @@ func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *packdb
 				return nil
 			}
 		}
-		entries, err := w.tree(tree)
+		raw, err := w.tree(tree)
 		if err != nil {
 			return err
 		}
 		seen[tree] = plumbing.TreeObject
-		for _, e := range entries {
-			switch e.mode {
+		return eachTreeEntry(tree, raw, func(_ []byte, m Mode, id plumbing.Hash) error {
+			switch m {
 			case modeDir:
-				if err := visit(e.id, depth+1); err != nil {
-					return err
-				}
-				continue
+				return visit(id, depth+1)
 			case ModeSubmodule:
-				continue
+				return nil
 			}
-			if _, ok := seen[e.id]; ok {
-				continue
+			if _, ok := seen[id]; ok {
+				return nil
 			}
-			if err := must(e.id); err != nil {
+			if err := must(id); err != nil {
 				return err
 			}
-			seen[e.id] = plumbing.BlobObject
-		}
-		return nil
+			seen[id] = plumbing.BlobObject
+			return nil
+		})
 	}
 	for _, c := range commits {
 		tree, err := w.commitTree(c)
@@ -291,8 +288,8 @@ func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (s
 	// Trees go straight into the tree cache: the completeness check and
 	// the caller's first Walk then read none of them back.
 	onTree := func(id plumbing.Hash, data []byte) {
-		if entries, err := parseTree(id, data); err == nil {
-			r.trees.put(id, entries)
+		if checkTree(id, data) == nil {
+			r.trees.put(id, data)
 		}
 	}
 	name, idx, err := r.db.Ingest(ctx, lr, packdb.IngestOptions{Thin: mayBeThin, OnTree: onTree})
