@@ -465,10 +465,14 @@ func (c *treeCache) clear() {
 }
 
 // put caches a checked tree's content, which must not change afterwards.
+// Content in a larger buffer is copied: the cache must not keep the rest.
 func (c *treeCache) put(id plumbing.Hash, raw []byte) {
+	if cap(raw) > len(raw) {
+		raw = bytes.Clone(raw)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.add(id, raw[:len(raw):len(raw)])
+	c.add(id, raw)
 }
 
 func (c *treeCache) add(id plumbing.Hash, raw []byte) {

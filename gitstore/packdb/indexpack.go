@@ -435,13 +435,24 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 		if size > MaxObjectBytes {
 			return false, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
 		}
-		// The declared size is only reserved up to a bound: the bytes
-		// that back it may never come.
-		buf := bytes.NewBuffer(make([]byte, 0, min(size, preallocBytes)))
-		if err := ix.inflate(s, size, buf); err != nil {
-			return false, err
+		if size <= preallocBytes {
+			// Inflated into a slice of exactly its size: a bytes.Buffer
+			// grows by 512 bytes at least past what it holds, and what is
+			// inflated here is kept (a tree, in the tree cache; a delta
+			// base, in the base cache) at ten times its size.
+			data = make([]byte, size)
+			if err := ix.inflate(s, size, &sliceWriter{b: data[:0]}); err != nil {
+				return false, err
+			}
+		} else {
+			// The declared size is only reserved up to a bound: the bytes
+			// that back it may never come.
+			buf := bytes.NewBuffer(make([]byte, 0, preallocBytes))
+			if err := ix.inflate(s, size, buf); err != nil {
+				return false, err
+			}
+			data = buf.Bytes()
 		}
-		data = buf.Bytes()
 	}
 	e.crc = s.entryCRC()
 	i := len(ix.entries)
@@ -462,6 +473,36 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 		return false, err
 	}
 	return true, ix.patch(i, base, data)
+}
+
+// sliceWriter appends to a slice with room for all it is given; inflate
+// writes it exactly the declared size.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	if len(p) > cap(w.b)-len(w.b) {
+		return 0, fmt.Errorf("%w: entry longer than declared", ErrMalformed)
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// ReadFrom reads into the slice's room directly (io.Copy would allocate a
+// buffer as large as the entry to copy through).
+func (w *sliceWriter) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for len(w.b) < cap(w.b) {
+		k, err := r.Read(w.b[len(w.b):cap(w.b)])
+		w.b = w.b[:len(w.b)+k]
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // inflate decompresses exactly one zlib stream of size bytes into w,
