@@ -134,6 +134,10 @@ func (x *Index) Contains(id plumbing.Hash) bool {
 	return ok
 }
 
+// Position returns id's position among the index's Count objects (their
+// order by id), for a caller keeping a set of them as bits.
+func (x *Index) Position(id plumbing.Hash) (int, bool) { return x.find(id) }
+
 // find returns id's position in the index.
 func (x *Index) find(id plumbing.Hash) (int, bool) {
 	lo := 0
