@@ -1,11 +1,16 @@
 package gitstore
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // A walk of a commit after a small push reads from the packs only the
@@ -86,4 +91,69 @@ func TestTreeCacheBudget(t *testing.T) {
 	if _, ok := c.cur[id(15)]; !ok {
 		t.Fatal("a hit in the old generation did not move back")
 	}
+}
+
+// A pack that lacks one object of the commit does not complete it, and one
+// that brings them all does: checkComplete descends the pack's trees and
+// looks every blob they name up.
+func TestCheckCompleteFindsAMissingBlob(t *testing.T) {
+	f := newFixture(t)
+	f.remote.WriteFiles(map[string]string{"a/SKILL.md": "a", "a/x/y.md": "y", "b/SKILL.md": "b"})
+	commit := f.remote.Commit("initial")
+	f.remote.Push("main")
+	out, err := gitCmd("-C", f.remote.BareDir(), "rev-list", "--objects", commit).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if id, path, _ := strings.Cut(line, " "); path != "a/x/y.md" {
+			missing = append(missing, id)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		ids  func() []string
+		ok   bool
+	}{
+		{"without a/x/y.md", func() []string { return missing }, false},
+		{"whole", func() []string { return append(slices.Clone(missing), blobOf(t, f, commit, "a/x/y.md")) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := newPool(t, t.TempDir())
+			r, err := pool.Repo(f.remote.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := gitCmd("-C", f.remote.BareDir(), "pack-objects", "--stdout", "--quiet")
+			cmd.Stdin = strings.NewReader(strings.Join(tc.ids(), "\n") + "\n")
+			pack, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, idx, err := r.db.Ingest(t.Context(), bytes.NewReader(pack), packdb.IngestOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.db.Reload(map[string]*packdb.Index{name: idx}); err != nil {
+				t.Fatal(err)
+			}
+			err = r.checkComplete(plumbing.NewHash(commit), idx)
+			if tc.ok && err != nil {
+				t.Fatalf("a whole pack: %v", err)
+			}
+			if !tc.ok && !errors.Is(err, ErrObjectNotFound) {
+				t.Fatalf("a pack without a blob: %v, want ErrObjectNotFound", err)
+			}
+		})
+	}
+}
+
+func blobOf(t *testing.T, f *fixture, commit, path string) string {
+	t.Helper()
+	out, err := gitCmd("-C", f.remote.BareDir(), "rev-parse", commit+":"+path).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
