@@ -194,6 +194,7 @@ func TestLookupsHoldNothing(t *testing.T) {
 		t.Fatalf("100,000 lookups left %d more bytes live", grew)
 	}
 	runtime.KeepAlive(idx)
+	runtime.KeepAlive(entries)
 }
 
 func liveHeap() int64 {
