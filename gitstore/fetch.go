@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -148,7 +147,7 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 
 	// The pack must hold the commit and its whole tree: check before the
 	// commit counts as held, so HasCommit never promises a broken tree.
-	if err := r.db.Reload(nil); err != nil {
+	if err := r.db.Reload(map[string]*packdb.Index{pack: fresh}); err != nil {
 		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
 	}
 	if err := r.checkComplete(want, fresh); err != nil {
@@ -178,22 +177,62 @@ func (n netReader) Read(p []byte) (int, error) {
 // the pack did not bring is one the server left out because a held commit
 // reaches it, and held commits are complete, so it is only looked up: the
 // check costs in proportion to the change, not to the tree.
-func (r *Repo) checkComplete(commit plumbing.Hash, fresh *idxfile.MemoryIndex) error {
+func (r *Repo) checkComplete(commit plumbing.Hash, fresh *packdb.Index) error {
 	s, err := r.db.Snapshot()
 	if err != nil {
 		return err
 	}
 	defer s.Release()
-	_, err = r.closure(s, []plumbing.Hash{commit}, fresh)
-	return err
+	w := walker{r: r, s: s}
+	tree, err := w.commitTree(commit)
+	if err != nil {
+		return err
+	}
+	// The trees visited are bits by their position in the fresh index, and
+	// blobs are looked up each time they are named: a map of every object
+	// of the commit (600,000 at 100,000 skills) cost 40 MB at the peak of
+	// an initial sync, for lookups that cost a binary search.
+	visited := make([]uint64, (fresh.Count()+63)/64)
+	must := func(id plumbing.Hash) error {
+		if !s.Has(id) {
+			return fmt.Errorf("%w: %s", ErrObjectNotFound, id)
+		}
+		return nil
+	}
+	var visit func(tree plumbing.Hash, depth int) error
+	visit = func(tree plumbing.Hash, depth int) error {
+		if depth > maxDepth {
+			return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
+		}
+		i, in := fresh.Position(tree)
+		if !in {
+			return must(tree)
+		}
+		if visited[i/64]&(1<<(i%64)) != 0 {
+			return nil
+		}
+		visited[i/64] |= 1 << (i % 64)
+		raw, err := w.tree(tree)
+		if err != nil {
+			return err
+		}
+		return eachTreeEntry(tree, raw, func(_ []byte, m Mode, id plumbing.Hash) error {
+			switch m {
+			case modeDir:
+				return visit(id, depth+1)
+			case ModeSubmodule:
+				return nil
+			}
+			return must(id)
+		})
+	}
+	return visit(tree, 0)
 }
 
 // closure returns the ids of the given commits and every tree and blob
 // they reach (gitlinks excluded: they name commits of other repositories).
-// Trees are decoded and verified; blobs are only looked up. With only
-// non-nil, trees outside it are looked up but not descended into (see
-// checkComplete).
-func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *idxfile.MemoryIndex) (map[plumbing.Hash]plumbing.ObjectType, error) {
+// Trees are decoded and verified; blobs are only looked up.
+func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash) (map[plumbing.Hash]plumbing.ObjectType, error) {
 	seen := map[plumbing.Hash]plumbing.ObjectType{}
 	w := walker{r: r, s: s}
 	must := func(id plumbing.Hash) error {
@@ -210,39 +249,27 @@ func (r *Repo) closure(s *packdb.Snapshot, commits []plumbing.Hash, only *idxfil
 		if depth > maxDepth {
 			return fmt.Errorf("%w: directories nested deeper than %d", ErrTooLarge, maxDepth)
 		}
-		if only != nil {
-			if in, _ := only.Contains(tree); !in {
-				if err := must(tree); err != nil {
-					return err
-				}
-				seen[tree] = plumbing.TreeObject
-				return nil
-			}
-		}
-		entries, err := w.tree(tree)
+		raw, err := w.tree(tree)
 		if err != nil {
 			return err
 		}
 		seen[tree] = plumbing.TreeObject
-		for _, e := range entries {
-			switch e.mode {
+		return eachTreeEntry(tree, raw, func(_ []byte, m Mode, id plumbing.Hash) error {
+			switch m {
 			case modeDir:
-				if err := visit(e.id, depth+1); err != nil {
-					return err
-				}
-				continue
+				return visit(id, depth+1)
 			case ModeSubmodule:
-				continue
+				return nil
 			}
-			if _, ok := seen[e.id]; ok {
-				continue
+			if _, ok := seen[id]; ok {
+				return nil
 			}
-			if err := must(e.id); err != nil {
+			if err := must(id); err != nil {
 				return err
 			}
-			seen[e.id] = plumbing.BlobObject
-		}
-		return nil
+			seen[id] = plumbing.BlobObject
+			return nil
+		})
 	}
 	for _, c := range commits {
 		tree, err := w.commitTree(c)
@@ -286,14 +313,14 @@ func (r *Repo) writeShallow() error {
 // and the bytes received; see packdb.DB.Ingest. The remote's bytes are
 // bounded by MaxPackBytes, and a pack that does not parse is the remote's
 // fault: ErrNetwork.
-func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *idxfile.MemoryIndex, int64, error) {
+func (r *Repo) ingestPack(ctx context.Context, src io.Reader, mayBeThin bool) (string, *packdb.Index, int64, error) {
 	max := r.opts.MaxPackBytes
 	lr := &io.LimitedReader{R: netReader{src}, N: max + 1}
 	// Trees go straight into the tree cache: the completeness check and
 	// the caller's first Walk then read none of them back.
 	onTree := func(id plumbing.Hash, data []byte) {
-		if entries, err := parseTree(id, data); err == nil {
-			r.trees.put(id, entries)
+		if checkTree(id, data) == nil {
+			r.trees.put(id, data)
 		}
 	}
 	name, idx, err := r.db.Ingest(ctx, lr, packdb.IngestOptions{Thin: mayBeThin, OnTree: onTree})

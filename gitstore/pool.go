@@ -40,18 +40,22 @@ type PoolOptions struct {
 	// CacheBytes bounds each repository's cache of delta bases
 	// (default 16 MiB).
 	CacheBytes int64
-	// TreeCacheEntries bounds each repository's cache of parsed trees, in
-	// tree entries (default 1,000,000, roughly 60 MB when full): with the
-	// trees of the commit in use cached, a walk after a small push
-	// decodes only the trees that changed.
-	TreeCacheEntries int
+	// TreeCacheBytes bounds each repository's cache of trees (their raw
+	// content plus 64 bytes each), per generation (default 64 MiB; the
+	// previous generation is kept until the current one fills, so twice
+	// that at most): with the trees of the commit in use cached, a walk
+	// after a small push decodes only the trees that changed. The default
+	// holds the 300,000 trees of a 100,000-skill commit (about 40 MB); a
+	// budget smaller than a commit's trees helps its walks little, as a
+	// walk reads them all in turn.
+	TreeCacheBytes int
 }
 
 const (
-	defaultMaxPackBytes     = 2 << 30
-	defaultMaxTreeEntries   = 1_000_000
-	defaultCacheBytes       = 16 << 20
-	defaultTreeCacheEntries = 1_000_000
+	defaultMaxPackBytes   = 2 << 30
+	defaultMaxTreeEntries = 1_000_000
+	defaultCacheBytes     = 16 << 20
+	defaultTreeCacheBytes = 64 << 20
 )
 
 // largeObject is the size above which a blob is streamed from its pack
@@ -98,8 +102,8 @@ func NewPool(dir string, opts PoolOptions) (*Pool, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = defaultCacheBytes
 	}
-	if opts.TreeCacheEntries <= 0 {
-		opts.TreeCacheEntries = defaultTreeCacheEntries
+	if opts.TreeCacheBytes <= 0 {
+		opts.TreeCacheBytes = defaultTreeCacheBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -184,7 +188,7 @@ func (p *Pool) open(u string) (*Repo, error) {
 		log:       p.log.With("repo", u),
 		sem:       make(chan struct{}, 1),
 		db:        packdb.Open(filepath.Join(dir, "objects", "pack"), packdb.Options{CacheBytes: p.opts.CacheBytes, StreamAbove: largeObject}),
-		trees:     newTreeCache(p.opts.TreeCacheEntries),
+		trees:     newTreeCache(p.opts.TreeCacheBytes),
 	}
 	complete, err := looksLikeRepo(dir)
 	if err != nil {

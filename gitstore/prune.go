@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
 // repair brings the store back to a consistent state after a crash, a
@@ -49,7 +49,7 @@ func (r *Repo) repairLocked() error {
 		have[e.Name()] = true
 	}
 	var remove []string
-	decoded := map[string]*idxfile.MemoryIndex{}
+	decoded := map[string]*packdb.Index{}
 	for _, e := range entries {
 		name := e.Name()
 		base, ext, _ := strings.Cut(name, ".")
@@ -120,7 +120,7 @@ func (r *Repo) repairLocked() error {
 		data, err := os.ReadFile(filepath.Join(refDir, c))
 		ok := err == nil && gitref.IsCommitID(c) && string(data) == c+"\n"
 		if ok && (!clean || len(remove) > 0) {
-			if _, err := r.closure(s, []plumbing.Hash{plumbing.NewHash(c)}, nil); err != nil {
+			if _, err := r.closure(s, []plumbing.Hash{plumbing.NewHash(c)}); err != nil {
 				r.log.Warn("commit is no longer complete; it will be fetched again", "commit", c, "err", err)
 				ok = false
 			}
@@ -224,7 +224,7 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 	if err != nil {
 		return fmt.Errorf("prune %s: %w", r.url, err)
 	}
-	needed, err := r.closure(s, kept, nil)
+	needed, err := r.closure(s, kept)
 	if err != nil {
 		s.Release()
 		r.noteError(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
@@ -174,6 +175,53 @@ func TestGitIncrementalReadsOnlyWhatChanged(t *testing.T) {
 	if err != nil || string(data) != "alpha two" {
 		t.Fatalf("new generation read: %q, %v", data, err)
 	}
+}
+
+// A git snapshot keeps what reads need and no more: the repository to
+// read blobs from, not the walk of the commit (an entry per file, for as
+// long as the snapshot is retained); and each file's blob id is its digest
+// cache key's own bytes, not a second string.
+func TestGitSnapshotKeepsNoWalk(t *testing.T) {
+	f := newGitFixture(t, Options{})
+	f.reg.SetSources([]catalog.Source{f.source("s", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "skills")})
+	mustSync(t, f.reg, "s")
+	snap, _ := f.reg.Current().Snapshot("s")
+	tree, ok := snap.Tree().(gitTree)
+	if !ok || tree.repo == nil {
+		t.Fatalf("the snapshot reads from %#v", snap.Tree())
+	}
+	if len(tree.entries) != 0 {
+		t.Fatalf("the snapshot keeps the %d entries of the walk", len(tree.entries))
+	}
+	files := 0
+	for _, sk := range snap.Skills {
+		for _, fl := range sk.Files {
+			files++
+			if fl.Key != "git:"+fl.ID {
+				t.Fatalf("%s/%s: key %q, id %q", sk.Path, fl.Path, fl.Key, fl.ID)
+			}
+			if unsafe.StringData(fl.ID) != unsafe.StringData(fl.Key[len("git:"):]) {
+				t.Fatalf("%s/%s: the blob id is a copy of the key's", sk.Path, fl.Path)
+			}
+		}
+	}
+	if files != 4 {
+		t.Fatalf("%d files", files)
+	}
+	// Reads still work through it.
+	data, err := f.reg.ReadFile(context.Background(), mustFile(t, f.reg, "skill://s/a/ref.md"))
+	if err != nil || string(data) != "alpha" {
+		t.Fatalf("read: %q, %v", data, err)
+	}
+}
+
+func mustFile(t *testing.T, r *Registry, uri string) catalog.FileRef {
+	t.Helper()
+	ref, err := r.Current().File(catalog.Filter{}, uri)
+	if err != nil {
+		t.Fatalf("%s: %v", uri, err)
+	}
+	return ref
 }
 
 func TestGitSymlinkAndSubmoduleExcluded(t *testing.T) {

@@ -1,15 +1,12 @@
 package packdb
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // Options configures a DB. The zero value works.
@@ -89,7 +86,7 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 // which waits for it (the `make bench` row "restart to first skills/list
 // answer, ... of a git source" is that restart). Snapshots in use keep
 // their packs.
-func (db *DB) Reload(verified map[string]*idxfile.MemoryIndex) error {
+func (db *DB) Reload(verified map[string]*Index) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	s, err := db.load(db.packs, verified)
@@ -124,7 +121,7 @@ func (db *DB) DropCache() { db.cache.clear() }
 // load opens every pack in the directory, reusing the open packs of prev
 // and the already decoded indexes. The new set counts one reference, the
 // DB's.
-func (db *DB) load(prev *Snapshot, decoded map[string]*idxfile.MemoryIndex) (*Snapshot, error) {
+func (db *DB) load(prev *Snapshot, decoded map[string]*Index) (*Snapshot, error) {
 	entries, err := os.ReadDir(db.dir)
 	if err != nil {
 		return nil, err
@@ -179,20 +176,6 @@ func (db *DB) load(prev *Snapshot, decoded map[string]*idxfile.MemoryIndex) (*Sn
 	return s, nil
 }
 
-// readIndex decodes a pack index file.
-func readIndex(name string) (*idxfile.MemoryIndex, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bufio.NewReaderSize(f, 64<<10)).Decode(idx); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(name), err)
-	}
-	return idx, nil
-}
-
 // Packs lists the packs in the directory (as "pack-<checksum>") and the
 // number of objects their indexes list in total, for deciding whether a
 // Repack would change anything.
@@ -212,8 +195,7 @@ func (db *DB) Packs() ([]string, int64, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		n, _ := idx.Count()
-		total += n
+		total += int64(idx.Count())
 		packs = append(packs, base)
 	}
 	return packs, total, nil

@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	n, _ := idx.Count()
+	n := idx.Count()
 	fmt.Println(name, "holds", n, "objects")
 	if err := db.Reload(nil); err != nil { // readers see the new pack
 		log.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
@@ -199,15 +198,14 @@ func objectID(t plumbing.ObjectType, data []byte) plumbing.Hash {
 	return id
 }
 
-// packEntry is what the index needs of one entry, plus how to rebuild it.
+// packEntry is what the index needs of one entry, plus how to rebuild
+// it: 48 bytes, the one thing indexing holds per object (a REF_DELTA's
+// base id, rarer, is kept aside in packIndexer.refs).
 type packEntry struct {
-	off      int64
+	idxEntry
+	baseOff  int64               // OFS_DELTA base offset
 	diskType plumbing.ObjectType // as stored: a whole type or a delta
 	typ      plumbing.ObjectType // the object's type once resolved
-	baseOff  int64               // OFS_DELTA base offset
-	baseRef  plumbing.Hash       // REF_DELTA base id
-	id       plumbing.Hash
-	crc      uint32
 	resolved bool
 }
 
@@ -222,13 +220,20 @@ type packIndexer struct {
 	f           *os.File // the pack as written so far, for re-reading bases
 	streamAbove int64
 	zr          io.ReadCloser
-	entries     []packEntry
-	byOff       map[int64]int         // offset -> entries index
-	byID        map[plumbing.Hash]int // id -> entries index
-	cache       *baseCache
-	external    func(plumbing.Hash) (externalObject, bool, error)
-	appended    map[plumbing.Hash]externalObject
-	onTree      func(plumbing.Hash, []byte)
+	// entries are in pack order, so by increasing offset: a delta's
+	// OFS_DELTA base is found by binary search, with no map by offset.
+	entries []packEntry
+	// refs holds each REF_DELTA entry's base id, by entries index.
+	refs map[int]plumbing.Hash
+	// byID maps the resolved entries' ids to their entries index, for
+	// REF_DELTA bases; nil until the pack's first REF_DELTA, as a pack
+	// with OFS_DELTAs only (what git sends a client that can read them)
+	// never needs it.
+	byID     map[plumbing.Hash]int
+	cache    *baseCache
+	external func(plumbing.Hash) (externalObject, bool, error)
+	appended map[plumbing.Hash]externalObject
+	onTree   func(plumbing.Hash, []byte)
 
 	// While pending deltas resolve: who waits on which base, the ids
 	// resolved by the current try, and the tries made (for tests).
@@ -238,7 +243,7 @@ type packIndexer struct {
 }
 
 // indexPack reads a pack from src, writing every byte to f, and returns
-// the index writer and the pack's checksum. external looks up thin-pack
+// its index (encoded, see encodeIndex) and the pack's checksum. external looks up thin-pack
 // bases in the store (nil when the pack cannot be thin); bases it finds
 // are appended to the pack in f, which is then a standalone pack. onTree,
 // if set, sees every tree's content (already checked against its id) so
@@ -247,21 +252,23 @@ type packIndexer struct {
 //
 // A pack that does not parse fails with ErrMalformed (or ErrTooLarge); a
 // failure of src itself, or of writing f, is returned as it is.
-func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) (*idxfile.Writer, plumbing.Hash, error) {
-	ix := &packIndexer{
+func indexPack(src io.Reader, f *os.File, streamAbove int64, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) ([]byte, plumbing.Hash, error) {
+	return newPackIndexer(f, streamAbove, external, onTree).index(src)
+}
+
+func newPackIndexer(f *os.File, streamAbove int64, external func(plumbing.Hash) (externalObject, bool, error), onTree func(plumbing.Hash, []byte)) *packIndexer {
+	return &packIndexer{
 		f:           f,
 		streamAbove: streamAbove,
-		byOff:       map[int64]int{},
-		byID:        map[plumbing.Hash]int{},
+		refs:        map[int]plumbing.Hash{},
 		cache:       newBaseCache(baseCacheBytes),
 		external:    external,
 		appended:    map[plumbing.Hash]externalObject{},
 		onTree:      onTree,
 	}
-	return ix.index(src)
 }
 
-func (ix *packIndexer) index(src io.Reader) (*idxfile.Writer, plumbing.Hash, error) {
+func (ix *packIndexer) index(src io.Reader) ([]byte, plumbing.Hash, error) {
 	f := ix.f
 	s := newPackStream(io.TeeReader(src, f))
 	var hdr [packHeaderLen]byte
@@ -293,18 +300,13 @@ func (ix *packIndexer) index(src io.Reader) (*idxfile.Writer, plumbing.Hash, err
 	if err := ix.resolvePending(pending); err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
+	ix.cache, ix.byID, ix.refs = nil, nil, nil
 
-	w := new(idxfile.Writer)
-	_ = w.OnHeader(count + uint32(len(ix.appended)))
-	for _, e := range ix.entries {
-		w.Add(e.id, uint64(e.off), e.crc)
-	}
 	if len(ix.appended) > 0 {
 		pw, err := appendToPack(f)
 		if err != nil {
 			return nil, plumbing.ZeroHash, err
 		}
-		pw.idx = w
 		for _, id := range sortedHashes(ix.appended) {
 			o := ix.appended[id]
 			if err := pw.add(o.typ, int64(len(o.data)), bytes.NewReader(o.data)); err != nil {
@@ -314,11 +316,13 @@ func (ix *packIndexer) index(src io.Reader) (*idxfile.Writer, plumbing.Hash, err
 		if sum, err = pw.finish(); err != nil {
 			return nil, plumbing.ZeroHash, err
 		}
+		for _, e := range pw.entries {
+			ix.entries = append(ix.entries, packEntry{idxEntry: e})
+		}
 	}
-	if err := w.OnFooter(sum); err != nil {
-		return nil, plumbing.ZeroHash, err
-	}
-	return w, sum, nil
+	// The entries are sorted by id where they are: a copy would double
+	// what indexing holds per object at its peak.
+	return encodeIndex(ix.entries, func(e packEntry) idxEntry { return e.idxEntry }, sum), sum, nil
 }
 
 var errBaseMissing = errors.New("delta base not yet known")
@@ -376,7 +380,7 @@ func (ix *packIndexer) resolvePending(pending []int) error {
 		}
 	}
 	e := ix.entries[first]
-	return fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", ErrMalformed, e.off, e.baseRef)
+	return fmt.Errorf("%w: delta at %d refers to %s, which neither the pack nor the store has", ErrMalformed, e.off, ix.refs[first])
 }
 
 // classify names a failure while reading the pack. The source's own
@@ -397,7 +401,7 @@ func (s *packStream) classify(err error) error {
 // next reads one entry from the stream; it reports false when the entry
 // is a delta whose base is not known yet.
 func (ix *packIndexer) next(s *packStream) (bool, error) {
-	e := packEntry{off: s.off}
+	e := packEntry{idxEntry: idxEntry{off: s.off}}
 	s.startEntry()
 	t, size, ofs, ref, err := readEntryHeader(s)
 	if err != nil {
@@ -411,7 +415,10 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 			return false, fmt.Errorf("%w: delta base offset out of range", ErrMalformed)
 		}
 	case plumbing.REFDeltaObject:
-		e.baseRef = ref
+		ix.refs[len(ix.entries)] = ref
+		if ix.byID == nil {
+			ix.indexIDs()
+		}
 	}
 
 	var data []byte
@@ -428,21 +435,31 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 		if size > MaxObjectBytes {
 			return false, fmt.Errorf("%w: entry of %d bytes", ErrTooLarge, size)
 		}
-		// The declared size is only reserved up to a bound: the bytes
-		// that back it may never come.
-		buf := bytes.NewBuffer(make([]byte, 0, min(size, preallocBytes)))
-		if err := ix.inflate(s, size, buf); err != nil {
-			return false, err
+		if size <= preallocBytes {
+			// Inflated into a slice of exactly its size: a bytes.Buffer
+			// grows by 512 bytes at least past what it holds, and what is
+			// inflated here is kept (a tree, in the tree cache; a delta
+			// base, in the base cache) at ten times its size.
+			data = make([]byte, size)
+			if err := ix.inflate(s, size, &sliceWriter{b: data[:0]}); err != nil {
+				return false, err
+			}
+		} else {
+			// The declared size is only reserved up to a bound: the bytes
+			// that back it may never come.
+			buf := bytes.NewBuffer(make([]byte, 0, preallocBytes))
+			if err := ix.inflate(s, size, buf); err != nil {
+				return false, err
+			}
+			data = buf.Bytes()
 		}
-		data = buf.Bytes()
 	}
 	e.crc = s.entryCRC()
 	i := len(ix.entries)
 	ix.entries = append(ix.entries, e)
-	ix.byOff[e.off] = i
 	switch {
 	case e.resolved:
-		ix.byID[e.id] = i
+		ix.noteID(i)
 		return true, nil
 	case !t.IsDelta():
 		ix.finish(i, t, data)
@@ -456,6 +473,36 @@ func (ix *packIndexer) next(s *packStream) (bool, error) {
 		return false, err
 	}
 	return true, ix.patch(i, base, data)
+}
+
+// sliceWriter appends to a slice with room for all it is given; inflate
+// writes it exactly the declared size.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	if len(p) > cap(w.b)-len(w.b) {
+		return 0, fmt.Errorf("%w: entry longer than declared", ErrMalformed)
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// ReadFrom reads into the slice's room directly (io.Copy would allocate a
+// buffer as large as the entry to copy through).
+func (w *sliceWriter) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for len(w.b) < cap(w.b) {
+		k, err := r.Read(w.b[len(w.b):cap(w.b)])
+		w.b = w.b[:len(w.b)+k]
+		n += int64(k)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // inflate decompresses exactly one zlib stream of size bytes into w,
@@ -492,11 +539,42 @@ func wrapEOF(err error) error {
 	return err
 }
 
+// indexIDs starts byID with the entries resolved so far.
+func (ix *packIndexer) indexIDs() {
+	ix.byID = map[plumbing.Hash]int{}
+	for i := range ix.entries {
+		ix.noteID(i)
+	}
+}
+
+// noteID records resolved entry i in byID, once byID is kept; the first
+// entry of an id stays, as git's index keeps it.
+func (ix *packIndexer) noteID(i int) {
+	if e := &ix.entries[i]; ix.byID != nil && e.resolved {
+		if _, ok := ix.byID[e.id]; !ok {
+			ix.byID[e.id] = i
+		}
+	}
+}
+
+// byOffset returns the entries index of the entry at off.
+func (ix *packIndexer) byOffset(off int64) (int, bool) {
+	return slices.BinarySearchFunc(ix.entries, off, func(e packEntry, off int64) int {
+		switch {
+		case e.off < off:
+			return -1
+		case e.off > off:
+			return 1
+		}
+		return 0
+	})
+}
+
 // finish records a resolved entry's type and content.
 func (ix *packIndexer) finish(i int, t plumbing.ObjectType, data []byte) {
 	e := &ix.entries[i]
 	e.typ, e.id, e.resolved = t, objectID(t, data), true
-	ix.byID[e.id] = i
+	ix.noteID(i)
 	if ix.waiting != nil {
 		ix.resolvedNow = append(ix.resolvedNow, e.id)
 	}
@@ -556,24 +634,27 @@ func (ix *packIndexer) baseOf(i, depth int) (cachedObject, error) {
 	var j int
 	var ok bool
 	if e.diskType == plumbing.OFSDeltaObject {
-		if j, ok = ix.byOff[e.baseOff]; !ok {
+		if j, ok = ix.byOffset(e.baseOff); !ok {
 			return cachedObject{}, fmt.Errorf("%w: delta base at %d is not an entry", ErrMalformed, e.baseOff)
 		}
-	} else if j, ok = ix.byID[e.baseRef]; !ok {
-		if o, ok := ix.appended[e.baseRef]; ok {
+		return ix.contentOf(j, depth+1)
+	}
+	ref := ix.refs[i]
+	if j, ok = ix.byID[ref]; !ok {
+		if o, ok := ix.appended[ref]; ok {
 			return cachedObject(o), nil
 		}
 		if ix.external != nil {
-			o, found, err := ix.external(e.baseRef)
+			o, found, err := ix.external(ref)
 			if err != nil {
 				return cachedObject{}, err
 			}
 			if found {
-				ix.appended[e.baseRef] = o
+				ix.appended[ref] = o
 				return cachedObject(o), nil
 			}
 		}
-		return cachedObject{}, missingBaseError{e.baseRef}
+		return cachedObject{}, missingBaseError{ref}
 	}
 	return ix.contentOf(j, depth+1)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,23 +62,14 @@ func gitIndex(t *testing.T, pack []byte, extra ...string) (map[plumbing.Hash]idx
 	return idxEntries(t, idx), nil
 }
 
-func idxEntries(t *testing.T, idx *idxfile.MemoryIndex) map[plumbing.Hash]idxfile.Entry {
+func idxEntries(t *testing.T, idx *Index) map[plumbing.Hash]idxfile.Entry {
 	t.Helper()
-	iter, err := idx.Entries()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[plumbing.Hash]idxfile.Entry{}
-	for {
-		e, err := iter.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Hash] = *e
+	for i := 0; i < idx.Count(); i++ {
+		id := idx.id(i)
+		out[id] = idxfile.Entry{Hash: id, CRC32: idx.crc(i), Offset: uint64(idx.offset(i))}
 	}
+	return out
 }
 
 // ourIndex runs indexPack over pack and returns the entries and the pack
@@ -91,11 +81,11 @@ func ourIndex(t *testing.T, pack []byte, external func(plumbing.Hash) (externalO
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w, _, err := indexPack(bytes.NewReader(pack), f, DefaultStreamAbove, external, nil)
+	data, _, err := indexPack(bytes.NewReader(pack), f, DefaultStreamAbove, external, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	idx, err := w.Index()
+	idx, err := parseIndex(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,16 +323,15 @@ func TestIndexPackReverseChainIsLinear(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ix := &packIndexer{f: f, streamAbove: DefaultStreamAbove, byOff: map[int64]int{}, byID: map[plumbing.Hash]int{},
-		cache: newBaseCache(baseCacheBytes), appended: map[plumbing.Hash]externalObject{}}
-	w, _, err := ix.index(bytes.NewReader(pack))
+	ix := newPackIndexer(f, DefaultStreamAbove, nil, nil)
+	data, _, err := ix.index(bytes.NewReader(pack))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ix.attempts > 2*n {
 		t.Fatalf("%d tries to resolve %d deltas", ix.attempts, n)
 	}
-	idx, err := w.Index()
+	idx, err := parseIndex(data)
 	if err != nil {
 		t.Fatal(err)
 	}

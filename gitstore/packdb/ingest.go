@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // IngestOptions says how to read one incoming pack.
@@ -35,7 +34,7 @@ type IngestOptions struct {
 // failure. A pack that does not parse fails with ErrMalformed, an object
 // or delta over MaxObjectBytes with ErrTooLarge; src's own errors are
 // returned as they are. Bound src: Ingest reads it to the trailer.
-func (db *DB) Ingest(ctx context.Context, src io.Reader, opts IngestOptions) (string, *idxfile.MemoryIndex, error) {
+func (db *DB) Ingest(ctx context.Context, src io.Reader, opts IngestOptions) (string, *Index, error) {
 	f, err := os.CreateTemp(db.dir, "tmp_pack_")
 	if err != nil {
 		return "", nil, err
@@ -73,20 +72,23 @@ func (db *DB) Ingest(ctx context.Context, src io.Reader, opts IngestOptions) (st
 			return externalObject{typ: obj.Type, data: data}, true, nil
 		}
 	}
-	w, sum, err := indexPack(src, f, db.opts.StreamAbove, external, opts.OnTree)
+	data, sum, err := indexPack(src, f, db.opts.StreamAbove, external, opts.OnTree)
 	if err != nil {
 		return "", nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
-	name, err := placePack(f, w, sum)
+	idx, err := parseIndex(data)
+	if err != nil { // what encodeIndex wrote must parse
+		return "", nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	name, err := placePack(f, data, sum)
 	if err != nil {
 		return "", nil, err
 	}
 	keep = true
-	idx, err := w.Index()
-	return "pack-" + name, idx, err
+	return "pack-" + name, idx, nil
 }
 
 // Verify checks that the pack name ("pack-<checksum>") has an index that
@@ -100,7 +102,7 @@ func (db *DB) Ingest(ctx context.Context, src io.Reader, opts IngestOptions) (st
 // object read checks the object's id anyway. File system errors are
 // returned as they are, for the caller to tell a disk that refuses for
 // now from a pack that is damaged.
-func (db *DB) Verify(name string, full bool) (*idxfile.MemoryIndex, error) {
+func (db *DB) Verify(name string, full bool) (*Index, error) {
 	want, ok := cutPackName(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: unexpected pack name %q", ErrCorrupt, name)
@@ -129,14 +131,11 @@ func cutPackName(name string) (string, bool) {
 	return string(sum), true
 }
 
-func checkPack(path, want string, idx *idxfile.MemoryIndex, full bool) error {
-	if got := plumbing.Hash(idx.PackfileChecksum).String(); got != want {
+func checkPack(path, want string, idx *Index, full bool) error {
+	if got := idx.PackChecksum().String(); got != want {
 		return fmt.Errorf("%w: index is for pack %s", ErrCorrupt, got)
 	}
-	count, err := idx.Count()
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
+	count := int64(idx.Count())
 	f, err := os.Open(path)
 	if err != nil {
 		return err

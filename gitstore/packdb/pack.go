@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // Pack files are git's format, version 2: "PACK", version, object count,
@@ -26,21 +25,22 @@ const (
 // packWriter writes pack entries (whole objects, zlib-compressed) to a
 // file, recording each entry's offset and CRC-32 for the index.
 type packWriter struct {
-	f      *os.File
-	bw     *bufio.Writer
-	off    int64
-	count  uint32
-	idx    *idxfile.Writer
-	sum    hash.Hash // the pack checksum, when writing from the start
-	zw     *zlib.Writer
-	crc    hash.Hash32
-	header uint32 // the object count in the header
-	buf    []byte // addRaw's copy buffer
+	f     *os.File
+	bw    *bufio.Writer
+	off   int64
+	count uint32
+	// entries records what the index needs of each entry written.
+	entries []idxEntry
+	sum     hash.Hash // the pack checksum, when writing from the start
+	zw      *zlib.Writer
+	crc     hash.Hash32
+	header  uint32 // the object count in the header
+	buf     []byte // addRaw's copy buffer
 }
 
 // newPackWriter starts a pack of count objects in f (which must be empty).
 func newPackWriter(f *os.File, count uint32) (*packWriter, error) {
-	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), idx: new(idxfile.Writer), sum: sha1.New(), crc: crc32.NewIEEE(), header: count}
+	pw := &packWriter{f: f, bw: bufio.NewWriterSize(f, 256<<10), entries: make([]idxEntry, 0, min(count, preallocEntries)), sum: sha1.New(), crc: crc32.NewIEEE(), header: count}
 	pw.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
 	var hdr [packHeaderLen]byte
 	copy(hdr[:], "PACK")
@@ -49,7 +49,6 @@ func newPackWriter(f *os.File, count uint32) (*packWriter, error) {
 	if _, err := pw.write(hdr[:]); err != nil {
 		return nil, err
 	}
-	_ = pw.idx.OnHeader(count)
 	return pw, nil
 }
 
@@ -123,9 +122,7 @@ func (pw *packWriter) add(t plumbing.ObjectType, size int64, src io.Reader) erro
 		return err
 	}
 	pw.count++
-	if pw.idx != nil {
-		pw.idx.Add(h.Sum(), uint64(offset), pw.crc.Sum32())
-	}
+	pw.entries = append(pw.entries, idxEntry{id: h.Sum(), crc: pw.crc.Sum32(), off: offset})
 	return nil
 }
 
@@ -144,7 +141,7 @@ func (pw *packWriter) addRaw(id plumbing.Hash, src io.Reader, wantCRC uint32) er
 		return fmt.Errorf("%w: entry of %s fails its CRC check", ErrCorrupt, id)
 	}
 	pw.count++
-	pw.idx.Add(id, uint64(offset), wantCRC)
+	pw.entries = append(pw.entries, idxEntry{id: id, crc: wantCRC, off: offset})
 	return nil
 }
 
@@ -183,16 +180,13 @@ func (pw *packWriter) finish() (plumbing.Hash, error) {
 	return sum, pw.bw.Flush()
 }
 
-// placePack writes the index for the pack in f, syncs both (as git does
+// placePack writes the index (encoded, see encodeIndex) for the pack in
+// f, whose checksum is sum, syncs both (as git does
 // for packs; refs and directories are not synced, since opening a store
 // verifies it) and renames them into objects/pack: the index first,
 // because readers list packs by their .pack file and need its index the
 // moment they see it.
-func placePack(f *os.File, w *idxfile.Writer, sum plumbing.Hash) (string, error) {
-	idx, err := w.Index()
-	if err != nil {
-		return "", err
-	}
+func placePack(f *os.File, idx []byte, sum plumbing.Hash) (string, error) {
 	dir := filepath.Dir(f.Name())
 	base := filepath.Join(dir, "pack-"+sum.String())
 	if _, err := os.Stat(base + ".pack"); err == nil {
@@ -206,11 +200,7 @@ func placePack(f *os.File, w *idxfile.Writer, sum plumbing.Hash) (string, error)
 		return "", err
 	}
 	defer os.Remove(tmpIdx.Name()) // a no-op once renamed
-	bw := bufio.NewWriter(tmpIdx)
-	_, err = idxfile.NewEncoder(bw).Encode(idx)
-	if err == nil {
-		err = bw.Flush()
-	}
+	_, err = tmpIdx.Write(idx)
 	if err == nil {
 		err = tmpIdx.Sync()
 	}

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
@@ -31,7 +30,7 @@ import (
 type pack struct {
 	name string // "pack-<checksum>"
 	f    *os.File
-	idx  *idxfile.MemoryIndex
+	idx  *Index
 	size int64
 	refs atomic.Int64 // snapshots holding it
 }
@@ -64,7 +63,7 @@ func (s *Snapshot) Release() {
 // find returns the pack holding id and the entry's offset.
 func (s *Snapshot) find(id plumbing.Hash) (*pack, int64, bool) {
 	for _, p := range s.packs {
-		if off, err := p.idx.FindOffset(id); err == nil {
+		if off, ok := p.idx.findOffset(id); ok {
 			return p, off, true
 		}
 	}
@@ -77,42 +76,74 @@ func (s *Snapshot) Has(id plumbing.Hash) bool {
 	return ok
 }
 
-var zlibReaders sync.Pool
-
-// inflater returns a pooled zlib reader reset onto r.
-func inflater(r io.Reader) (io.ReadCloser, error) {
-	if z, ok := zlibReaders.Get().(io.ReadCloser); ok {
-		if err := z.(zlib.Resetter).Reset(r, nil); err != nil {
-			return nil, err
-		}
-		return z, nil
-	}
-	return zlib.NewReader(r)
-}
-
 // entryReader reads one pack entry: its header, then its inflated data.
+// Readers are pooled with their buffer and inflater (a 4 KiB buffer and
+// flate's 32 KiB window): a read of a small object allocated both anew,
+// several times the object itself, for every object of a tree walk or an
+// index.
 type entryReader struct {
 	t    plumbing.ObjectType
 	size int64
 	ofs  int64
 	ref  plumbing.Hash
+	at   sectionReader
+	br   *bufio.Reader
 	z    io.ReadCloser
 }
 
-func (p *pack) openEntry(off int64) (*entryReader, error) {
-	br := bufio.NewReaderSize(io.NewSectionReader(p.f, off, p.size-off), 4<<10)
-	t, size, ofs, ref, err := readEntryHeader(br)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, wrapEOF(err))
-	}
-	z, err := inflater(br)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, err)
-	}
-	return &entryReader{t: t, size: size, ofs: ofs, ref: ref, z: z}, nil
+var entryReaders = sync.Pool{New: func() any {
+	return &entryReader{br: bufio.NewReaderSize(nil, 4<<10)}
+}}
+
+// sectionReader reads a file from off on with ReadAt, as
+// io.SectionReader does, without an allocation of its own.
+type sectionReader struct {
+	f        *os.File
+	off, end int64
 }
 
-func (e *entryReader) close() { zlibReaders.Put(e.z) }
+func (r *sectionReader) Read(p []byte) (int, error) {
+	if r.off >= r.end {
+		return 0, io.EOF
+	}
+	if rest := r.end - r.off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := r.f.ReadAt(p, r.off)
+	r.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (p *pack) openEntry(off int64) (*entryReader, error) {
+	e := entryReaders.Get().(*entryReader)
+	e.at = sectionReader{f: p.f, off: off, end: p.size}
+	e.br.Reset(&e.at)
+	var err error
+	if e.t, e.size, e.ofs, e.ref, err = readEntryHeader(e.br); err != nil {
+		e.close()
+		return nil, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, wrapEOF(err))
+	}
+	if e.z == nil {
+		e.z, err = zlib.NewReader(e.br)
+	} else {
+		err = e.z.(zlib.Resetter).Reset(e.br, nil)
+	}
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("%w: %s entry at %d: %v", ErrCorrupt, p.name, off, err)
+	}
+	return e, nil
+}
+
+// close gives the reader back to the pool; it must not be used after.
+func (e *entryReader) close() {
+	e.at = sectionReader{}
+	e.br.Reset(nil)
+	entryReaders.Put(e)
+}
 
 // readAll inflates the whole entry (which must be small enough).
 func (e *entryReader) readAll() ([]byte, error) {
@@ -209,21 +240,27 @@ func (s *Snapshot) resolve(p *pack, off int64, depth int) (rawObject, error) {
 	if err != nil {
 		return rawObject{}, err
 	}
+	return s.resolveOpen(p, off, e, depth)
+}
+
+// resolveOpen is resolve of the entry e, already open at off; it closes e.
+func (s *Snapshot) resolveOpen(p *pack, off int64, e *entryReader, depth int) (rawObject, error) {
 	data, err := e.readAll()
+	t, ofs, ref := e.t, e.ofs, e.ref
 	e.close()
 	if err != nil {
 		return rawObject{}, fmt.Errorf("%s entry at %d: %w", p.name, off, err)
 	}
-	o := rawObject{typ: e.t, data: data}
-	if e.t.IsDelta() {
+	o := rawObject{typ: t, data: data}
+	if t.IsDelta() {
 		var base rawObject
-		switch e.t {
+		switch t {
 		case plumbing.OFSDeltaObject:
-			base, err = s.resolve(p, off-e.ofs, depth+1)
+			base, err = s.resolve(p, off-ofs, depth+1)
 		default:
-			bp, boff, ok := s.find(e.ref)
+			bp, boff, ok := s.find(ref)
 			if !ok {
-				return rawObject{}, fmt.Errorf("%w: delta base %s is missing", ErrNotFound, e.ref)
+				return rawObject{}, fmt.Errorf("%w: delta base %s is missing", ErrNotFound, ref)
 			}
 			base, err = s.resolve(bp, boff, depth+1)
 		}
@@ -302,8 +339,7 @@ func (s *Snapshot) Object(t plumbing.ObjectType, id plumbing.Hash) (Object, erro
 		}}
 		return Object{Type: e.t, Size: e.size, Stream: rc}, nil
 	}
-	e.close()
-	o, err := s.resolve(p, off, 0)
+	o, err := s.resolveOpen(p, off, e, 0)
 	if err != nil {
 		return Object{}, err
 	}

@@ -66,9 +66,7 @@ func (db *DB) Repack(ctx context.Context, s *Snapshot, keep map[plumbing.Hash]pl
 		}
 		offs, ok := ends[src.p]
 		if !ok {
-			if offs, err = entryOffsets(src.p); err != nil {
-				return "", err
-			}
+			offs = src.p.idx.offsets()
 			ends[src.p] = offs
 		}
 		copied, err := copyWholeEntry(pw, src.p, offs, src.off, src.id)
@@ -92,35 +90,13 @@ func (db *DB) Repack(ctx context.Context, s *Snapshot, keep map[plumbing.Hash]pl
 	if err != nil {
 		return "", err
 	}
-	if err := pw.idx.OnFooter(sum); err != nil {
-		return "", err
-	}
-	name, err := placePack(f, pw.idx, sum)
+	idx := encodeIndex(pw.entries, idxKey, sum)
+	pw.entries = nil
+	name, err := placePack(f, idx, sum)
 	if err != nil {
 		return "", err
 	}
 	return "pack-" + name, nil
-}
-
-// entryOffsets returns the offsets of a pack's entries, sorted, so that
-// an entry's end is the next entry's start (or the trailer's).
-func entryOffsets(p *pack) ([]int64, error) {
-	iter, err := p.idx.EntriesByOffset()
-	if err != nil {
-		return nil, err
-	}
-	defer iter.Close()
-	var offs []int64
-	for {
-		e, err := iter.Next()
-		if err == io.EOF {
-			return offs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		offs = append(offs, int64(e.Offset))
-	}
 }
 
 // copyWholeEntry copies the entry at off verbatim if it is a whole object
@@ -141,9 +117,9 @@ func copyWholeEntry(pw *packWriter, p *pack, offs []int64, off int64, id plumbin
 	if t.IsDelta() {
 		return false, nil
 	}
-	crc, err := p.idx.FindCRC32(id)
-	if err != nil {
-		return false, fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+	at, ok := p.idx.find(id)
+	if !ok {
+		return false, fmt.Errorf("%w: %s: not in the index of %s", ErrCorrupt, id, p.name)
 	}
-	return true, pw.addRaw(id, io.NewSectionReader(p.f, off, end-off), crc)
+	return true, pw.addRaw(id, io.NewSectionReader(p.f, off, end-off), p.idx.crc(at))
 }
