@@ -63,8 +63,8 @@ func NewSnapshot(s *Snapshot, tree skill.Tree) *Snapshot {
 
 func bySkillPath(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) }
 
-// skillAt returns the skill whose directory is dir.
-func (s *Snapshot) skillAt(dir string) (*skill.Skill, bool) {
+// SkillAt returns the skill whose directory is dir ("" for a root skill).
+func (s *Snapshot) SkillAt(dir string) (*skill.Skill, bool) {
 	i, ok := slices.BinarySearchFunc(s.Skills, dir, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
 	if !ok {
 		return nil, false
@@ -237,7 +237,7 @@ func joinRel(dir, p string) string {
 // path relative to the source root), and rel relative to that skill.
 func (s *Snapshot) skillFor(rel string) (*skill.Skill, string, bool) {
 	for d := rel; ; {
-		if sk, ok := s.skillAt(d); ok {
+		if sk, ok := s.SkillAt(d); ok {
 			if d == "" {
 				return sk, rel, true
 			}
@@ -391,7 +391,7 @@ func (c *Catalog) Skill(allow Filter, uri string) (Ref, error) {
 	if !ok || !allow.Allows(u.Source) {
 		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
 	}
-	sk, ok := s.skillAt(strings.TrimSuffix(dir, "/"))
+	sk, ok := s.SkillAt(strings.TrimSuffix(dir, "/"))
 	if !ok {
 		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
 	}

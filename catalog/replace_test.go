@@ -66,11 +66,11 @@ func TestReplace(t *testing.T) {
 		t.Error("the old snapshot changed")
 	}
 	for _, p := range []string{"a", "a/e", "a-b"} {
-		if _, ok := ns.skillAt(p); !ok {
+		if _, ok := ns.SkillAt(p); !ok {
 			t.Errorf("%s not found", p)
 		}
 	}
-	if _, ok := ns.skillAt("a/c"); ok {
+	if _, ok := ns.SkillAt("a/c"); ok {
 		t.Error("a/c still found")
 	}
 

@@ -79,6 +79,11 @@ type Options struct {
 
 	// gitRepos, set by tests, stands in for Git with in-memory remotes.
 	gitRepos func(url string) (GitRepo, error)
+	// dirTree and watchAdd, set by tests, see what a directory source's
+	// syncs read (dirTree wraps the tree they index) and stand in for the
+	// kernel refusing a watch (a non-nil error is the Add's).
+	dirTree  func(skill.Tree) skill.Tree
+	watchAdd func(path string) error
 }
 
 // Registry owns the sources, the current catalog and its recent history.
@@ -117,6 +122,7 @@ type sourceRun struct {
 	stop    context.CancelFunc // stops pollers and watchers
 	retry   *time.Timer
 	removed bool
+	rescan  dirRescan // what the next sync of a directory source rescans (dirwatch.go)
 }
 
 // New returns a registry with an empty catalog (generation 0).
@@ -206,7 +212,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			r.stopLocked(run)
 			replaced[s.Name] = true
 		}
-		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
+		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}, rescan: dirRescan{full: true}}
 		if s.Git != nil {
 			run.state.Repository = s.Git.Repo.URL()
 		}
@@ -393,6 +399,9 @@ func (r *Registry) RequestSync(name string, why catalog.Trigger) {
 func (r *Registry) requestLocked(run *sourceRun, why catalog.Trigger) {
 	name := run.src.Name
 	r.log.Debug("sync requested", "source", name, "reason", why.String())
+	if why != catalog.TriggerWatch {
+		run.rescan.full = true // only a watch names what changed
+	}
 	if why.Urgent() {
 		run.urgent = true
 	}
@@ -515,6 +524,9 @@ func (r *Registry) SyncNow(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("sync %s: %w", name, ErrSourceUnknown)
 	}
+	r.mu.Lock()
+	run.rescan.full = true
+	r.mu.Unlock()
 	return r.syncOne(ctx, run)
 }
 
