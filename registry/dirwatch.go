@@ -39,6 +39,13 @@ const maxRescanPaths = 2048
 // walks the tree again (the limit may have been raised meanwhile).
 const watchRetry = 2 * time.Minute
 
+func (r *Registry) retryWatch() time.Duration {
+	if r.o.watchRetry > 0 {
+		return r.o.watchRetry
+	}
+	return watchRetry
+}
+
 // dirRescan is what the next sync of a directory source must read: the
 // paths (relative to the root) a watcher saw change since the last sync
 // began, or the whole tree. Guarded by Registry.mu.
@@ -114,7 +121,7 @@ func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
 			break
 		}
 		dw.fail(fmt.Errorf("start watching: %w", err))
-		t := time.NewTimer(watchRetry)
+		t := time.NewTimer(r.retryWatch())
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -129,6 +136,9 @@ func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
 		dw.fail(err)
 	} else {
 		dw.report()
+	}
+	if r.o.watching != nil {
+		r.o.watching(dw.name, dw.w)
 	}
 	dw.loop(ctx)
 }
@@ -146,7 +156,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 			armed = true
 		}
 	}
-	retry := time.NewTimer(watchRetry)
+	retry := time.NewTimer(dw.r.retryWatch())
 	if dw.err == nil {
 		retry.Stop()
 	}
@@ -186,7 +196,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 					dw.dirs += n
 					if err != nil && dw.err == nil {
 						dw.fail(err)
-						retry.Reset(watchRetry)
+						retry.Reset(dw.r.retryWatch())
 					}
 				}
 			}
@@ -225,7 +235,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 			dw.dirs = n
 			if err != nil {
 				dw.fail(err)
-				retry.Reset(watchRetry)
+				retry.Reset(dw.r.retryWatch())
 				continue
 			}
 			dw.err = nil

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/redact"
@@ -84,6 +86,11 @@ type Options struct {
 	// kernel refusing a watch (a non-nil error is the Add's).
 	dirTree  func(skill.Tree) skill.Tree
 	watchAdd func(path string) error
+	// watching, set by tests, is given each directory watcher once it
+	// has walked the tree (to inject an event queue overflow), and
+	// watchRetry replaces the walk's retry interval.
+	watching   func(source string, w *fsnotify.Watcher)
+	watchRetry time.Duration
 }
 
 // Registry owns the sources, the current catalog and its recent history.
