@@ -39,7 +39,11 @@ type LiveOptions struct {
 	// Resync is asked to sync a source again when one of its files no
 	// longer matches what the current generation states (nil: nobody is).
 	Resync func(source string, why Trigger)
-	Now    func() time.Time
+	// ResyncFile, when set, is asked instead of Resync, with the path of
+	// the file that no longer matches (relative to the source root): a
+	// directory source then rescans that file's skill, not its tree.
+	ResyncFile func(source, path string)
+	Now        func() time.Time
 }
 
 // Live holds the current generation of the catalog and the superseded ones
@@ -184,7 +188,7 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	rc, err := f.Snap.tree.Open(f.File.ID)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			l.resync(f.Snap.Source)
+			l.resync(f)
 			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 		}
 		return nil, fmt.Errorf("read %s: %w", f.URI, err)
@@ -196,15 +200,19 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 	}
 	if int64(len(data)) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		l.resync(f.Snap.Source)
+		l.resync(f)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
 	l.content.put(f.File.Digest, data)
 	return data, nil
 }
 
-func (l *Live) resync(source string) {
+func (l *Live) resync(f FileRef) {
+	if l.o.ResyncFile != nil {
+		l.o.ResyncFile(f.Snap.Source, joinRel(f.Skill.Path, f.File.Path))
+		return
+	}
 	if l.o.Resync != nil {
-		l.o.Resync(source, TriggerChanged)
+		l.o.Resync(f.Snap.Source, TriggerChanged)
 	}
 }

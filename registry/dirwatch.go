@@ -91,6 +91,24 @@ func (r *Registry) requestRescan(run *sourceRun, paths map[string]struct{}, full
 	r.requestLocked(run, catalog.TriggerWatch)
 }
 
+// resyncFile answers a served file that no longer matches what was
+// indexed: a directory source rescans that file's skill (its watcher may
+// not have said so yet, or cannot: a write through mmap sends no event),
+// any other source syncs again.
+func (r *Registry) resyncFile(source, path string) {
+	r.mu.Lock()
+	run, ok := r.sources[source]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	if run.src.Kind != catalog.KindDir {
+		r.RequestSync(source, catalog.TriggerChanged)
+		return
+	}
+	r.requestRescan(run, map[string]struct{}{path: {}}, false)
+}
+
 // dirWatcher is one directory source's watcher.
 type dirWatcher struct {
 	r    *Registry

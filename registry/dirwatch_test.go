@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -392,5 +393,38 @@ func TestRescanScopes(t *testing.T) {
 	root := catalog.NewSnapshot(&catalog.Snapshot{Skills: []*skill.Skill{{Path: ""}, {Path: "x"}}}, nil)
 	if got := rescanScopes(root, []string{"x/y"}); !slices.Equal(got, []string{""}) {
 		t.Errorf("with a root skill: %v", got)
+	}
+}
+
+// TestChangedFileRescansItsSkill: a served file that no longer matches
+// (changed with no event, as a write through mmap sends none) rescans
+// that file's skill, not the tree.
+func TestChangedFileRescansItsSkill(t *testing.T) {
+	t.Parallel()
+	w := startWatched(t, 0, Options{}, func(root string) { corpus(t, root, 2, 3) })
+	fw := <-w.watcher
+	if err := fw.Remove(filepath.Join(w.root, "g1/s2/references")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFiles(t, w.root, map[string]string{"g1/s2/references/guide.md": "no event"})
+	w.counts.reset()
+	f, err := w.r.Current().File(catalog.Filter{}, catalog.FileURI("local", "g1/s2/references/guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
+		t.Fatalf("read of a changed file: %v", err)
+	}
+	testkit.WaitUntil(t, "the change served", func() bool {
+		return w.servesDigest("g1/s2/references/guide.md", digestOf("no event"))
+	})
+	listed, _ := w.counts.reset()
+	for _, p := range listed {
+		if !catalog.InScope(p, "g1/s2") {
+			t.Errorf("the rescan listed %s, outside the changed skill", p)
+		}
+	}
+	if st := w.state().Watch; st.FullRescans != 1 {
+		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
 	}
 }

@@ -162,6 +162,7 @@ func New(o Options) *Registry {
 		ContentCacheBytes: o.ContentCacheBytes,
 		OnSwap:            o.OnSwap,
 		Resync:            r.RequestSync,
+		ResyncFile:        r.resyncFile,
 		Now:               o.Now,
 	})
 	return r
