@@ -93,7 +93,7 @@ func (st *searchState) swapped(next *Catalog) {
 func buildSegment(s *Snapshot) *search.Segment {
 	docs := make([]search.Doc, len(s.Skills))
 	for i, sk := range s.Skills {
-		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk)
+		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, "") // bodies: read through the tree (issue 19, search)
 	}
 	return search.BuildSegment(docs)
 }

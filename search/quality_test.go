@@ -17,7 +17,8 @@ import (
 // its documents, with URIs like the registry's.
 func docsFromFS(t testing.TB, source string, fsys fs.FS) []search.Doc {
 	t.Helper()
-	res, err := skill.Index(context.Background(), skill.FSTree{FS: fsys}, skill.Options{})
+	tree := skill.FSTree{FS: fsys}
+	res, err := skill.Index(context.Background(), tree, skill.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,11 @@ func docsFromFS(t testing.TB, source string, fsys fs.FS) []search.Doc {
 	}
 	docs := make([]search.Doc, 0, len(res.Skills))
 	for _, sk := range res.Skills {
-		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk))
+		body, err := skill.ReadBody(tree, sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk, string(body)))
 	}
 	return docs
 }

@@ -31,13 +31,18 @@ var (
 func typoSetup(tb testing.TB, n int) {
 	typoOnce.Do(func() {
 		skills := corpus.Realistic(corpus.RealisticOptions{Skills: n, Seed: 1})
-		res, err := skill.Index(context.Background(), skill.FSTree{FS: corpus.SkillsFS(skills)}, skill.Options{})
+		tree := skill.FSTree{FS: corpus.SkillsFS(skills)}
+		res, err := skill.Index(context.Background(), tree, skill.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		var docs []Doc
 		for i, sk := range res.Skills {
-			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk))
+			body, err := skill.ReadBody(tree, sk)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk, string(body)))
 		}
 		d := BuildSegment(docs).dict
 		for i, w := range d.words {

@@ -33,7 +33,8 @@ const (
 // shared machine falls on both; and the time to build the segments.
 func runSearch(env *Env) ([]Row, error) {
 	skills := corpus.Realistic(corpus.RealisticOptions{Skills: env.Skills, Seed: 1})
-	res, err := skill.Index(context.Background(), skill.FSTree{FS: corpus.SkillsFS(skills)}, skill.Options{})
+	tree := skill.FSTree{FS: corpus.SkillsFS(skills)}
+	res, err := skill.Index(context.Background(), tree, skill.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,11 @@ func runSearch(env *Env) ([]Row, error) {
 	var all []search.Doc
 	for i, sk := range res.Skills {
 		src := fmt.Sprintf("source-%02d", i%searchSources)
-		d := search.FromSkill("skill://"+src+"/"+sk.Path+"/SKILL.md", src, sk)
+		body, err := skill.ReadBody(tree, sk)
+		if err != nil {
+			return nil, err
+		}
+		d := search.FromSkill("skill://"+src+"/"+sk.Path+"/SKILL.md", src, sk, string(body))
 		parts[i%searchSources] = append(parts[i%searchSources], d)
 		all = append(all, d)
 	}
