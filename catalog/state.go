@@ -113,7 +113,9 @@ type Watch struct {
 	// Dirs is the number of directories watched (those the walks added; a
 	// directory deleted since is counted until the next walk).
 	Dirs int `json:"dirs"`
-	// Complete: every directory of the source is watched.
+	// Complete: every directory of the source is watched (false while the
+	// source's directory does not exist). While it is, a poll rescans the
+	// whole tree at most every registry.WatchedPoll.
 	Complete bool `json:"complete"`
 	// Exhausted: the kernel refused a watch for lack of room (inotify's
 	// fs.inotify.max_user_watches, or max_user_instances): changes beneath

@@ -52,6 +52,29 @@ func (r *Registry) retryWatch() time.Duration {
 type dirRescan struct {
 	paths map[string]struct{}
 	full  bool
+	// lastFull is when the last whole rescan began.
+	lastFull time.Time
+}
+
+// WatchedPoll is the shortest interval between the whole rescans a poll
+// asks for while every directory of the source is watched: the watch
+// sees each change, and a whole rescan of a large tree costs seconds
+// (the default poll of a directory source is 2s). A source with a longer
+// poll keeps it.
+const WatchedPoll = time.Minute
+
+// watchedLocked reports whether a poll of a directory source may be
+// skipped: every directory is watched and its last whole rescan began
+// less than WatchedPoll ago.
+func (r *Registry) watchedLocked(run *sourceRun) bool {
+	if run.src.Kind != catalog.KindDir || !run.state.Watch.Complete || run.rescan.lastFull.IsZero() {
+		return false
+	}
+	if r.o.Now().Sub(run.rescan.lastFull) >= WatchedPoll {
+		return false
+	}
+	r.log.Debug("poll skipped: every directory is watched", "source", run.src.Name, "last_full_rescan", run.rescan.lastFull)
+	return true
 }
 
 // take returns what to rescan and resets it.
@@ -119,6 +142,7 @@ type dirWatcher struct {
 
 	dirs      int   // directories watched
 	err       error // why the last walk stopped short; nil when every directory is watched
+	noRoot    bool  // the source's directory did not exist at the last walk
 	errAt     time.Time
 	overflows int
 }
@@ -148,8 +172,8 @@ func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
 		}
 	}
 	defer dw.w.Close()
-	n, _, err := dw.addTree(dw.root)
-	dw.dirs = n
+	n, isDir, err := dw.addTree(dw.root)
+	dw.dirs, dw.noRoot = n, !isDir
 	if err != nil {
 		dw.fail(err)
 	} else {
@@ -175,7 +199,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 		}
 	}
 	retry := time.NewTimer(dw.r.retryWatch())
-	if dw.err == nil {
+	if dw.err == nil && !dw.noRoot {
 		retry.Stop()
 	}
 	defer window.Stop()
@@ -249,10 +273,15 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 			dw.r.requestRescan(dw.run, pending, full)
 			pending, full = map[string]struct{}{}, false
 		case <-retry.C:
-			n, _, err := dw.addTree(dw.root)
-			dw.dirs = n
+			n, isDir, err := dw.addTree(dw.root)
+			dw.dirs, dw.noRoot = n, !isDir
 			if err != nil {
 				dw.fail(err)
+				retry.Reset(dw.r.retryWatch())
+				continue
+			}
+			if dw.noRoot {
+				dw.report()
 				retry.Reset(dw.r.retryWatch())
 				continue
 			}
@@ -365,7 +394,7 @@ func (dw *dirWatcher) report() (blind bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := dw.run.state.Watch
-	w.Dirs, w.Complete, w.Overflows = dw.dirs, dw.err == nil, dw.overflows
+	w.Dirs, w.Complete, w.Overflows = dw.dirs, dw.err == nil && !dw.noRoot, dw.overflows
 	w.Exhausted, w.Blind, w.Error, w.ErrorAt, w.Hint = false, false, "", time.Time{}, ""
 	if dw.err != nil {
 		poll := dw.run.src.Poll

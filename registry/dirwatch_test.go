@@ -428,3 +428,38 @@ func TestChangedFileRescansItsSkill(t *testing.T) {
 		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
 	}
 }
+
+// TestWatchedPollSkipped: while every directory is watched, polls of a
+// short interval do not rescan the whole tree (the watch sees each
+// change); while some directory is not, they do.
+func TestWatchedPollSkipped(t *testing.T) {
+	t.Parallel()
+	for _, complete := range []bool{true, false} {
+		t.Run(fmt.Sprint(complete), func(t *testing.T) {
+			t.Parallel()
+			var o Options
+			if !complete {
+				o.watchAdd = func(p string) error {
+					if strings.HasSuffix(p, "scripts") {
+						return syscall.ENOSPC
+					}
+					return nil
+				}
+			}
+			w := startWatched(t, 5*time.Millisecond, o, func(root string) { corpus(t, root, 1, 2) })
+			<-w.watcher
+			// Wait for several polls: each sets NextPoll anew.
+			seen := map[time.Time]bool{}
+			testkit.WaitUntil(t, "six polls", func() bool {
+				seen[w.state().NextPoll] = true
+				return len(seen) > 6
+			})
+			if got := w.state().Watch.FullRescans; complete && got != 1 {
+				t.Errorf("%d whole rescans while every directory is watched, want only the first", got)
+			}
+			if !complete {
+				testkit.WaitUntil(t, "polls rescanning the whole tree", func() bool { return w.state().Watch.FullRescans > 2 })
+			}
+		})
+	}
+}

@@ -387,6 +387,9 @@ func (r *Registry) requestPoll(run *sourceRun) {
 		r.log.Debug("poll skipped: waiting for the retry", "source", run.src.Name, "next_retry", next)
 		return
 	}
+	if r.watchedLocked(run) {
+		return // dirwatch.go: the watch sees each change
+	}
 	r.requestLocked(run, catalog.TriggerPoll)
 }
 

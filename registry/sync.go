@@ -138,6 +138,7 @@ func (r *Registry) begin(run *sourceRun) (before catalog.State, start time.Time,
 	scan.paths, scan.full = run.rescan.take()
 	if run.src.Kind == catalog.KindDir {
 		if scan.full {
+			run.rescan.lastFull = start
 			run.state.Watch.FullRescans++
 		} else if len(scan.paths) > 0 {
 			run.state.Watch.Rescans++
