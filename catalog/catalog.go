@@ -47,20 +47,130 @@ type Snapshot struct {
 	Stats     skill.Stats       `json:"stats"`
 	IndexedAt time.Time         `json:"indexed_at"`
 
-	tree   skill.Tree
-	byPath map[string]*skill.Skill
+	tree skill.Tree
 }
 
-// NewSnapshot seals a snapshot: skills sorted by path, lookups built, and
-// the tree that reads its files attached.
+// NewSnapshot seals a snapshot: skills sorted by path (lookups search
+// them: a map by path would cost ~50 bytes a skill and a rebuild per
+// change), and the tree that reads its files attached.
 func NewSnapshot(s *Snapshot, tree skill.Tree) *Snapshot {
-	slices.SortFunc(s.Skills, func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) })
-	s.tree = tree
-	s.byPath = make(map[string]*skill.Skill, len(s.Skills))
-	for _, sk := range s.Skills {
-		s.byPath[sk.Path] = sk
+	if !slices.IsSortedFunc(s.Skills, bySkillPath) {
+		slices.SortFunc(s.Skills, bySkillPath)
 	}
+	s.tree = tree
 	return s
+}
+
+func bySkillPath(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) }
+
+// SkillAt returns the skill whose directory is dir ("" for a root skill).
+func (s *Snapshot) SkillAt(dir string) (*skill.Skill, bool) {
+	i, ok := slices.BinarySearchFunc(s.Skills, dir, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+	if !ok {
+		return nil, false
+	}
+	return s.Skills[i], true
+}
+
+// InScope reports whether p (a slash path relative to the source root) is
+// scope itself or lies beneath it; every path is in the root scope "".
+func InScope(p, scope string) bool {
+	if scope == "" || p == scope {
+		return true
+	}
+	return len(p) > len(scope) && p[len(scope)] == '/' && strings.HasPrefix(p, scope)
+}
+
+// Replace returns the snapshot that a rescan of some subtrees makes of s:
+// every skill and exclusion in one of scopes (see InScope) is dropped, and
+// skills and excluded (what the rescan found there, all in scopes) take
+// their place. Everything else is shared with s, pointers included, so
+// what compares skills by pointer (the store's diff, the search buckets,
+// the page cache) sees only the rescanned skills change. It costs one
+// linear merge, not a sort. stats are the rescan's: Hashed and Duration
+// are taken from them, Reused counts every skill carried over.
+func (s *Snapshot) Replace(scopes []string, skills []*skill.Skill, excluded []skill.Exclusion, stats skill.Stats, indexedAt time.Time) *Snapshot {
+	in := func(p string) bool {
+		for _, sc := range scopes {
+			if InScope(p, sc) {
+				return true
+			}
+		}
+		return false
+	}
+	ns := *s
+	ns.IndexedAt = indexedAt
+	if !slices.IsSortedFunc(skills, bySkillPath) {
+		skills = slices.Clone(skills)
+		slices.SortFunc(skills, bySkillPath)
+	}
+	var dropped []*skill.Skill
+	ns.Skills = make([]*skill.Skill, 0, len(s.Skills)+len(skills))
+	j := 0
+	for _, sk := range s.Skills {
+		if in(sk.Path) {
+			dropped = append(dropped, sk)
+			continue
+		}
+		for j < len(skills) && skills[j].Path < sk.Path {
+			ns.Skills = append(ns.Skills, skills[j])
+			j++
+		}
+		ns.Skills = append(ns.Skills, sk)
+	}
+	ns.Skills = append(ns.Skills, skills[j:]...)
+	ns.Excluded = make([]skill.Exclusion, 0, len(s.Excluded)+len(excluded))
+	for _, ex := range s.Excluded {
+		if !in(ex.Path) {
+			ns.Excluded = append(ns.Excluded, ex)
+		}
+	}
+	ns.Excluded = append(ns.Excluded, excluded...)
+	slices.SortFunc(ns.Excluded, func(a, b skill.Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	if len(ns.Excluded) == 0 {
+		ns.Excluded = nil
+	}
+
+	// A skill in a scope has no enclosing skill outside the scopes (the
+	// scopes are outermost), so the files counted once per outermost skill
+	// change by what the scopes held before and after.
+	oldFiles, oldBytes := outerFiles(dropped)
+	newFiles, newBytes := outerFiles(skills)
+	fresh := len(skills) - stats.Reused
+	ns.Stats = skill.Stats{
+		Skills: len(ns.Skills), Excluded: len(ns.Excluded),
+		Files: s.Stats.Files - oldFiles + newFiles, Bytes: s.Stats.Bytes - oldBytes + newBytes,
+		Hashed: stats.Hashed, Reused: len(ns.Skills) - fresh, Duration: stats.Duration,
+	}
+	return &ns
+}
+
+// outerFiles counts the files and bytes of skills, each file once: a
+// nested skill's files are its enclosing skill's too.
+func outerFiles(skills []*skill.Skill) (files int, bytes int64) {
+	set := make(map[string]bool, len(skills))
+	for _, sk := range skills {
+		set[sk.Path] = true
+	}
+	for _, sk := range skills {
+		nested := false
+		for d := sk.Path; d != "" && !nested; {
+			if i := strings.LastIndexByte(d, '/'); i >= 0 {
+				d = d[:i]
+			} else {
+				d = ""
+			}
+			nested = set[d]
+		}
+		if nested {
+			continue
+		}
+		files += len(sk.Files)
+		for _, f := range sk.Files {
+			bytes += f.Size
+		}
+	}
+	return files, bytes
 }
 
 // Tree returns the tree the snapshot's files are read from.
@@ -127,7 +237,7 @@ func joinRel(dir, p string) string {
 // path relative to the source root), and rel relative to that skill.
 func (s *Snapshot) skillFor(rel string) (*skill.Skill, string, bool) {
 	for d := rel; ; {
-		if sk, ok := s.byPath[d]; ok {
+		if sk, ok := s.SkillAt(d); ok {
 			if d == "" {
 				return sk, rel, true
 			}
@@ -281,7 +391,7 @@ func (c *Catalog) Skill(allow Filter, uri string) (Ref, error) {
 	if !ok || !allow.Allows(u.Source) {
 		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
 	}
-	sk, ok := s.byPath[strings.TrimSuffix(dir, "/")]
+	sk, ok := s.SkillAt(strings.TrimSuffix(dir, "/"))
 	if !ok {
 		return Ref{}, fmt.Errorf("%s: %w", uri, ErrNotFound)
 	}

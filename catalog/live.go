@@ -39,7 +39,11 @@ type LiveOptions struct {
 	// Resync is asked to sync a source again when one of its files no
 	// longer matches what the current generation states (nil: nobody is).
 	Resync func(source string, why Trigger)
-	Now    func() time.Time
+	// ResyncFile, when set, is asked instead of Resync, with the path of
+	// the file that no longer matches (relative to the source root): a
+	// directory source then rescans that file's skill, not its tree.
+	ResyncFile func(source, path string)
+	Now        func() time.Time
 }
 
 // Live holds the current generation of the catalog and the superseded ones
@@ -205,7 +209,7 @@ func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, err
 	data, err := readChecked(f.Snap.tree, f.File)
 	if errors.Is(err, ErrChanged) {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
-		l.resync(f.Snap.Source)
+		l.resync(f)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
 	if err != nil {
@@ -252,8 +256,12 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 	return data, nil
 }
 
-func (l *Live) resync(source string) {
+func (l *Live) resync(f FileRef) {
+	if l.o.ResyncFile != nil {
+		l.o.ResyncFile(f.Snap.Source, joinRel(f.Skill.Path, f.File.Path))
+		return
+	}
 	if l.o.Resync != nil {
-		l.o.Resync(source, TriggerChanged)
+		l.o.Resync(f.Snap.Source, TriggerChanged)
 	}
 }

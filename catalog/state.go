@@ -40,6 +40,10 @@ type State struct {
 	// older than the one served before the restart (its persist had
 	// failed); the resync the restart starts replaces it.
 	Stale bool `json:"stale,omitempty"`
+
+	// Watch says how the changes of a directory source are noticed
+	// (zero for other kinds). It is the running process's, never stored.
+	Watch Watch `json:"watch,omitzero"`
 }
 
 // Persisted is what a store kept of one source: its last snapshot (nil when
@@ -100,4 +104,37 @@ func (r StallReason) Hint(polled bool) string {
 		return fix + "; tried again when the configuration is reloaded, when a webhook names the source, or at its next poll"
 	}
 	return fix + "; tried again when the configuration is reloaded or a webhook names the source"
+}
+
+// Watch is how a directory source's changes are noticed: a watch on each
+// of its directories (inotify is not recursive), each change rescanning
+// what it touched; the periodic rescan (poll) is the fallback.
+type Watch struct {
+	// Dirs is the number of directories watched (those the walks added; a
+	// directory deleted since is counted until the next walk).
+	Dirs int `json:"dirs"`
+	// Complete: every directory of the source is watched (false while the
+	// source's directory does not exist). While it is, a poll rescans the
+	// whole tree at most every registry.WatchedPoll.
+	Complete bool `json:"complete"`
+	// Exhausted: the kernel refused a watch for lack of room (inotify's
+	// fs.inotify.max_user_watches, or max_user_instances): changes beneath
+	// the directories left unwatched are found only by the periodic
+	// rescan. The walk is tried again every few minutes.
+	Exhausted bool `json:"exhausted,omitempty"`
+	// Blind: some directory is unwatched and the source has no poll
+	// (poll: 0), so changes beneath it are never noticed. An error of the
+	// source, not only a warning.
+	Blind bool `json:"blind,omitempty"`
+	// Error is why some directory is not watched; Hint says what to do.
+	Error   string    `json:"error,omitempty"`
+	ErrorAt time.Time `json:"error_at,omitzero"`
+	Hint    string    `json:"hint,omitempty"`
+	// Overflows counts the kernel's event queue overflowing (events were
+	// lost); each is answered by a full rescan.
+	Overflows int `json:"overflows,omitempty"`
+	// Rescans counts the syncs that rescanned only what changed, and
+	// FullRescans the others (first scan, polls, overflows, reloads).
+	Rescans     int `json:"rescans,omitempty"`
+	FullRescans int `json:"full_rescans,omitempty"`
 }

@@ -183,11 +183,17 @@ var (
 	snapshotDesc = prometheus.NewDesc("skillreg_snapshot_age_seconds", "Age of each source's served snapshot.", []string{"source"}, nil)
 	unsavedDesc  = prometheus.NewDesc("skillreg_catalog_unsaved", "1 while a source's served catalog is not in the store (its persist failed and is being retried).", []string{"source"}, nil)
 	staleDesc    = prometheus.NewDesc("skillreg_catalog_stale", "1 while a source serves a stored catalog older than the one served before the restart, until its resync.", []string{"source"}, nil)
+	watchedDesc  = prometheus.NewDesc("skillreg_source_watched_directories", "Directories watched for changes, by directory source.", []string{"source"}, nil)
+	exhaustDesc  = prometheus.NewDesc("skillreg_source_watch_exhausted", "1 while a directory source could not watch every directory for lack of inotify watches (fs.inotify.max_user_watches); its changes beneath the rest are found by its periodic rescan.", []string{"source"}, nil)
+	blindDesc    = prometheus.NewDesc("skillreg_source_watch_blind", "1 while a directory source has unwatched directories and no poll (poll: 0): changes beneath them are never noticed. An error.", []string{"source"}, nil)
+	overflowDesc = prometheus.NewDesc("skillreg_source_watch_overflows_total", "Overflows of the kernel's event queue of a directory source's watch (each answered by a whole rescan).", []string{"source"}, nil)
+	rescansDesc  = prometheus.NewDesc("skillreg_source_rescans_total", "Syncs of a directory source by scope: changed (only what a watch saw change) or whole (the tree).", []string{"source", "scope"}, nil)
 	stalledDesc  = prometheus.NewDesc("skillreg_source_stalled", "1 while a source's syncs are stalled (a failure retrying cannot mend: invalid_pin, invalid_repository, ref_not_found, repository_not_found, auth_refused, path_missing), by reason.", []string{"source", "reason"}, nil)
 )
 
 func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc, stalledDesc} {
+	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc, stalledDesc,
+		watchedDesc, exhaustDesc, blindDesc, overflowDesc, rescansDesc} {
 		ch <- d
 	}
 }
@@ -210,6 +216,15 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, b2f(st.Stale), st.Source)
 			if st.Stalled != "" {
 				ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, 1, st.Source, string(st.Stalled))
+			}
+			if st.Kind == catalog.KindDir {
+				w := st.Watch
+				ch <- prometheus.MustNewConstMetric(watchedDesc, prometheus.GaugeValue, float64(w.Dirs), st.Source)
+				ch <- prometheus.MustNewConstMetric(exhaustDesc, prometheus.GaugeValue, b2f(w.Exhausted), st.Source)
+				ch <- prometheus.MustNewConstMetric(blindDesc, prometheus.GaugeValue, b2f(w.Blind), st.Source)
+				ch <- prometheus.MustNewConstMetric(overflowDesc, prometheus.CounterValue, float64(w.Overflows), st.Source)
+				ch <- prometheus.MustNewConstMetric(rescansDesc, prometheus.CounterValue, float64(w.Rescans), st.Source, "changed")
+				ch <- prometheus.MustNewConstMetric(rescansDesc, prometheus.CounterValue, float64(w.FullRescans), st.Source, "whole")
 			}
 		}
 	}

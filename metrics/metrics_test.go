@@ -38,3 +38,36 @@ func TestStalledGauge(t *testing.T) {
 		t.Error("a healthy source has a stall series")
 	}
 }
+
+// TestWatchGauges: a directory source's watch state is a metric: the
+// directories watched, exhaustion of the kernel's watches, blindness (no
+// poll to fall back on), overflows and rescans by scope; a git source has
+// none of them.
+func TestWatchGauges(t *testing.T) {
+	t.Parallel()
+	m := New(Options{States: func() []catalog.State {
+		return []catalog.State{
+			{Source: "local", Kind: catalog.KindDir, Watch: catalog.Watch{Dirs: 7, Exhausted: true, Blind: true, Overflows: 2, Rescans: 5, FullRescans: 1}},
+			{Source: "team", Kind: catalog.KindGit},
+		}
+	}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	out := string(b)
+	for _, want := range []string{
+		`skillreg_source_watched_directories{source="local"} 7`,
+		`skillreg_source_watch_exhausted{source="local"} 1`,
+		`skillreg_source_watch_blind{source="local"} 1`,
+		`skillreg_source_watch_overflows_total{source="local"} 2`,
+		`skillreg_source_rescans_total{scope="changed",source="local"} 5`,
+		`skillreg_source_rescans_total{scope="whole",source="local"} 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(out, `watched_directories{source="team"}`) {
+		t.Error("a git source has watch series")
+	}
+}

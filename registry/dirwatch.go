@@ -2,8 +2,14 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -11,72 +17,414 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 )
 
-// watchDebounce gathers the events of one save (editors write, rename and
-// chmod in quick succession) into one sync request.
-const watchDebounce = 150 * time.Millisecond
+// A directory source is watched with one inotify watch per directory
+// (inotify is not recursive). Each event names a path; the paths of one
+// short window are handed to the source's next sync, which rescans only
+// the skills they touch (see rescanDir). Whatever the watcher cannot
+// vouch for (an overflow of the kernel's event queue, too many paths at
+// once) asks for a whole rescan, as does every trigger but a watch's.
 
-// watchDir asks for a sync of a directory source whenever something under
-// it changes. It watches every directory (inotify is not recursive) and
-// adds new ones as they appear. If watching fails (for example when the
-// system's watch limit is reached), the periodic scan (poll) still finds
-// changes; the failure is logged once.
-func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
-	name, root := run.src.Name, run.src.Dir
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		r.log.Warn("cannot watch directory; relying on periodic scans", "source", name, "err", err)
+// watchDebounce gathers the events of one save (editors write, rename and
+// chmod in quick succession) into one sync request. The window opens at
+// the first event and is not extended by later ones: a source changing
+// without pause is still rescanned every window.
+const watchDebounce = 20 * time.Millisecond
+
+// maxRescanPaths bounds the changed paths gathered for one sync; beyond
+// it (a checkout of another branch, an unpacked archive) the whole tree is
+// rescanned.
+const maxRescanPaths = 2048
+
+// watchRetry is how often a watcher that could not watch every directory
+// walks the tree again (the limit may have been raised meanwhile).
+const watchRetry = 2 * time.Minute
+
+func (r *Registry) retryWatch() time.Duration {
+	if r.o.watchRetry > 0 {
+		return r.o.watchRetry
+	}
+	return watchRetry
+}
+
+// dirRescan is what the next sync of a directory source must read: the
+// paths (relative to the root) a watcher saw change since the last sync
+// began, or the whole tree. Guarded by Registry.mu.
+type dirRescan struct {
+	paths map[string]struct{}
+	full  bool
+	// lastFull is when the last whole rescan began.
+	lastFull time.Time
+}
+
+// WatchedPoll is the shortest interval between the whole rescans a poll
+// asks for while every directory of the source is watched: the watch
+// sees each change, and a whole rescan of a large tree costs seconds
+// (the default poll of a directory source is 2s). A source with a longer
+// poll keeps it.
+const WatchedPoll = time.Minute
+
+// watchedLocked reports whether a poll of a directory source may be
+// skipped: every directory is watched and its last whole rescan began
+// less than WatchedPoll ago.
+func (r *Registry) watchedLocked(run *sourceRun) bool {
+	if run.src.Kind != catalog.KindDir || !run.state.Watch.Complete || run.rescan.lastFull.IsZero() {
+		return false
+	}
+	if r.o.Now().Sub(run.rescan.lastFull) >= WatchedPoll {
+		return false
+	}
+	r.log.Debug("poll skipped: every directory is watched", "source", run.src.Name, "last_full_rescan", run.rescan.lastFull)
+	return true
+}
+
+// take returns what to rescan and resets it.
+func (d *dirRescan) take() (paths []string, full bool) {
+	full = d.full
+	if !full {
+		paths = make([]string, 0, len(d.paths))
+		for p := range d.paths {
+			paths = append(paths, p)
+		}
+	}
+	d.paths, d.full = nil, false
+	return paths, full
+}
+
+// requestRescan hands the paths a watcher saw change (or, with full, the
+// whole tree) to the source's next sync and asks for it.
+func (r *Registry) requestRescan(run *sourceRun, paths map[string]struct{}, full bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if run.removed {
 		return
 	}
-	defer w.Close()
-	addTree := func(dir string) {
-		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			if err := w.Add(p); err != nil {
-				r.log.Warn("cannot watch directory; relying on periodic scans", "source", name, "dir", p, "err", err)
-				return filepath.SkipAll
-			}
-			return nil
-		})
+	d := &run.rescan
+	switch {
+	case d.full:
+	case full || len(d.paths)+len(paths) > maxRescanPaths:
+		d.full, d.paths = true, nil
+	default:
+		if d.paths == nil {
+			d.paths = make(map[string]struct{}, len(paths))
+		}
+		for p := range paths {
+			d.paths[p] = struct{}{}
+		}
 	}
-	addTree(root)
-	var timer *time.Timer
-	fire := make(chan struct{}, 1)
+	r.requestLocked(run, catalog.TriggerWatch)
+}
+
+// resyncFile answers a served file that no longer matches what was
+// indexed: a directory source rescans that file's skill (its watcher may
+// not have said so yet, or cannot: a write through mmap sends no event),
+// any other source syncs again.
+func (r *Registry) resyncFile(source, path string) {
+	r.mu.Lock()
+	run, ok := r.sources[source]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	if run.src.Kind != catalog.KindDir {
+		r.RequestSync(source, catalog.TriggerChanged)
+		return
+	}
+	r.requestRescan(run, map[string]struct{}{path: {}}, false)
+}
+
+// dirWatcher is one directory source's watcher.
+type dirWatcher struct {
+	r    *Registry
+	run  *sourceRun
+	name string
+	root string
+	w    *fsnotify.Watcher
+
+	dirs      int   // directories watched
+	err       error // why the last walk stopped short; nil when every directory is watched
+	noRoot    bool  // the source's directory did not exist at the last walk
+	errAt     time.Time
+	overflows int
+}
+
+// watchDir asks for a rescan of what changed under a directory source,
+// watching every directory (but .git) and the new ones as they appear.
+// When a directory cannot be watched (typically the kernel's watch limit,
+// ENOSPC), the source's state says so (State.Watch, shown by /readyz,
+// /sources, diagnose and the metrics), the periodic rescan is what still
+// finds changes beneath the unwatched ones (a source without one is then
+// in error: nothing would), and the walk is tried again every watchRetry.
+func (r *Registry) watchDir(ctx context.Context, run *sourceRun) {
+	dw := &dirWatcher{r: r, run: run, name: run.src.Name, root: filepath.Clean(run.src.Dir)}
+	for {
+		w, err := fsnotify.NewWatcher()
+		if err == nil {
+			dw.w = w
+			break
+		}
+		dw.fail(fmt.Errorf("start watching: %w", err))
+		t := time.NewTimer(r.retryWatch())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	defer dw.w.Close()
+	n, isDir, err := dw.addTree(dw.root)
+	dw.dirs, dw.noRoot = n, !isDir
+	if err != nil {
+		dw.fail(err)
+	} else {
+		dw.report()
+	}
+	if r.o.watching != nil {
+		r.o.watching(dw.name, dw.w)
+	}
+	dw.loop(ctx)
+}
+
+func (dw *dirWatcher) loop(ctx context.Context) {
+	pending := map[string]struct{}{}
+	full := false
+	var renamed []string // names moved away, not yet paired with a new name
+	window := time.NewTimer(time.Hour)
+	window.Stop()
+	armed := false
+	arm := func() {
+		if !armed {
+			window.Reset(watchDebounce)
+			armed = true
+		}
+	}
+	retry := time.NewTimer(dw.r.retryWatch())
+	if dw.err == nil && !dw.noRoot {
+		retry.Stop()
+	}
+	defer window.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
 			return
-		case ev, ok := <-w.Events:
+		case ev, ok := <-dw.w.Events:
 			if !ok {
 				return
+			}
+			rel, ok := dw.rel(ev.Name)
+			if !ok {
+				continue
+			}
+			if ev.Has(fsnotify.Rename) {
+				renamed = append(renamed, ev.Name)
 			}
 			if ev.Has(fsnotify.Create) {
-				addTree(ev.Name)
-			}
-			if timer == nil {
-				timer = time.AfterFunc(watchDebounce, func() {
-					select {
-					case fire <- struct{}{}:
-					default:
+				fi, err := os.Lstat(ev.Name)
+				isDir := err == nil && fi.IsDir()
+				switch {
+				case isDir && len(renamed) > 0:
+					// A directory renamed inside the tree: its
+					// subdirectories' watches still carry the old
+					// names, which events would then report. Drop them
+					// before watching the tree under its new name.
+					dw.dropUnder(renamed)
+					renamed = nil
+				case len(renamed) > 0:
+					renamed = renamed[:len(renamed)-1] // a file renamed (an editor's save)
+				}
+				if isDir {
+					n, _, err := dw.addTree(ev.Name)
+					dw.dirs += n
+					if err != nil && dw.err == nil {
+						dw.fail(err)
+						retry.Reset(dw.r.retryWatch())
 					}
-				})
-			} else {
-				timer.Reset(watchDebounce)
+				}
 			}
-		case err, ok := <-w.Errors:
+			if !full {
+				if len(pending) >= maxRescanPaths {
+					full, pending = true, map[string]struct{}{}
+				} else {
+					pending[rel] = struct{}{}
+				}
+			}
+			arm()
+		case err, ok := <-dw.w.Errors:
 			if !ok {
 				return
 			}
-			r.log.Warn("directory watch error", "source", name, "err", err)
-		case <-fire:
-			r.RequestSync(name, catalog.TriggerWatch)
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				// Events were lost: only a whole rescan knows what changed.
+				dw.overflows++
+				dw.report()
+				dw.r.log.Warn("directory watch overflowed; rescanning the whole tree", "source", dw.name, "err", err)
+				full = true
+				arm()
+				continue
+			}
+			dw.r.log.Warn("directory watch error", "source", dw.name, "err", err)
+		case <-window.C:
+			armed = false
+			if len(renamed) > 0 {
+				dw.dropUnder(renamed) // moved out of the tree
+				renamed = nil
+			}
+			dw.r.requestRescan(dw.run, pending, full)
+			pending, full = map[string]struct{}{}, false
+		case <-retry.C:
+			n, isDir, err := dw.addTree(dw.root)
+			dw.dirs, dw.noRoot = n, !isDir
+			if err != nil {
+				dw.fail(err)
+				retry.Reset(dw.r.retryWatch())
+				continue
+			}
+			if dw.noRoot {
+				dw.report()
+				retry.Reset(dw.r.retryWatch())
+				continue
+			}
+			dw.err = nil
+			dw.report()
+			dw.r.log.Info("watching every directory again", "source", dw.name, "dirs", n)
+			// What changed beneath the unwatched directories went unseen.
+			dw.r.requestRescan(dw.run, nil, true)
 		}
 	}
+}
+
+// rel is an event's path relative to the root, slash-separated.
+func (dw *dirWatcher) rel(name string) (string, bool) {
+	p, err := filepath.Rel(dw.root, name)
+	if err != nil || p == ".." || strings.HasPrefix(p, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	if p == "." {
+		return "", true
+	}
+	return filepath.ToSlash(p), true
+}
+
+// add watches one directory.
+func (dw *dirWatcher) add(dir string) error {
+	if hook := dw.r.o.watchAdd; hook != nil {
+		if err := hook(dir); err != nil {
+			return err
+		}
+	}
+	return dw.w.Add(dir)
+}
+
+// addTree watches dir and every directory beneath it but .git, and
+// returns how many it watched and whether dir is a directory. It stops at
+// the first directory the kernel refuses (the others would be refused
+// too); a directory removed meanwhile is skipped.
+func (dw *dirWatcher) addTree(dir string) (n int, isDir bool, err error) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil || !d.IsDir() {
+			return nil
+		}
+		if p == dir {
+			isDir = true
+		}
+		if d.Name() == ".git" && p != dw.root {
+			return filepath.SkipDir
+		}
+		if aerr := dw.add(p); aerr != nil {
+			if errors.Is(aerr, fs.ErrNotExist) {
+				return filepath.SkipDir
+			}
+			err = fmt.Errorf("watch %s: %w", p, aerr)
+			return filepath.SkipAll
+		}
+		n++
+		return nil
+	})
+	return n, isDir, err
+}
+
+// dropUnder removes the watches of the given paths and everything beneath
+// them (a directory renamed or moved out). It lists every watch, which
+// only a directory's rename costs.
+func (dw *dirWatcher) dropUnder(names []string) {
+	for _, p := range dw.w.WatchList() {
+		for _, n := range names {
+			if p == n || strings.HasPrefix(p, n+string(filepath.Separator)) {
+				if dw.w.Remove(p) == nil {
+					dw.dirs--
+				}
+				break
+			}
+		}
+	}
+}
+
+// exhausted reports whether a watch failed for lack of room in the
+// kernel: ENOSPC is max_user_watches, EMFILE max_user_instances.
+func exhausted(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE)
+}
+
+// fail records why some directory is not watched, reports it and logs it
+// (once per failure: a retry that fails again the same way is quiet).
+func (dw *dirWatcher) fail(err error) {
+	again := dw.err != nil && dw.err.Error() == err.Error()
+	dw.err = err
+	if !again {
+		dw.errAt = dw.r.o.Now()
+	}
+	blind := dw.report()
+	if again {
+		return
+	}
+	if blind {
+		dw.r.log.Error("cannot watch every directory and the source has no poll: changes beneath the unwatched ones are never noticed",
+			"source", dw.name, "dirs", dw.dirs, "err", err)
+		return
+	}
+	dw.r.log.Warn("cannot watch every directory; changes beneath the unwatched ones are found by the periodic rescan",
+		"source", dw.name, "dirs", dw.dirs, "poll", dw.run.src.Poll, "err", err)
+}
+
+// report makes the watcher's state the source's State.Watch (the sync
+// counters are the sync's) and returns whether the source is blind.
+func (dw *dirWatcher) report() (blind bool) {
+	r := dw.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := dw.run.state.Watch
+	w.Dirs, w.Complete, w.Overflows = dw.dirs, dw.err == nil && !dw.noRoot, dw.overflows
+	w.Exhausted, w.Blind, w.Error, w.ErrorAt, w.Hint = false, false, "", time.Time{}, ""
+	if dw.err != nil {
+		poll := dw.run.src.Poll
+		w.Exhausted = exhausted(dw.err)
+		w.Blind = poll <= 0
+		w.Error = r.cleanError(dw.err.Error())
+		w.ErrorAt = dw.errAt
+		w.Hint = watchHint(w.Exhausted, poll)
+	}
+	dw.run.state.Watch = w
+	return w.Blind
+}
+
+// watchHint says what an unwatched directory means and what to do.
+func watchHint(exhausted bool, poll time.Duration) string {
+	var b strings.Builder
+	if exhausted {
+		b.WriteString("the kernel's inotify watch limit is reached")
+		if n, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+			b.WriteString(" (fs.inotify.max_user_watches = " + strings.TrimSpace(string(n)) + ")")
+		}
+		b.WriteString("; raise it (sysctl -w fs.inotify.max_user_watches=524288, or more: one a directory, for every process of the user)")
+	} else {
+		b.WriteString("a directory could not be watched")
+	}
+	if poll > 0 {
+		b.WriteString("; meanwhile changes beneath the unwatched directories are found by the rescan every " + poll.String())
+	} else {
+		b.WriteString("; the source has no poll (poll: 0), so changes beneath the unwatched directories are never noticed: fix that, or set a poll")
+	}
+	b.WriteString("; the watches are tried again every " + strconv.Itoa(int(watchRetry/time.Minute)) + " minutes")
+	return b.String()
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/redact"
@@ -86,6 +88,16 @@ type Options struct {
 
 	// gitRepos, set by tests, stands in for Git with in-memory remotes.
 	gitRepos func(url string) (GitRepo, error)
+	// dirTree and watchAdd, set by tests, see what a directory source's
+	// syncs read (dirTree wraps the tree they index) and stand in for the
+	// kernel refusing a watch (a non-nil error is the Add's).
+	dirTree  func(skill.Tree) skill.Tree
+	watchAdd func(path string) error
+	// watching, set by tests, is given each directory watcher once it
+	// has walked the tree (to inject an event queue overflow), and
+	// watchRetry replaces the walk's retry interval.
+	watching   func(source string, w *fsnotify.Watcher)
+	watchRetry time.Duration
 	// beforeCheck, set by tests, is called before the background check
 	// of a restored directory source.
 	beforeCheck func(source string)
@@ -134,6 +146,7 @@ type sourceRun struct {
 	ctx     context.Context    // theirs, ended by stop
 	retry   *time.Timer
 	removed bool
+	rescan  dirRescan // what the next sync of a directory source rescans (dirwatch.go)
 	// held: restored, its files not checked yet; its watch and its
 	// first sync wait for the check (restore.go).
 	held bool
@@ -169,6 +182,7 @@ func New(o Options) *Registry {
 		ContentCacheBytes: o.ContentCacheBytes,
 		OnSwap:            o.OnSwap,
 		Resync:            r.RequestSync,
+		ResyncFile:        r.resyncFile,
 		Now:               o.Now,
 	})
 	return r
@@ -226,7 +240,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			r.stopLocked(run)
 			replaced[s.Name] = true
 		}
-		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}}
+		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}, rescan: dirRescan{full: true}}
 		if s.Git != nil {
 			run.state.Repository = s.Git.Repo.URL()
 		}
@@ -398,6 +412,9 @@ func (r *Registry) requestPoll(run *sourceRun) {
 		r.log.Debug("poll skipped: waiting for the retry", "source", run.src.Name, "next_retry", next)
 		return
 	}
+	if r.watchedLocked(run) {
+		return // dirwatch.go: the watch sees each change
+	}
 	r.requestLocked(run, catalog.TriggerPoll)
 }
 
@@ -418,6 +435,9 @@ func (r *Registry) RequestSync(name string, why catalog.Trigger) {
 func (r *Registry) requestLocked(run *sourceRun, why catalog.Trigger) {
 	name := run.src.Name
 	r.log.Debug("sync requested", "source", name, "reason", why.String())
+	if why != catalog.TriggerWatch {
+		run.rescan.full = true // only a watch names what changed
+	}
 	if why.Urgent() {
 		run.urgent = true
 	}
@@ -540,6 +560,9 @@ func (r *Registry) SyncNow(ctx context.Context, name string) error {
 	if !ok {
 		return fmt.Errorf("sync %s: %w", name, ErrSourceUnknown)
 	}
+	r.mu.Lock()
+	run.rescan.full = true
+	r.mu.Unlock()
 	return r.syncOne(ctx, run)
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -72,9 +74,9 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	before, start := r.begin(run)
+	before, start, scan := r.begin(run)
 	prev, _ := r.Current().Snapshot(src.Name)
-	snap, err := r.produce(sctx, &src, prev)
+	snap, err := r.produce(sctx, &src, prev, scan)
 	if snap != nil && snap.Kind == catalog.KindGit {
 		// Held since its fetch; once swapped in (or dropped) a retained
 		// generation keeps it, or nothing needs it.
@@ -123,15 +125,33 @@ func (r *Registry) removed(run *sourceRun) bool {
 	return run.removed
 }
 
-// begin marks the source as syncing and returns its state from before
-// and the sync's start.
-func (r *Registry) begin(run *sourceRun) (before catalog.State, start time.Time) {
+// begin marks the source as syncing and returns its state from before,
+// the sync's start and, for a directory source, what it rescans: taken
+// here, before anything is read, so a change the watcher reports from now
+// on is the next sync's.
+func (r *Registry) begin(run *sourceRun) (before catalog.State, start time.Time, scan rescan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before, start = run.state, r.o.Now()
 	run.state.LastStart = start
 	run.state.Syncing = true
-	return before, start
+	scan.paths, scan.full = run.rescan.take()
+	if run.src.Kind == catalog.KindDir {
+		if scan.full {
+			run.rescan.lastFull = start
+			run.state.Watch.FullRescans++
+		} else if len(scan.paths) > 0 {
+			run.state.Watch.Rescans++
+		}
+	}
+	return before, start, scan
+}
+
+// rescan is what one sync of a directory source reads: the whole tree,
+// or what is under the paths a watcher saw change.
+type rescan struct {
+	paths []string
+	full  bool
 }
 
 // abandon undoes begin for a sync the registry's shutdown stopped: it is
@@ -225,6 +245,7 @@ func (r *Registry) persistStep(run *sourceRun, o outcome, next catalog.State) (p
 	if r.removed(run) {
 		return nil, false
 	}
+	next.Watch = catalog.Watch{} // the running watcher's, not the source's history
 	if o.snap != nil {
 		return r.storeSnapshot(o.snap, next), true
 	}
@@ -245,8 +266,10 @@ func (r *Registry) record(run *sourceRun, o outcome, next catalog.State, persist
 		r.mu.Unlock()
 		return
 	}
-	// Since nextState, only the poller has written the state (NextPoll).
+	// Since nextState, only the poller (NextPoll) and the watcher (Watch)
+	// have written the state.
 	next.NextPoll = run.state.NextPoll
+	next.Watch = run.state.Watch
 	var note persistNote
 	stored := o.snap != nil && r.o.Store != nil
 	if stored {
@@ -327,11 +350,14 @@ func stallReason(err error) catalog.StallReason {
 }
 
 // produce builds a new snapshot of src, or returns nil when nothing changed.
-func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot) (*catalog.Snapshot, error) {
+func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, scan rescan) (*catalog.Snapshot, error) {
 	switch src.Kind {
 	case catalog.KindDir:
 		if _, err := os.Stat(src.Dir); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("source %s: %s: %w", src.Name, src.Dir, errDirMissing)
+		}
+		if prev != nil && !scan.full {
+			return r.rescanDir(ctx, src, prev, scan.paths)
 		}
 		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
 	case catalog.KindEmbedded:
@@ -356,7 +382,11 @@ func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *cat
 		// files on disk may no longer hold by the time they are read.
 		o.Keep = r.live.Keep
 	}
-	res, err := skill.Index(ctx, tree, o)
+	indexed := tree
+	if src.Kind == catalog.KindDir {
+		indexed = r.dirTree(tree)
+	}
+	res, err := skill.Index(ctx, indexed, o)
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", src.Name, err)
 	}
@@ -374,4 +404,122 @@ func sameResult(prev *catalog.Snapshot, res *skill.Result) bool {
 		return false
 	}
 	return slices.EqualFunc(res.Excluded, prev.Excluded, func(a, b skill.Exclusion) bool { return a == b })
+}
+
+// dirTree is the tree a directory source's sync indexes (wrapped by tests;
+// the snapshot keeps the tree itself).
+func (r *Registry) dirTree(t skill.Tree) skill.Tree {
+	if r.o.dirTree != nil {
+		return r.o.dirTree(t)
+	}
+	return t
+}
+
+// rescanDir is the index step of a directory source when a watcher named
+// what changed: only the skills those paths touch are listed and indexed
+// (see rescanScopes), and the next snapshot shares every other skill value
+// with prev. It returns nil when the rescan found what prev holds.
+func (r *Registry) rescanDir(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, paths []string) (*catalog.Snapshot, error) {
+	if len(paths) == 0 {
+		return nil, nil // what was asked for was read by the sync before
+	}
+	scopes := rescanScopes(prev, paths)
+	if slices.Contains(scopes, "") {
+		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+	}
+	in := func(p string) bool {
+		for _, sc := range scopes {
+			if catalog.InScope(p, sc) {
+				return true
+			}
+		}
+		return false
+	}
+	var before []*skill.Skill
+	for _, sk := range prev.Skills {
+		if in(sk.Path) {
+			before = append(before, sk)
+		}
+	}
+	var excludedBefore []skill.Exclusion
+	for _, ex := range prev.Excluded {
+		if in(ex.Path) {
+			excludedBefore = append(excludedBefore, ex)
+		}
+	}
+	tree := r.dirTree(skill.DirSubtrees{DirTree: skill.DirTree{Root: src.Dir}, Paths: scopes})
+	res, err := skill.Index(ctx, tree, skill.Options{
+		Cache: r.o.Digests, RootName: src.Name, Previous: before,
+		// The bytes read are those of what changed: keep them (see indexTree).
+		Keep: r.live.Keep,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index %s (rescan of %d paths): %w", src.Name, len(scopes), err)
+	}
+	if res.Stats.Reused == len(before) && len(res.Skills) == len(before) &&
+		slices.EqualFunc(res.Excluded, excludedBefore, func(a, b skill.Exclusion) bool { return a == b }) {
+		return nil, nil
+	}
+	return prev.Replace(scopes, res.Skills, res.Excluded, res.Stats, r.o.Now()), nil
+}
+
+// rescanScopes turns changed paths into the subtrees to rescan: for each
+// path, the outermost skill of prev that encloses it (a skill's files are
+// its enclosing skills' too; an excluded skill counts), or the directory of a SKILL.md (it may have
+// become, or stopped being, a skill), or the path itself (a directory
+// created, removed or renamed, with whatever skills lie beneath). No
+// scope lies inside another. "" (the whole tree) is a scope when the
+// source has a root skill, or the root itself changed.
+func rescanScopes(prev *catalog.Snapshot, paths []string) []string {
+	// A skill excluded is one too: a change may mend it.
+	isSkill := func(dir string) bool {
+		if _, ok := prev.SkillAt(dir); ok {
+			return true
+		}
+		_, ok := slices.BinarySearchFunc(prev.Excluded, dir, func(ex skill.Exclusion, p string) int { return strings.Compare(ex.Path, p) })
+		return ok
+	}
+	if isSkill("") {
+		return []string{""}
+	}
+	set := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		scope := p
+		if base := path.Base(p); base == "SKILL.md" {
+			scope = path.Dir(p)
+			if scope == "." {
+				return []string{""}
+			}
+		}
+		if scope == "" {
+			return []string{""}
+		}
+		for i := 0; i < len(scope); i++ {
+			if scope[i] != '/' {
+				continue
+			}
+			if isSkill(scope[:i]) {
+				scope = scope[:i]
+				break
+			}
+		}
+		set[scope] = true
+	}
+	out := make([]string, 0, len(set))
+	for sc := range set {
+		inside := false
+		for d := sc; !inside; {
+			i := strings.LastIndexByte(d, '/')
+			if i < 0 {
+				break
+			}
+			d = d[:i]
+			inside = set[d]
+		}
+		if !inside {
+			out = append(out, sc)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -387,3 +387,93 @@ func (t FSTree) Entries(ctx context.Context) ([]Entry, error) {
 
 // Open opens a file of the file system.
 func (t FSTree) Open(id string) (io.ReadCloser, error) { return t.FS.Open(id) }
+
+// DirSubtrees is a DirTree that lists only some of its subtrees: the entry
+// at each of Paths (slash paths relative to Root) and everything beneath
+// it. It reads any file of the tree, as DirTree does. A rescan of what a
+// watcher saw change lists these instead of the whole directory.
+type DirSubtrees struct {
+	DirTree
+	// Paths to list; one inside another is listed once. A path that does
+	// not exist, or whose parent is no longer a directory, lists nothing;
+	// "" lists the whole tree.
+	Paths []string
+}
+
+// Entries lists the subtrees, sorted by path. No component of a path below
+// the root is followed if it is a symbolic link: a path under one lists
+// nothing (the link itself is listed where its own path is asked for).
+func (d DirSubtrees) Entries(ctx context.Context) ([]Entry, error) {
+	paths := slices.Clone(d.Paths)
+	slices.Sort(paths)
+	w := &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	last := "\x00"
+	for _, p := range paths {
+		if p == "" {
+			return d.DirTree.Entries(ctx)
+		}
+		if !fs.ValidPath(p) {
+			return nil, fmt.Errorf("walk %s: %q: invalid path", d.Root, p)
+		}
+		if last != "\x00" && (p == last || strings.HasPrefix(p, last+"/")) {
+			continue // inside the one listed before
+		}
+		last = p
+		if err := d.listOne(w, p); err != nil {
+			w.wg.Wait()
+			return nil, fmt.Errorf("walk %s: %w", d.Root, err)
+		}
+	}
+	w.wg.Wait()
+	if w.err != nil {
+		return nil, fmt.Errorf("walk %s: %w", d.Root, w.err)
+	}
+	slices.SortFunc(w.out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	return w.out, nil
+}
+
+// listOne adds the entry at p and, for a directory, everything beneath it.
+func (d DirSubtrees) listOne(w *dirWalker, p string) error {
+	parent, base := "", p
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		parent, base = p[:i], p[i+1:]
+	}
+	fd, err := openDir(unix.AT_FDCWD, d.Root, false)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: d.Root, Err: err}
+	}
+	if parent != "" {
+		for _, c := range strings.Split(parent, "/") {
+			if c == ".git" {
+				unix.Close(fd)
+				return nil // the walk never descends into a checkout's metadata
+			}
+			next, err := openDir(fd, c, true)
+			unix.Close(fd)
+			switch err {
+			case nil:
+				fd = next
+			case unix.ENOENT, unix.ENOTDIR, unix.ELOOP:
+				return nil // gone, or no longer a directory: nothing beneath
+			default:
+				return &fs.PathError{Op: "open", Path: parent, Err: err}
+			}
+		}
+	}
+	e, child, ok := w.entry(fd, parent, base, unix.DT_UNKNOWN)
+	unix.Close(fd)
+	if !ok {
+		return nil // w.err says why
+	}
+	if e.Path == "" {
+		return nil
+	}
+	w.mu.Lock()
+	w.out = append(w.out, e)
+	w.mu.Unlock()
+	if child >= 0 {
+		w.wg.Add(1)
+		w.walk(child, e.Path)
+	}
+	return nil
+}

@@ -1,0 +1,465 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/testkit"
+	"github.com/skillreg/skillreg/skill"
+)
+
+// countedTree records what a sync's index lists and opens.
+type countedTree struct {
+	skill.Tree
+	c *treeCounts
+}
+
+type treeCounts struct {
+	mu     sync.Mutex
+	listed []string
+	opened []string
+}
+
+func (c *treeCounts) reset() (listed, opened []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed, opened = c.listed, c.opened
+	c.listed, c.opened = nil, nil
+	return listed, opened
+}
+
+func (t countedTree) Entries(ctx context.Context) ([]skill.Entry, error) {
+	es, err := t.Tree.Entries(ctx)
+	t.c.mu.Lock()
+	for _, e := range es {
+		t.c.listed = append(t.c.listed, e.Path)
+	}
+	t.c.mu.Unlock()
+	return es, err
+}
+
+func (t countedTree) Open(id string) (io.ReadCloser, error) {
+	t.c.mu.Lock()
+	t.c.opened = append(t.c.opened, id)
+	t.c.mu.Unlock()
+	return t.Tree.Open(id)
+}
+
+// corpus writes groups of skills shaped like the scale corpus: SKILL.md,
+// references/guide.md, scripts/run.sh.
+func corpus(t *testing.T, root string, groups, perGroup int) {
+	files := map[string]string{}
+	for g := range groups {
+		for s := range perGroup {
+			dir := fmt.Sprintf("g%d/s%d", g, s)
+			files[dir+"/SKILL.md"] = testkit.SkillMD(fmt.Sprintf("s%d", s))
+			files[dir+"/references/guide.md"] = "guide of " + dir
+			files[dir+"/scripts/run.sh"] = "echo " + dir
+		}
+	}
+	testkit.WriteFiles(t, root, files)
+}
+
+type watched struct {
+	r       *Registry
+	root    string
+	counts  *treeCounts
+	watcher chan *fsnotify.Watcher
+}
+
+// startWatched runs a registry over one directory source and waits for
+// its first sync and its watcher's first walk.
+func startWatched(t *testing.T, poll time.Duration, o Options, write func(root string)) *watched {
+	t.Helper()
+	w := &watched{root: t.TempDir(), counts: &treeCounts{}, watcher: make(chan *fsnotify.Watcher, 1)}
+	write(w.root)
+	o.dirTree = func(tr skill.Tree) skill.Tree { return countedTree{tr, w.counts} }
+	o.watching = func(_ string, fw *fsnotify.Watcher) { w.watcher <- fw }
+	w.r = New(o)
+	w.r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: w.root, Poll: poll}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitUntil(t, "the first sync", func() bool { return w.state().LastResult == catalog.ResultUpdated })
+	return w
+}
+
+func (w *watched) state() catalog.State { return w.r.States()[0] }
+
+func (w *watched) snap() *catalog.Snapshot {
+	s, _ := w.r.Current().Snapshot("local")
+	return s
+}
+
+func digestOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// servesDigest reports whether the served file at p has the digest.
+func (w *watched) servesDigest(p, digest string) bool {
+	f, err := w.r.Current().File(catalog.Filter{}, catalog.FileURI("local", p))
+	return err == nil && f.File.Digest == digest
+}
+
+// summary is what a snapshot serves, to compare with a whole index.
+func summary(skills []*skill.Skill, excluded []skill.Exclusion) string {
+	var b strings.Builder
+	for _, sk := range skills {
+		b.WriteString(sk.Path + ":")
+		for _, f := range sk.Files {
+			b.WriteString(" " + f.Path + "=" + f.Digest[:15])
+		}
+		b.WriteString("\n")
+	}
+	for _, ex := range excluded {
+		b.WriteString("excluded " + ex.Path + " " + string(ex.Problem.Rule) + "\n")
+	}
+	return b.String()
+}
+
+// matchesTree reports whether the served snapshot is what a whole index
+// of the tree finds now.
+func (w *watched) matchesTree(t *testing.T) (bool, string) {
+	res, err := skill.Index(context.Background(), skill.DirTree{Root: w.root}, skill.Options{RootName: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := summary(res.Skills, res.Excluded)
+	s := w.snap()
+	got := summary(s.Skills, s.Excluded)
+	return got == want, "served:\n" + got + "tree:\n" + want
+}
+
+func (w *watched) waitMatches(t *testing.T, what string) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(testkit.WaitTimeout)
+	for {
+		ok, diff := w.matchesTree(t)
+		if ok {
+			return
+		}
+		last = diff
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the served catalog never matched the tree:\n%s", what, last)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestWatchedChangeRescansOneSkill: a change to one file of one skill of
+// a watched source lists only that skill's entries and reads only its
+// files, and the next snapshot shares every other skill value.
+func TestWatchedChangeRescansOneSkill(t *testing.T) {
+	t.Parallel()
+	w := startWatched(t, 0, Options{}, func(root string) { corpus(t, root, 4, 10) })
+	<-w.watcher
+	before := w.snap()
+	w.counts.reset()
+
+	testkit.WriteFiles(t, w.root, map[string]string{"g2/s7/references/guide.md": "a new guide"})
+	testkit.WaitUntil(t, "the change served", func() bool {
+		return w.servesDigest("g2/s7/references/guide.md", digestOf("a new guide"))
+	})
+	listed, opened := w.counts.reset()
+	for _, p := range listed {
+		if !catalog.InScope(p, "g2/s7") {
+			t.Errorf("the rescan listed %s, outside the changed skill", p)
+		}
+	}
+	if len(listed) == 0 || len(listed) > 6 {
+		t.Errorf("the rescan listed %d entries (%v), want the changed skill's directory and its 5 entries at most", len(listed), listed)
+	}
+	// SKILL.md is always read again (its frontmatter), the changed file
+	// because its key moved; scripts/run.sh is known by its key.
+	if len(opened) == 0 || len(opened) > 2 {
+		t.Errorf("the rescan opened %d files (%v), want the changed skill's SKILL.md and guide.md at most", len(opened), opened)
+	}
+	after := w.snap()
+	if len(after.Skills) != len(before.Skills) {
+		t.Fatalf("%d skills, then %d", len(before.Skills), len(after.Skills))
+	}
+	for i, sk := range after.Skills {
+		if (sk != before.Skills[i]) != (sk.Path == "g2/s7") {
+			t.Errorf("skill %s: rebuilt %v", sk.Path, sk != before.Skills[i])
+		}
+	}
+	if st := w.state().Watch; st.FullRescans != 1 || st.Rescans < 1 || !st.Complete || st.Dirs != 1+4+40*3 {
+		t.Errorf("watch state %+v, want one whole scan, a rescan, %d directories", st, 1+4+40*3)
+	}
+}
+
+// TestWatchedChanges: skills created, deleted, nested, renamed with their
+// group, mended from an exclusion, and a group turned into a skill: each
+// served as a whole index of the tree finds it, without a whole rescan.
+func TestWatchedChanges(t *testing.T) {
+	t.Parallel()
+	w := startWatched(t, 0, Options{}, func(root string) { corpus(t, root, 4, 3) })
+	<-w.watcher
+	for _, step := range []struct {
+		name   string
+		change func()
+	}{
+		{"a file changed", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g0/s0/scripts/run.sh": "echo changed"})
+		}},
+		{"a new skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/new/SKILL.md": testkit.SkillMD("new"), "g1/new/references/a.md": "a"})
+		}},
+		{"a skill deleted", func() {
+			if err := os.RemoveAll(filepath.Join(w.root, "g2/s1")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a nested skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g0/s2/inner/SKILL.md": testkit.SkillMD("inner")})
+		}},
+		{"a nested skill's file", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g0/s2/inner/x.md": "x"})
+		}},
+		{"a nested skill removed", func() {
+			if err := os.Remove(filepath.Join(w.root, "g0/s2/inner/SKILL.md")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a group renamed", func() {
+			if err := os.Rename(filepath.Join(w.root, "g3"), filepath.Join(w.root, "g9")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a change inside the renamed group", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g9/s1/references/guide.md": "after the rename"})
+		}},
+		{"a skill moved in", func() {
+			out := t.TempDir()
+			testkit.WriteFiles(t, out, map[string]string{"moved/SKILL.md": testkit.SkillMD("moved"), "moved/deep/er/f.md": "f"})
+			if err := os.Rename(filepath.Join(out, "moved"), filepath.Join(w.root, "g1/moved")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a change deep inside the moved-in skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/moved/deep/er/f.md": "f2"})
+		}},
+		{"an excluded skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/bad/SKILL.md": testkit.SkillMD("wrong"), "g1/bad/refs/r.md": "r"})
+		}},
+		{"a file of the excluded skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/bad/refs/r.md": "r2"})
+		}},
+		{"the excluded skill mended", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/bad/SKILL.md": testkit.SkillMD("bad")})
+		}},
+		{"a group becomes a skill", func() {
+			testkit.WriteFiles(t, w.root, map[string]string{"g2/SKILL.md": testkit.SkillMD("g2")})
+		}},
+	} {
+		rescans := w.state().Watch.Rescans
+		step.change()
+		testkit.WaitUntil(t, step.name+": a rescan", func() bool { return w.state().Watch.Rescans > rescans })
+		w.waitMatches(t, step.name)
+	}
+	if s := w.snap(); len(s.Excluded) != 0 {
+		t.Errorf("excluded at the end: %+v", s.Excluded)
+	}
+	if _, ok := w.snap().SkillAt("g9/s1"); !ok {
+		t.Error("g9/s1 not served after the rename")
+	}
+	if st := w.state().Watch; st.FullRescans != 1 {
+		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
+	}
+}
+
+// TestWatchOverflowRescansAll: an overflow of the kernel's event queue
+// (events lost) rescans the whole tree, and so finds a change no event
+// reported.
+func TestWatchOverflowRescansAll(t *testing.T) {
+	t.Parallel()
+	w := startWatched(t, 0, Options{}, func(root string) { corpus(t, root, 2, 2) })
+	fw := <-w.watcher
+	// Unwatch one directory: its change reaches no event, as if lost.
+	if err := fw.Remove(filepath.Join(w.root, "g1/s0/references")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFiles(t, w.root, map[string]string{"g1/s0/references/guide.md": "unseen"})
+	fw.Errors <- fsnotify.ErrEventOverflow
+	testkit.WaitUntil(t, "the unseen change served", func() bool {
+		return w.servesDigest("g1/s0/references/guide.md", digestOf("unseen"))
+	})
+	if st := w.state().Watch; st.FullRescans != 2 || st.Overflows != 1 {
+		t.Errorf("watch state %+v, want a second whole rescan and one overflow", st)
+	}
+}
+
+// TestWatchExhausted: when the kernel refuses watches (ENOSPC, the
+// inotify limit), the source's state says so: exhausted with a hint,
+// blind (an error) when nothing polls; the watches set up still rescan
+// what they see; and once the retry can watch everything, the state
+// clears and the whole tree is rescanned (changes went unseen).
+func TestWatchExhausted(t *testing.T) {
+	t.Parallel()
+	for _, poll := range []time.Duration{time.Hour, 0} {
+		t.Run(poll.String(), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			// As the kernel does: a directory already watched costs no
+			// new watch.
+			limit := 3
+			added := map[string]bool{}
+			o := Options{watchRetry: 20 * time.Millisecond, watchAdd: func(p string) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if !added[p] && len(added) >= limit {
+					return syscall.ENOSPC
+				}
+				added[p] = true
+				return nil
+			}}
+			w := startWatched(t, poll, o, func(root string) { corpus(t, root, 2, 2) })
+			<-w.watcher
+			st := w.state().Watch
+			if !st.Exhausted || st.Complete || st.Dirs != 3 || st.Blind != (poll == 0) ||
+				!strings.Contains(st.Error, "no space left on device") || !strings.Contains(st.Hint, "max_user_watches") {
+				t.Fatalf("watch state %+v", st)
+			}
+			if poll == 0 && !strings.Contains(st.Hint, "never noticed") {
+				t.Errorf("hint of a blind source: %s", st.Hint)
+			}
+			// root, g0, g0/s0 are watched: a change there is still seen.
+			testkit.WriteFiles(t, w.root, map[string]string{"g0/s0/SKILL.md": testkit.SkillMD("s0") + "more\n"})
+			testkit.WaitUntil(t, "the watched change served", func() bool {
+				return w.servesDigest("g0/s0/SKILL.md", digestOf(testkit.SkillMD("s0")+"more\n"))
+			})
+			if st := w.state().Watch; st.FullRescans != 1 {
+				t.Errorf("%d whole rescans before the limit was raised", st.FullRescans)
+			}
+
+			testkit.WriteFiles(t, w.root, map[string]string{"g1/s1/scripts/run.sh": "unseen"})
+			mu.Lock()
+			limit = 1000
+			mu.Unlock()
+			testkit.WaitUntil(t, "every directory watched", func() bool { return w.state().Watch.Complete })
+			testkit.WaitUntil(t, "the unseen change served", func() bool {
+				return w.servesDigest("g1/s1/scripts/run.sh", digestOf("unseen"))
+			})
+			if st := w.state().Watch; st.Exhausted || st.Blind || st.Error != "" || st.Hint != "" || st.FullRescans != 2 {
+				t.Errorf("watch state after the limit was raised: %+v", st)
+			}
+		})
+	}
+}
+
+// TestRescanScopes: what a changed path rescans.
+func TestRescanScopes(t *testing.T) {
+	t.Parallel()
+	snap := catalog.NewSnapshot(&catalog.Snapshot{
+		Skills:   []*skill.Skill{{Path: "g/a"}, {Path: "g/a/in"}, {Path: "g/b"}},
+		Excluded: []skill.Exclusion{{Path: "g/bad"}},
+	}, nil)
+	for _, c := range []struct {
+		paths []string
+		want  []string
+	}{
+		{[]string{"g/a/references/x.md"}, []string{"g/a"}},
+		{[]string{"g/a/in/x.md", "g/a/in"}, []string{"g/a"}},
+		{[]string{"g/b/SKILL.md", "g/c/SKILL.md"}, []string{"g/b", "g/c"}},
+		{[]string{"g/new", "g/new/SKILL.md"}, []string{"g/new"}},
+		{[]string{"g/bad/refs/r.md"}, []string{"g/bad"}},
+		{[]string{"g/SKILL.md", "g/a/x"}, []string{"g"}},
+		{[]string{"docs/readme.md"}, []string{"docs/readme.md"}},
+		{[]string{"SKILL.md"}, []string{""}},
+		{[]string{"g/a", ""}, []string{""}},
+	} {
+		if got := rescanScopes(snap, c.paths); !slices.Equal(got, c.want) {
+			t.Errorf("rescanScopes(%v) = %v, want %v", c.paths, got, c.want)
+		}
+	}
+	root := catalog.NewSnapshot(&catalog.Snapshot{Skills: []*skill.Skill{{Path: ""}, {Path: "x"}}}, nil)
+	if got := rescanScopes(root, []string{"x/y"}); !slices.Equal(got, []string{""}) {
+		t.Errorf("with a root skill: %v", got)
+	}
+}
+
+// TestChangedFileRescansItsSkill: a served file that no longer matches
+// (changed with no event, as a write through mmap sends none) rescans
+// that file's skill, not the tree.
+func TestChangedFileRescansItsSkill(t *testing.T) {
+	t.Parallel()
+	w := startWatched(t, 0, Options{}, func(root string) { corpus(t, root, 2, 3) })
+	fw := <-w.watcher
+	if err := fw.Remove(filepath.Join(w.root, "g1/s2/references")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WriteFiles(t, w.root, map[string]string{"g1/s2/references/guide.md": "no event"})
+	w.counts.reset()
+	f, err := w.r.Current().File(catalog.Filter{}, catalog.FileURI("local", "g1/s2/references/guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.r.ReadFile(context.Background(), f); !errors.Is(err, catalog.ErrChanged) {
+		t.Fatalf("read of a changed file: %v", err)
+	}
+	testkit.WaitUntil(t, "the change served", func() bool {
+		return w.servesDigest("g1/s2/references/guide.md", digestOf("no event"))
+	})
+	listed, _ := w.counts.reset()
+	for _, p := range listed {
+		if !catalog.InScope(p, "g1/s2") {
+			t.Errorf("the rescan listed %s, outside the changed skill", p)
+		}
+	}
+	if st := w.state().Watch; st.FullRescans != 1 {
+		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
+	}
+}
+
+// TestWatchedPollSkipped: while every directory is watched, polls of a
+// short interval do not rescan the whole tree (the watch sees each
+// change); while some directory is not, they do.
+func TestWatchedPollSkipped(t *testing.T) {
+	t.Parallel()
+	for _, complete := range []bool{true, false} {
+		t.Run(fmt.Sprint(complete), func(t *testing.T) {
+			t.Parallel()
+			var o Options
+			if !complete {
+				o.watchAdd = func(p string) error {
+					if strings.HasSuffix(p, "scripts") {
+						return syscall.ENOSPC
+					}
+					return nil
+				}
+			}
+			w := startWatched(t, 5*time.Millisecond, o, func(root string) { corpus(t, root, 1, 2) })
+			<-w.watcher
+			// Wait for several polls: each sets NextPoll anew.
+			seen := map[time.Time]bool{}
+			testkit.WaitUntil(t, "six polls", func() bool {
+				seen[w.state().NextPoll] = true
+				return len(seen) > 6
+			})
+			if got := w.state().Watch.FullRescans; complete && got != 1 {
+				t.Errorf("%d whole rescans while every directory is watched, want only the first", got)
+			}
+			if !complete {
+				testkit.WaitUntil(t, "polls rescanning the whole tree", func() bool { return w.state().Watch.FullRescans > 2 })
+			}
+		})
+	}
+}
