@@ -26,9 +26,24 @@ func docsFromFS(t testing.TB, source string, fsys fs.FS) []search.Doc {
 	}
 	docs := make([]search.Doc, 0, len(res.Skills))
 	for _, sk := range res.Skills {
-		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk))
+		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk, bodyOf(t, fsys, sk)))
 	}
 	return docs
+}
+
+// bodyOf reads a skill's body from the tree it was indexed from, as the
+// catalog does (a skill value holds no body).
+func bodyOf(t testing.TB, fsys fs.FS, sk *skill.Skill) string {
+	t.Helper()
+	data, err := fs.ReadFile(fsys, path.Join(sk.Path, "SKILL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := skill.SkillMDBody(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 // split spreads docs over n segments, round robin.

@@ -261,7 +261,7 @@ func TestFromSkill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := search.FromSkill("skill://s/demo/SKILL.md", "s", &skill.Skill{Path: "demo", Frontmatter: fm, Body: string(body)})
+	d := search.FromSkill("skill://s/demo/SKILL.md", "s", &skill.Skill{Path: "demo", Frontmatter: fm}, string(body))
 	if d.Name != "demo" || d.Description != "A demo." || !slices.Equal(d.Tags, []string{"a", "b"}) || !d.Deprecated || d.Body != "# Body\n" || d.Source != "s" {
 		t.Errorf("doc %+v", d)
 	}

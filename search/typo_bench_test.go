@@ -3,7 +3,9 @@ package search
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"path"
 	"runtime"
 	"sync"
 	"testing"
@@ -31,13 +33,14 @@ var (
 func typoSetup(tb testing.TB, n int) {
 	typoOnce.Do(func() {
 		skills := corpus.Realistic(corpus.RealisticOptions{Skills: n, Seed: 1})
-		res, err := skill.Index(context.Background(), skill.FSTree{FS: corpus.SkillsFS(skills)}, skill.Options{})
+		fsys := corpus.SkillsFS(skills)
+		res, err := skill.Index(context.Background(), skill.FSTree{FS: fsys}, skill.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		var docs []Doc
 		for i, sk := range res.Skills {
-			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk))
+			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk, testBody(tb, fsys, sk)))
 		}
 		d := BuildSegment(docs).dict
 		for i, w := range d.words {
@@ -191,4 +194,17 @@ func BenchmarkTypoQueryDeletions(b *testing.B) {
 		d.fuzzy(q, typoDistance(q), func(int, int) {})
 		i++
 	}
+}
+
+// testBody reads a skill's body from the tree it was indexed from.
+func testBody(tb testing.TB, fsys fs.FS, sk *skill.Skill) string {
+	data, err := fs.ReadFile(fsys, path.Join(sk.Path, "SKILL.md"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body, err := skill.SkillMDBody(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(body)
 }
