@@ -293,25 +293,28 @@ func (pl *plan) score(s *Segment, sc *scratch) {
 			if t < 0 {
 				continue
 			}
-			for _, p := range s.postings[t] {
-				if qt.common && sc.matched[p.doc] == 0 {
+			post := s.post[s.postOff[t]:s.postOff[t+1]]
+			for doc := uint32(0); len(post) > 0; {
+				var tf [numFields]uint8
+				doc, tf, post = nextPosting(post, doc)
+				if qt.common && sc.matched[doc] == 0 {
 					continue
 				}
 				// BM25F: field-weighted, length-normalised term frequency,
 				// saturated once.
 				tfw := 0.0
 				var mask uint8
-				l := &s.lens[p.doc]
+				l := &s.lens[doc]
 				for f := range numFields {
-					if p.tf[f] == 0 {
+					if tf[f] == 0 {
 						continue
 					}
-					tfw += fieldWeight[f] * float64(p.tf[f]) / (pl.normA[f] + float64(l[f])*pl.normC[f])
+					tfw += fieldWeight[f] * float64(tf[f]) / (pl.normA[f] + float64(l[f])*pl.normC[f])
 					mask |= 1 << f
 				}
 				v := e.weight * tfw * (k1 + 1) / (k1 + tfw)
 				// A word counts once per document, by its best match.
-				d := p.doc
+				d := doc
 				if sc.term[d] == 0 {
 					sc.touched = append(sc.touched, d)
 				}
@@ -449,7 +452,7 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 			e.terms[k] = -1
 			if t, ok := s.terms[st]; ok {
 				e.terms[k] = t
-				e.df += len(s.postings[t])
+				e.df += int(s.df[t])
 			}
 		}
 		if e.df > 0 {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"encoding/binary"
 	"runtime"
 	"slices"
 	"sort"
@@ -35,11 +36,66 @@ const (
 // fieldNames are the names Hit.Fields uses, in field order.
 var fieldNames = [numFields]string{"name", "tags", "description", "metadata", "body"}
 
-// posting is one document's occurrences of a term, counted per field
-// (saturated at 255, far beyond where BM25 stops caring).
-type posting struct {
-	doc uint32
-	tf  [numFields]uint8
+// A posting is one document's occurrences of a term, counted per field
+// (saturated at 255, far beyond where BM25 stops caring). A term's
+// postings are stored in document order, each as a varint of the gap from
+// the previous document (from 0 for the first) shifted left by numFields
+// and or-ed with the mask of the fields it occurs in, then one count byte
+// per field of the mask, in field order: two bytes for most postings where
+// a struct takes twelve, and the postings are most of a segment.
+
+// postingLen is the encoded length of a posting.
+func postingLen(gap uint32, tf *[numFields]uint8) int {
+	n := 1
+	for v := uint64(gap) << numFields >> 7; v > 0; v >>= 7 {
+		n++
+	}
+	for _, c := range tf {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// putPosting encodes a posting at the start of b, which has room for it,
+// and returns its length.
+func putPosting(b []byte, gap uint32, tf *[numFields]uint8) int {
+	var mask uint64
+	for f, c := range tf {
+		if c != 0 {
+			mask |= 1 << f
+		}
+	}
+	n := binary.PutUvarint(b, uint64(gap)<<numFields|mask)
+	for _, c := range tf {
+		if c != 0 {
+			b[n] = c
+			n++
+		}
+	}
+	return n
+}
+
+// nextPosting decodes the posting at the start of b, following the
+// posting of document doc (0 before the first), and returns its document,
+// its counts and the rest of b.
+func nextPosting(b []byte, doc uint32) (uint32, [numFields]uint8, []byte) {
+	var v uint64
+	if b[0] < 0x80 {
+		v, b = uint64(b[0]), b[1:]
+	} else {
+		var n int
+		v, n = binary.Uvarint(b)
+		b = b[n:]
+	}
+	var tf [numFields]uint8
+	for f := range numFields {
+		if v&(1<<f) != 0 {
+			tf[f], b = b[0], b[1:]
+		}
+	}
+	return doc + uint32(v>>numFields), tf, b
 }
 
 // docInfo is what a hit reports, and what filters look at.
@@ -58,9 +114,11 @@ type Segment struct {
 	lens   [][numFields]uint32 // token count per field, compounds excluded
 	sumLen [numFields]uint64
 
-	terms    map[string]int32 // stem -> term number
-	postings [][]posting      // by term number, doc order
-	dict     dictionary
+	terms   map[string]int32 // stem -> term number
+	post    []byte           // every term's postings, encoded, term after term
+	postOff []uint32         // term t's postings are post[postOff[t]:postOff[t+1]]
+	df      []uint32         // the number of postings of each term
+	dict    dictionary
 }
 
 // Len returns the number of documents in the segment.
@@ -133,36 +191,44 @@ func BuildSegment(docs []Doc) *Segment {
 			s.sumLen[f] += uint64(l[f])
 		}
 	}
-	// Postings: count, then fill one backing array in document order.
-	off := make([]int, len(stems)+1)
-	for c := range chunks {
-		for _, e := range chunks[c].entries {
-			off[remap[c][e.term]+1]++
-		}
-	}
-	for t := 1; t < len(off); t++ {
-		off[t] += off[t-1]
-	}
-	backing := make([]posting, off[len(stems)])
-	next := slices.Clone(off[:len(stems)])
-	doc := uint32(0)
-	for c := range chunks {
-		ch := &chunks[c]
-		start := 0
-		for _, end := range ch.docEnd {
-			for _, e := range ch.entries[start:end] {
-				g := remap[c][e.term]
-				backing[next[g]] = posting{doc: doc, tf: e.tf}
-				next[g]++
+	// Postings: size each term's encoding, then write them all into one
+	// array in document order.
+	size := make([]uint32, len(stems)+1)
+	s.df = make([]uint32, len(stems))
+	last := make([]uint32, len(stems))
+	walk := func(fn func(g int32, doc uint32, tf *[numFields]uint8)) {
+		clear(last)
+		doc := uint32(0)
+		for c := range chunks {
+			ch := &chunks[c]
+			start := 0
+			for _, end := range ch.docEnd {
+				for i := range ch.entries[start:end] {
+					e := &ch.entries[start+i]
+					fn(remap[c][e.term], doc, &e.tf)
+				}
+				start = int(end)
+				doc++
 			}
-			start = int(end)
-			doc++
 		}
-		chunks[c] = chunk{} // let the garbage collector have it
 	}
-	s.postings = make([][]posting, len(stems))
-	for t := range s.postings {
-		s.postings[t] = backing[off[t]:off[t+1]:off[t+1]]
+	walk(func(g int32, doc uint32, tf *[numFields]uint8) {
+		size[g+1] += uint32(postingLen(doc-last[g], tf))
+		last[g] = doc
+		s.df[g]++
+	})
+	for t := 1; t < len(size); t++ {
+		size[t] += size[t-1]
+	}
+	s.post = make([]byte, size[len(stems)])
+	s.postOff = size
+	next := slices.Clone(size[:len(stems)])
+	walk(func(g int32, doc uint32, tf *[numFields]uint8) {
+		next[g] += uint32(putPosting(s.post[next[g]:], doc-last[g], tf))
+		last[g] = doc
+	})
+	for c := range chunks {
+		chunks[c] = chunk{} // let the garbage collector have it
 	}
 
 	sorted := make([]string, 0, len(words))
