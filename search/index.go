@@ -33,7 +33,7 @@ func NewIndex(segs []*Segment) *Index {
 	for _, d := range lists {
 		words, plain = mergeWords(words, plain, d)
 	}
-	ix.dict = newDictionary(words, nil, plain)
+	ix.dict = newDictionary(words, plain)
 	return ix
 }
 

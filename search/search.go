@@ -396,7 +396,7 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 		}
 	}
 	for _, s := range segs {
-		if _, ok := s.terms[t.stem]; ok {
+		if _, ok := s.term(t.stem); ok {
 			offer(t.stem, 1)
 			break
 		}
@@ -450,7 +450,7 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 		e := expansion{stem: st, weight: w, exact: st == t.stem, terms: make([]int32, len(segs))}
 		for k, s := range segs {
 			e.terms[k] = -1
-			if t, ok := s.terms[st]; ok {
+			if t, ok := s.term(st); ok {
 				e.terms[k] = t
 				e.df += int(s.df[t])
 			}

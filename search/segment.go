@@ -114,10 +114,10 @@ type Segment struct {
 	lens   [][numFields]uint32 // token count per field, compounds excluded
 	sumLen [numFields]uint64
 
-	terms   map[string]int32 // stem -> term number
-	post    []byte           // every term's postings, encoded, term after term
-	postOff []uint32         // term t's postings are post[postOff[t]:postOff[t+1]]
-	df      []uint32         // the number of postings of each term
+	stems   []string // sorted; a term's number is its stem's position
+	post    []byte   // every term's postings, encoded, term after term
+	postOff []uint32 // term t's postings are post[postOff[t]:postOff[t+1]]
+	df      []uint32 // the number of postings of each term
 	dict    dictionary
 }
 
@@ -144,9 +144,8 @@ func BuildSegment(docs []Doc) *Segment {
 	wg.Wait()
 
 	s := &Segment{
-		docs:  make([]docInfo, 0, len(docs)),
-		lens:  make([][numFields]uint32, 0, len(docs)),
-		terms: map[string]int32{},
+		docs: make([]docInfo, 0, len(docs)),
+		lens: make([][numFields]uint32, 0, len(docs)),
 	}
 	for i := range docs {
 		d := &docs[i]
@@ -156,35 +155,44 @@ func BuildSegment(docs []Doc) *Segment {
 		}
 		s.docs = append(s.docs, docInfo{id: d.ID, source: d.Source, name: d.Name, tags: tags, deprecated: d.Deprecated})
 	}
-	// Merge the chunks' terms and words.
+	// Merge the chunks' terms and words, then number the terms in stem
+	// order.
 	var stems []string // by global term
-	type wordInfo struct {
-		term  int32
-		plain bool
-	}
-	words := map[string]wordInfo{}
+	terms := map[string]int32{}
+	words := map[string]bool{} // word -> plain
 	remap := make([][]int32, len(chunks))
 	for c := range chunks {
 		ch := &chunks[c]
 		remap[c] = make([]int32, len(ch.stems))
 		for lt, st := range ch.stems {
-			g, ok := s.terms[st]
+			g, ok := terms[st]
 			if !ok {
 				g = int32(len(stems))
-				s.terms[st] = g
+				terms[st] = g
 				stems = append(stems, st)
 			}
 			remap[c][lt] = g
 		}
 		for lw, w := range ch.wordStr {
-			wi, ok := words[w]
-			if !ok {
-				wi.term = remap[c][ch.wordTerm[lw]]
-			}
-			wi.plain = wi.plain || ch.plain[lw]
-			words[w] = wi
+			words[w] = words[w] || ch.plain[lw]
 		}
 		s.lens = append(s.lens, ch.lens...)
+	}
+	order := make([]int32, len(stems)) // sorted position -> global term
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(stems[a], stems[b]) })
+	rank := make([]int32, len(stems)) // global term -> sorted position
+	s.stems = make([]string, len(stems))
+	for i, g := range order {
+		rank[g] = int32(i)
+		s.stems[i] = stems[g]
+	}
+	for _, r := range remap {
+		for lt, g := range r {
+			r[lt] = rank[g]
+		}
 	}
 	for _, l := range s.lens {
 		for f := range numFields {
@@ -236,13 +244,18 @@ func BuildSegment(docs []Doc) *Segment {
 		sorted = append(sorted, w)
 	}
 	sort.Strings(sorted)
-	wterms := make([]int32, len(sorted))
 	plain := make([]bool, len(sorted))
 	for i, w := range sorted {
-		wterms[i], plain[i] = words[w].term, words[w].plain
+		plain[i] = words[w]
 	}
-	s.dict = newDictionary(sorted, wterms, plain)
+	s.dict = newLazyDictionary(sorted, plain)
 	return s
+}
+
+// term returns the term number of a stem.
+func (s *Segment) term(stem string) (int32, bool) {
+	i, ok := slices.BinarySearch(s.stems, stem)
+	return int32(i), ok
 }
 
 // chunk is the analysis of a run of documents, with chunk-local term and
