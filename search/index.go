@@ -27,11 +27,38 @@ func NewIndex(segs []*Segment) *Index {
 			lists = append(lists, &s.dict)
 		}
 	}
-	// Merge one list at a time: the vocabularies overlap, so each merge
-	// costs about the size of the union.
-	words, plain := []string(nil), []bool(nil)
-	for _, d := range lists {
-		words, plain = mergeWords(words, plain, d)
+	// Merge pairwise, a level at a time: the vocabularies overlap, so a
+	// merge costs about the size of the union, and a catalog of many
+	// buckets merges in log(segments) passes over it, not one per segment.
+	type list struct {
+		words []string
+		plain []bool // nil means all
+	}
+	level := make([]list, len(lists))
+	for i, d := range lists {
+		level[i] = list{d.words, d.plain}
+	}
+	for len(level) > 1 {
+		next := make([]list, 0, (len(level)+1)/2)
+		for i := 0; i+1 < len(level); i += 2 {
+			w, p := mergeWords(level[i].words, level[i].plain, level[i+1].words, level[i+1].plain)
+			next = append(next, list{w, p})
+		}
+		if len(level)%2 == 1 {
+			next = append(next, level[len(level)-1])
+		}
+		level = next
+	}
+	var words []string
+	var plain []bool
+	if len(level) == 1 {
+		words, plain = level[0].words, level[0].plain
+		if plain == nil {
+			plain = make([]bool, len(words))
+			for i := range plain {
+				plain[i] = true
+			}
+		}
 	}
 	ix.dict = newDictionary(words, plain)
 	return ix
@@ -40,29 +67,31 @@ func NewIndex(segs []*Segment) *Index {
 // Len returns the number of distinct words in the index.
 func (ix *Index) Len() int { return len(ix.dict.words) }
 
-// mergeWords merges d's sorted words into the sorted words a (with their
-// plain flags, OR-ed for words in both).
-func mergeWords(a []string, ap []bool, d *dictionary) ([]string, []bool) {
-	b := d.words
+// mergeWords merges two sorted word lists, with their plain flags (nil
+// means all), OR-ed for words in both.
+func mergeWords(a []string, ap []bool, b []string, bp []bool) ([]string, []bool) {
 	out := make([]string, 0, max(len(a), len(b))+min(len(a), len(b))/4)
 	op := make([]bool, 0, cap(out))
-	bPlain := func(j int) bool { return d.plain == nil || d.plain[j] }
+	aPlain := func(i int) bool { return ap == nil || ap[i] }
+	bPlain := func(j int) bool { return bp == nil || bp[j] }
 	i, j := 0, 0
 	for i < len(a) && j < len(b) {
 		switch c := strings.Compare(a[i], b[j]); {
 		case c < 0:
-			out, op = append(out, a[i]), append(op, ap[i])
+			out, op = append(out, a[i]), append(op, aPlain(i))
 			i++
 		case c > 0:
 			out, op = append(out, b[j]), append(op, bPlain(j))
 			j++
 		default:
-			out, op = append(out, a[i]), append(op, ap[i] || bPlain(j))
+			out, op = append(out, a[i]), append(op, aPlain(i) || bPlain(j))
 			i++
 			j++
 		}
 	}
-	out, op = append(out, a[i:]...), append(op, ap[i:]...)
+	for ; i < len(a); i++ {
+		out, op = append(out, a[i]), append(op, aPlain(i))
+	}
 	for ; j < len(b); j++ {
 		out, op = append(out, b[j]), append(op, bPlain(j))
 	}
