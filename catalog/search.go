@@ -32,7 +32,8 @@ func (st *searchState) init(l *Live, cur *Catalog) {
 // snapshot's tree: skill values hold no body. The next snapshot of the
 // same source takes over every bucket whose skills are the very same
 // values, so a sync that changed one skill reads and indexes one bucket.
-// The merged dictionary is built once per generation.
+// The merged dictionary is rebuilt only once it is far from the current
+// generation's segments.
 type searchState struct {
 	live *Live
 	mu   sync.Mutex
@@ -43,8 +44,10 @@ type searchState struct {
 	// that source reuses buckets from. It may belong to a snapshot cur no
 	// longer holds; it is replaced by the next split of the source.
 	last map[string]*split
-	ix   *indexOnce
-	aim  int // bucketSkills; tests make buckets smaller
+	// ix is the newest merged dictionary built; ixOnce builds cur's own.
+	ix     *search.Index
+	ixOnce *indexOnce
+	aim    int // bucketSkills; tests make buckets smaller
 
 	// reads counts the SKILL.md files read for search (for tests).
 	reads atomic.Int64
@@ -169,30 +172,55 @@ func (st *searchState) segments(cat *Catalog, s *Snapshot) []*search.Segment {
 	return out
 }
 
-// index returns cat's merged dictionary, kept like a segment.
+// index returns a merged dictionary for a search over cat. The one
+// built last serves while it is close enough to cat's segments (it may
+// cover superseded buckets and miss new ones; the results are the same,
+// and a missed bucket walks its own dictionary): a sync that changed a
+// few skills does not rebuild it. Past staleLimit, cat's own is built,
+// once.
 func (st *searchState) index(cat *Catalog) *search.Index {
-	st.mu.Lock()
-	if cat != st.cur {
-		st.mu.Unlock()
-		return st.buildIndex(cat)
-	}
-	e := st.ix
-	if e == nil {
-		e = &indexOnce{}
-		st.ix = e
-	}
-	st.mu.Unlock()
-	e.once.Do(func() { e.ix = st.buildIndex(cat) })
-	return e.ix
-}
-
-func (st *searchState) buildIndex(cat *Catalog) *search.Index {
 	var segs []*search.Segment
 	for _, s := range cat.sources {
 		segs = append(segs, st.segments(cat, s)...)
 	}
-	return search.NewIndex(segs)
+	st.mu.Lock()
+	if cat != st.cur {
+		defer st.mu.Unlock()
+		return st.ix // a retired generation: whatever there is
+	}
+	if ix := st.ix; ix != nil {
+		covered := 0
+		for _, sg := range segs {
+			if ix.Covers(sg) {
+				covered++
+			}
+		}
+		if missing, stale := len(segs)-covered, ix.Segments()-covered; missing+stale <= staleLimit(len(segs)) {
+			st.mu.Unlock()
+			return ix
+		}
+	}
+	e := st.ixOnce
+	if e == nil {
+		e = &indexOnce{}
+		st.ixOnce = e
+	}
+	st.mu.Unlock()
+	e.once.Do(func() {
+		e.ix = search.NewIndex(segs)
+		st.mu.Lock()
+		st.ix = e.ix // newer than the one kept, whichever generation is current now
+		st.mu.Unlock()
+	})
+	return e.ix
 }
+
+// staleLimit is how many segments the kept dictionary may miss or cover
+// in vain before it is rebuilt, for a catalog of n segments: a missed
+// segment is one more dictionary walk per query word, a superseded one a
+// few more lookups per candidate word, both small against a rebuild
+// (about 0.3 s of CPU at 100,000 skills).
+func staleLimit(n int) int { return 4 + n/16 }
 
 // swapped makes next the current generation: the merged dictionary of the
 // old one and the splits of snapshots next no longer holds are let go (a
@@ -201,7 +229,7 @@ func (st *searchState) buildIndex(cat *Catalog) *search.Index {
 func (st *searchState) swapped(next *Catalog) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.cur, st.ix = next, nil
+	st.cur, st.ixOnce = next, nil
 	for s := range st.snaps {
 		if !slices.Contains(next.sources, s) {
 			delete(st.snaps, s)

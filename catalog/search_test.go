@@ -236,7 +236,7 @@ func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
 	if c2 == c1 || c2.sources[1] != other1 {
 		t.Fatal("expected a swap that keeps the unchanged source's snapshot")
 	}
-	if segmentsHeld(l, local1) != nil || l.search.ix != nil {
+	if segmentsHeld(l, local1) != nil {
 		t.Error("superseded generation's search state still held")
 	}
 	if got := segmentsHeld(l, other1); !reflect.DeepEqual(got, otherSegs) {
@@ -254,8 +254,68 @@ func TestSwapLetsGoOfSupersededSearch(t *testing.T) {
 	if l.search.segments(c1, local1) == nil || segmentsHeld(l, local1) != nil {
 		t.Error("retired snapshot kept a segment built after retirement")
 	}
-	if l.search.index(c1) == nil || l.search.ix == nil || l.search.ix.ix == nil {
-		t.Error("the current generation's dictionary is not the one kept")
+}
+
+// TestIndexKeptWhileCloseEnough: the merged dictionary survives syncs that
+// change a few buckets (a one-skill change does not rebuild it), is
+// rebuilt once too many buckets changed, and so never holds more than
+// staleLimit superseded segments.
+func TestIndexKeptWhileCloseEnough(t *testing.T) {
+	const n = 64
+	dir := t.TempDir()
+	for i := range n {
+		writeSkill(t, dir, i, "deploy")
+	}
+	l := NewLive(LiveOptions{})
+	l.search.aim = 2 // 32 buckets: staleLimit 6
+	s, _ := dirSource(t, dir, nil, nil)
+	swapIn(l, s)
+	if _, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	first := l.search.ix
+	if first == nil || first.Segments() != 32 {
+		t.Fatalf("index of %d segments, want 32", first.Segments())
+	}
+	// One skill changing again and again: the same bucket each time.
+	for k := range 10 {
+		writeSkill(t, dir, 5, fmt.Sprint("zeppelin", k))
+		s, _ = dirSource(t, dir, s, nil)
+		swapIn(l, s)
+		hits, err := l.Search(Filter{}, "", fmt.Sprint("zeppelin", k), search.Options{})
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("change %d: %+v, %v", k, hits, err)
+		}
+		if l.search.ix != first {
+			t.Fatalf("change %d of one skill rebuilt the merged dictionary", k)
+		}
+	}
+	// Many skills changing: rebuilt once too far, never past the limit.
+	rebuilt := 0
+	for i := range n {
+		writeSkill(t, dir, i, "kafka")
+		s, _ = dirSource(t, dir, s, nil)
+		swapIn(l, s)
+		before := l.search.ix
+		if hits, err := l.Search(Filter{}, "", "kafka", search.Options{Limit: 100}); err != nil || len(hits) != i+1 {
+			t.Fatalf("after %d changes: %d hits, %v", i+1, len(hits), err)
+		}
+		if l.search.ix != before {
+			rebuilt++
+		}
+		ix := l.search.ix
+		covered := 0
+		for _, sg := range segmentsHeld(l, s) {
+			if ix.Covers(sg) {
+				covered++
+			}
+		}
+		if stale := ix.Segments() - covered; stale+32-covered > staleLimit(32) {
+			t.Fatalf("after %d changes the dictionary misses %d segments and holds %d superseded", i+1, 32-covered, stale)
+		}
+	}
+	if rebuilt == 0 || rebuilt > n/2 {
+		t.Errorf("rebuilt %d times over %d changes", rebuilt, n)
 	}
 }
 

@@ -246,8 +246,16 @@ func newPlan(segs []*Segment, ix *Index, toks []token) *plan {
 		pl.normA[f] = 1 - fieldB[f]
 		pl.normC[f] = fieldB[f] / avg
 	}
+	var excluded []*Segment // covered by ix, not searched
+	if ix != nil {
+		for s := range ix.segs {
+			if _, ok := pl.seg[s]; !ok {
+				excluded = append(excluded, s)
+			}
+		}
+	}
 	for i, t := range toks {
-		exp := expand(segs, ix, t, i < maxFuzzyTerms)
+		exp := expand(segs, ix, excluded, t, i < maxFuzzyTerms)
 		if len(exp) == 0 {
 			continue
 		}
@@ -388,7 +396,9 @@ func fieldList(mask uint8) []string {
 // stem exactly, and when fuzzy is set, words it is a prefix of and words
 // within its typo distance. The result is the same whichever way the
 // documents are split into segments.
-func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
+//
+// excluded are the segments ix covers that are not in segs.
+func expand(segs []*Segment, ix *Index, excluded []*Segment, t token, fuzzy bool) []expansion {
 	weights := map[string]float64{} // stem -> best weight
 	offer := func(stem string, w float64) {
 		if w > weights[stem] {
@@ -413,11 +423,29 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 			cands = s.dict.candidates(q, cands, nil)
 		}
 		if len(covered) > 0 {
-			var keep func(word string, plain bool) bool
-			if len(covered) < len(ix.segs) {
-				// The index holds words of segments the caller does not
-				// search: keep only words some searched segment has.
-				keep = func(word string, plain bool) bool {
+			var keep func(i int, word string, plain bool) bool
+			switch {
+			case len(excluded) == 0:
+			case len(excluded) <= len(covered):
+				// The index holds words of a few segments the caller
+				// does not search: keep a word unless those are all the
+				// segments holding it.
+				keep = func(i int, word string, plain bool) bool {
+					n := ix.nsegs[i]
+					if plain {
+						n = ix.nplain[i]
+					}
+					for _, s := range excluded {
+						if s.dict.has(word, plain) {
+							n--
+						}
+					}
+					return n > 0
+				}
+			default:
+				// Most of what it holds is not searched: keep only words
+				// some searched segment has.
+				keep = func(_ int, word string, plain bool) bool {
 					for _, s := range covered {
 						if s.dict.has(word, plain) {
 							return true
@@ -471,14 +499,14 @@ type cand struct {
 
 // candidates appends to cands the words of d that q is a prefix of, and
 // those within q's typo distance (plain words only), with their weights.
-// keep, when not nil, filters them: plain says whether the word came from
-// the typo search.
-func (d *dictionary) candidates(q string, cands []cand, keep func(word string, plain bool) bool) []cand {
+// keep, when not nil, filters them (i is the word's position in d): plain
+// says whether the word came from the typo search.
+func (d *dictionary) candidates(q string, cands []cand, keep func(i int, word string, plain bool) bool) []cand {
 	if len(q) >= prefixMinLen {
 		lo, hi := d.prefixRange(q)
 		for i := lo; i < hi; i++ {
 			w := d.words[i]
-			if keep == nil || keep(w, false) {
+			if keep == nil || keep(i, w, false) {
 				cands = append(cands, cand{w, prefixWeight + prefixCover*float64(len(q))/float64(len(w))})
 			}
 		}
@@ -486,7 +514,7 @@ func (d *dictionary) candidates(q string, cands []cand, keep func(word string, p
 	if k := typoDistance(q); k > 0 {
 		d.fuzzy(q, k, func(i, dist int) {
 			w := d.words[i]
-			if keep != nil && !keep(w, true) {
+			if keep != nil && !keep(i, w, true) {
 				return
 			}
 			weight := typo1Weight
