@@ -434,9 +434,20 @@ func (s *Server) getSkillTool(ctx context.Context, in GetSkillInput) (GetSkillOu
 	if err := json.Unmarshal(r.Skill.Frontmatter.JSON, &fm); err != nil {
 		return GetSkillOutput{}, err
 	}
+	// Skills do not hold their bodies: read SKILL.md back, verified.
+	md, _ := r.Skill.File("SKILL.md")
+	fr := catalog.FileRef{Ref: r, File: md, URI: r.URI()}
+	data, err := s.o.Catalogs.ReadFile(ctx, fr)
+	if err != nil {
+		return GetSkillOutput{}, rpcError(err, fr.URI)
+	}
+	body, err := skill.SkillMDBody(data)
+	if err != nil {
+		return GetSkillOutput{}, fmt.Errorf("read %s: %w", fr.URI, err)
+	}
 	out := GetSkillOutput{
 		URI: r.URI(), Name: r.Skill.Name(), Source: r.Snap.Source,
-		Frontmatter: fm, Body: r.Skill.Body,
+		Frontmatter: fm, Body: string(body),
 		Files: make([]ManifestFile, len(r.Skill.Files)),
 		Meta:  Meta{Provenance: r.Snap.Provenance(r.Skill), Untrusted: true},
 	}

@@ -354,11 +354,11 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 		}
 	}
 	stored := func(dir string, rels ...string) *skill.Skill {
-		fm, body, err := skill.ParseSkillMD([]byte(files[dir+"/SKILL.md"]))
+		fm, _, err := skill.ParseSkillMD([]byte(files[dir+"/SKILL.md"]))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &skill.Skill{Path: dir, Frontmatter: fm, Body: string(body)}
+		s := &skill.Skill{Path: dir, Frontmatter: fm}
 		for _, rel := range rels {
 			data := files[dir+"/"+rel]
 			sum := sha256.Sum256([]byte(data))

@@ -161,18 +161,20 @@ func (d *testDaemon) state() catalog.State {
 	return catalog.State{}
 }
 
-// addSkills writes skills from..from+n-1 with bodies large enough that
-// 300 of them do not fit in what is left of the file system.
+// addSkills writes skills from..from+n-1 with records large enough that
+// 300 of them do not fit in what is left of the file system: the store
+// keeps no bodies, so the size is in the frontmatter (a long metadata
+// value, which a record holds twice: as JSON and as the map).
 func addSkills(t *testing.T, root string, from, n int) {
 	t.Helper()
-	body := strings.Repeat("Words that take space in the store. ", 300)
+	notes := strings.Repeat("Words that take space in the store. ", 300)
 	for i := from; i < from+n; i++ {
 		name := fmt.Sprintf("skill-%04d", i)
 		dir := filepath.Join(root, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		data := "---\nname: " + name + "\ndescription: Skill " + name + ".\n---\n" + body + "\n"
+		data := "---\nname: " + name + "\ndescription: Skill " + name + ".\nmetadata:\n  notes: " + notes + "\n---\n# " + name + "\n"
 		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}

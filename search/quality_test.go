@@ -17,7 +17,8 @@ import (
 // its documents, with URIs like the registry's.
 func docsFromFS(t testing.TB, source string, fsys fs.FS) []search.Doc {
 	t.Helper()
-	res, err := skill.Index(context.Background(), skill.FSTree{FS: fsys}, skill.Options{})
+	tree := skill.FSTree{FS: fsys}
+	res, err := skill.Index(context.Background(), tree, skill.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,24 +27,13 @@ func docsFromFS(t testing.TB, source string, fsys fs.FS) []search.Doc {
 	}
 	docs := make([]search.Doc, 0, len(res.Skills))
 	for _, sk := range res.Skills {
-		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk, bodyOf(t, fsys, sk)))
+		body, err := skill.ReadBody(tree, sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, search.FromSkill("skill://"+source+"/"+path.Join(sk.Path, "SKILL.md"), source, sk, string(body)))
 	}
 	return docs
-}
-
-// bodyOf reads a skill's body from the tree it was indexed from, as the
-// catalog does (a skill value holds no body).
-func bodyOf(t testing.TB, fsys fs.FS, sk *skill.Skill) string {
-	t.Helper()
-	data, err := fs.ReadFile(fsys, path.Join(sk.Path, "SKILL.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := skill.SkillMDBody(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
 }
 
 // split spreads docs over n segments, round robin.

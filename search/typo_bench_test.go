@@ -3,9 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"path"
 	"runtime"
 	"sync"
 	"testing"
@@ -33,14 +31,18 @@ var (
 func typoSetup(tb testing.TB, n int) {
 	typoOnce.Do(func() {
 		skills := corpus.Realistic(corpus.RealisticOptions{Skills: n, Seed: 1})
-		fsys := corpus.SkillsFS(skills)
-		res, err := skill.Index(context.Background(), skill.FSTree{FS: fsys}, skill.Options{})
+		tree := skill.FSTree{FS: corpus.SkillsFS(skills)}
+		res, err := skill.Index(context.Background(), tree, skill.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		var docs []Doc
 		for i, sk := range res.Skills {
-			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk, testBody(tb, fsys, sk)))
+			body, err := skill.ReadBody(tree, sk)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			docs = append(docs, FromSkill(fmt.Sprint(i), "s", sk, string(body)))
 		}
 		d := BuildSegment(docs).dict
 		for i, w := range d.words {
@@ -129,7 +131,7 @@ func (d *deletes) fuzzy(q string, k int, fn func(i, dist int)) {
 
 func TestTypoStrategiesAgree(t *testing.T) {
 	typoSetup(t, 1000)
-	tr := newDictionary(typoWords, nil)
+	tr := newDictionary(typoWords, nil, nil)
 	del := newDeletes(typoWords)
 	for _, q := range typoQueries[:200] {
 		k := typoDistance(q)
@@ -157,9 +159,9 @@ func heapAfter(build func() any) (any, uint64) {
 
 func BenchmarkTypoBuildTrie(b *testing.B) {
 	typoSetup(b, 10000)
-	_, mem := heapAfter(func() any { d := newDictionary(typoWords, nil); return &d })
+	_, mem := heapAfter(func() any { d := newDictionary(typoWords, nil, nil); return &d })
 	for b.Loop() {
-		newDictionary(typoWords, nil)
+		newDictionary(typoWords, nil, nil)
 	}
 	b.ReportMetric(float64(mem)/(1<<20), "MiB")
 	b.ReportMetric(float64(len(typoWords)), "words")
@@ -176,7 +178,7 @@ func BenchmarkTypoBuildDeletions(b *testing.B) {
 
 func BenchmarkTypoQueryTrie(b *testing.B) {
 	typoSetup(b, 10000)
-	d := newDictionary(typoWords, nil)
+	d := newDictionary(typoWords, nil, nil)
 	i := 0
 	for b.Loop() {
 		q := typoQueries[i%len(typoQueries)]
@@ -194,17 +196,4 @@ func BenchmarkTypoQueryDeletions(b *testing.B) {
 		d.fuzzy(q, typoDistance(q), func(int, int) {})
 		i++
 	}
-}
-
-// testBody reads a skill's body from the tree it was indexed from.
-func testBody(tb testing.TB, fsys fs.FS, sk *skill.Skill) string {
-	data, err := fs.ReadFile(fsys, path.Join(sk.Path, "SKILL.md"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	body, err := skill.SkillMDBody(data)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(body)
 }

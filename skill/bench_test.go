@@ -3,8 +3,10 @@ package skill
 import (
 	"context"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillreg/skillreg/internal/corpus"
 )
@@ -80,4 +82,51 @@ func (c *benchCache) Put(k string, d Digest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[k] = d
+}
+
+// BenchmarkIndexMemory reports what an indexed skill keeps in memory: the
+// live heap the Result holds after a GC, per skill (live-B/skill), and the
+// heap's peak during the run (peak-MiB, sampled), for a cold index of the
+// tree in $SKILLREG_INDEX_DIR (default: the generated 10,000-skill tree).
+//
+//	SKILLREG_INDEX_DIR=/tmp/scale/c10k go test -run - -bench IndexMemory -benchtime 1x ./skill
+func BenchmarkIndexMemory(b *testing.B) {
+	dir := os.Getenv("SKILLREG_INDEX_DIR")
+	if dir == "" {
+		dir = benchDir(b)
+	}
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		stop := make(chan struct{})
+		peak := make(chan uint64)
+		go func() {
+			var m runtime.MemStats
+			var p uint64
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					peak <- p
+					return
+				case <-t.C:
+					runtime.ReadMemStats(&m)
+					p = max(p, m.HeapAlloc)
+				}
+			}
+		}()
+		res, err := Index(context.Background(), DirTree{Root: dir}, Options{})
+		close(stop)
+		p := <-peak
+		if err != nil || len(res.Skills) == 0 {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(res.Skills)), "live-B/skill")
+		b.ReportMetric(float64(p-before.HeapAlloc)/(1<<20), "peak-MiB")
+		runtime.KeepAlive(res)
+	}
 }

@@ -78,6 +78,16 @@ func ParseSkillMD(data []byte) (*Frontmatter, []byte, error) {
 	return fm, body, nil
 }
 
+// SkillMDBody returns what follows the frontmatter of a SKILL.md, without
+// reading the frontmatter: the body of a file ParseSkillMD accepted when it
+// was indexed (skills do not keep their bodies; whoever shows or indexes one
+// reads SKILL.md back, checked against its digest, and cuts it here). The
+// body shares data's memory.
+func SkillMDBody(data []byte) ([]byte, error) {
+	_, body, err := splitFrontmatter(data)
+	return body, err
+}
+
 // ReadFrontmatter reads a SKILL.md's frontmatter under the strict YAML
 // rules only (see ParseSkillMD) and returns it as a JSON object, without
 // judging it by the Agent Skills rules: what a host needs to compare a file

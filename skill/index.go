@@ -78,7 +78,6 @@ type File struct {
 type Skill struct {
 	Path        string       `json:"path"` // directory relative to the tree root; "" for the root
 	Frontmatter *Frontmatter `json:"frontmatter"`
-	Body        string       `json:"body"`           // SKILL.md after the frontmatter
 	Files       []File       `json:"files"`          // sorted by path, SKILL.md included
 	Dirs        []string     `json:"dirs,omitempty"` // subdirectories, sorted
 	Size        int64        `json:"size"`
@@ -402,7 +401,7 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 	if md.err != nil {
 		return exclude(mdPath, md.err)
 	}
-	fm, body := md.fm, md.body
+	fm := md.fm
 	want := path.Base(dir)
 	if dir == "" {
 		if fm.Name != rootName {
@@ -412,7 +411,6 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		return exclude(mdPath, problem(RuleNameMismatch, fmt.Sprintf("name %q differs from the skill's directory name %q", fm.Name, want)))
 	}
 	s.Frontmatter = fm
-	s.Body = string(body)
 	return s, nil
 }
 
@@ -431,11 +429,11 @@ type hasher struct {
 	hashed  atomic.Int64
 }
 
-// parsedMD is a SKILL.md read by the hasher.
+// parsedMD is a SKILL.md read by the hasher: its frontmatter only. The body
+// is not kept; whoever needs it reads SKILL.md back by its File.ID.
 type parsedMD struct {
-	fm   *Frontmatter
-	body []byte
-	err  error
+	fm  *Frontmatter
+	err error
 }
 
 func (h *hasher) hashAll(ctx context.Context, entries []Entry, need []bool, workers int) error {
@@ -554,7 +552,7 @@ func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 	}
 	if isMD {
 		var md parsedMD
-		md.fm, md.body, md.err = ParseSkillMD(mw.b)
+		md.fm, _, md.err = ParseSkillMD(mw.b)
 		h.md[i] = &md
 	}
 	h.hashed.Add(1)
@@ -574,4 +572,27 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 		l.b = append(l.b, p[:min(len(p), room)]...)
 	}
 	return len(p), nil
+}
+
+// ReadBody reads s's SKILL.md back from t (the tree s was indexed from),
+// checks its size and digest against the manifest and returns what follows
+// the frontmatter. A file that is no longer what was indexed is ErrChanged.
+func ReadBody(t Tree, s *Skill) ([]byte, error) {
+	f, ok := s.File("SKILL.md")
+	if !ok {
+		return nil, fmt.Errorf("skill %q has no SKILL.md", s.Path)
+	}
+	rc, err := t.Open(f.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", joinPath(s.Path, "SKILL.md"), err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, f.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", joinPath(s.Path, "SKILL.md"), err)
+	}
+	if int64(len(data)) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+		return nil, fmt.Errorf("read %s: %w", joinPath(s.Path, "SKILL.md"), ErrChanged)
+	}
+	return SkillMDBody(data)
 }

@@ -231,7 +231,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		}
 		e.bool(fm.Deprecated)
 	}
-	e.str(s.Body)
+	e.str("") // was the body; skills no longer hold one
 	e.varint(s.Size)
 	e.count(len(s.Files), s.Files == nil)
 	for i := range s.Files {
@@ -288,7 +288,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error 
 		fm.Deprecated = d.bool()
 		s.Frontmatter = fm
 	}
-	s.Body = d.str()
+	_ = d.str() // the body of older records: skipped
 	s.Size = d.varint()
 	if n, isNil := d.count(); !isNil {
 		s.Files = make([]skill.File, n)

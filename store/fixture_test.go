@@ -48,7 +48,6 @@ func fixtureData() fixture {
 			JSON: json.RawMessage(`{"name":"team","description":"The team's <root> skill & more."}`),
 			Name: "team", Description: "The team's <root> skill & more.",
 		},
-		Body:  "# Team\n\nRead me first ✓\n",
 		Files: []skill.File{file("SKILL.md", h('a'), 90, "b1", "b1", false)},
 		Size:  90,
 	}
@@ -65,7 +64,6 @@ func fixtureData() fixture {
 			Version:       "1.2.0",
 			Tags:          []string{"git", "review"},
 		},
-		Body: "Review.\n",
 		Files: []skill.File{
 			file("SKILL.md", h('b'), 200, "b2", "b2", false),
 			file("lint/SKILL.md", h('c'), 80, "b3", "b3", false),
@@ -80,7 +78,6 @@ func fixtureData() fixture {
 			JSON: json.RawMessage(`{"name":"lint","description":"Lint.","deprecated":true,"tags":[],"metadata":{}}`),
 			Name: "lint", Description: "Lint.", Deprecated: true, Tags: []string{}, Metadata: map[string]string{},
 		},
-		Body:  "",
 		Files: []skill.File{file("SKILL.md", h('c'), 80, "b3", "b3", false)},
 		Size:  80,
 	}
@@ -90,7 +87,6 @@ func fixtureData() fixture {
 			JSON: json.RawMessage(`{"name":"notes","description":"Notes."}`),
 			Name: "notes", Description: "Notes.",
 		},
-		Body:  "Notes\r\nwith CRLF\r\n",
 		Files: []skill.File{file("SKILL.md", h('e'), 50, "notes/SKILL.md", "", false)},
 		Size:  50,
 	}

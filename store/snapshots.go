@@ -221,7 +221,7 @@ func encodeSkills(skills []*skill.Skill) ([]encodedSkill, error) {
 		if sk == nil {
 			return nil, fmt.Errorf("skill %d is nil", i)
 		}
-		size += len(sk.Path) + 1 + len(sk.Body) + 128 + 160*len(sk.Files)
+		size += len(sk.Path) + 1 + 128 + 160*len(sk.Files)
 		if sk.Frontmatter != nil {
 			size += 2 * len(sk.Frontmatter.JSON)
 		}

@@ -146,7 +146,24 @@ const maxChildren = 100
 
 func (h *Handler) skillPage(c echo.Context, cat *catalog.Catalog, v Viewer, ref catalog.Ref) error {
 	sk, snap := ref.Skill, ref.Snap
-	body, err := h.md.render(sk.Body, &linkResolver{cat: cat, filter: v.Filter, snap: snap, skill: sk})
+	// The body is not kept in memory: read SKILL.md back, verified against
+	// its digest, and cut off the frontmatter.
+	md, _ := sk.File("SKILL.md")
+	data, err := h.o.Catalog.ReadFile(c.Request().Context(), catalog.FileRef{Ref: ref, File: md, URI: ref.URI()})
+	if errors.Is(err, catalog.ErrChanged) {
+		c.Response().Header().Set("Retry-After", "5")
+		return h.errorPage(c, http.StatusServiceUnavailable, "Skill changed", "This skill changed in its source since it was indexed, so it is not shown; a resync has been requested. Reload in a moment.")
+	}
+	if err != nil {
+		h.log.Error("read SKILL.md", "source", snap.Source, "skill", sk.Path, "err", err)
+		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The skill could not be read.")
+	}
+	text, err := skill.SkillMDBody(data)
+	if err != nil {
+		h.log.Error("read SKILL.md", "source", snap.Source, "skill", sk.Path, "err", err)
+		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The skill could not be read.")
+	}
+	body, err := h.md.render(string(text), &linkResolver{cat: cat, filter: v.Filter, snap: snap, skill: sk})
 	if err != nil {
 		h.log.Error("render skill", "source", snap.Source, "skill", sk.Path, "err", err)
 		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The skill could not be rendered.")

@@ -81,8 +81,9 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	big := strings.Repeat("Text that takes room in the store. ", 400)
 	for i := 5; i < 305; i++ {
 		name := fmt.Sprintf("s%03d", i)
-		// A long body: the store keeps bodies, so 300 of them need room.
-		writeSkill(t, filepath.Join(root, name), name, map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: Skill " + name + ".\n---\n" + big + "\n"})
+		// A long metadata value: the store keeps frontmatter (not bodies),
+		// so 300 of them need room.
+		writeSkill(t, filepath.Join(root, name), name, map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: Skill " + name + ".\nmetadata:\n  notes: " + big + "\n---\n# " + name + "\n"})
 	}
 	first.Registry.RequestSync("local", catalog.TriggerManual)
 	waitUntil(t, func() bool {

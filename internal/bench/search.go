@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"path"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,8 +33,8 @@ const (
 // shared machine falls on both; and the time to build the segments.
 func runSearch(env *Env) ([]Row, error) {
 	skills := corpus.Realistic(corpus.RealisticOptions{Skills: env.Skills, Seed: 1})
-	fsys := corpus.SkillsFS(skills)
-	res, err := skill.Index(context.Background(), skill.FSTree{FS: fsys}, skill.Options{})
+	tree := skill.FSTree{FS: corpus.SkillsFS(skills)}
+	res, err := skill.Index(context.Background(), tree, skill.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -47,13 +45,9 @@ func runSearch(env *Env) ([]Row, error) {
 	var all []search.Doc
 	for i, sk := range res.Skills {
 		src := fmt.Sprintf("source-%02d", i%searchSources)
-		data, err := fs.ReadFile(fsys, path.Join(sk.Path, "SKILL.md"))
+		body, err := skill.ReadBody(tree, sk)
 		if err != nil {
-			return nil, fmt.Errorf("search bench: %w", err)
-		}
-		body, err := skill.SkillMDBody(data)
-		if err != nil {
-			return nil, fmt.Errorf("search bench: %s: %w", sk.Path, err)
+			return nil, err
 		}
 		d := search.FromSkill("skill://"+src+"/"+sk.Path+"/SKILL.md", src, sk, string(body))
 		parts[i%searchSources] = append(parts[i%searchSources], d)
