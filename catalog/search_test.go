@@ -331,3 +331,34 @@ func TestBucketCount(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchLeavesContentCacheAlone: building the search index reads every
+// body, and none of it goes through the content cache: the files being
+// served stay cached and nothing is added.
+func TestSearchLeavesContentCacheAlone(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		writeSkill(t, dir, i, "deploy")
+	}
+	l := NewLive(LiveOptions{ContentCacheBytes: 4 << 10}) // room for a few files
+	s, _ := dirSource(t, dir, nil, nil)
+	swapIn(l, s)
+	cat := l.Current()
+	hot, err := cat.File(Filter{}, "skill://local/skill-007/SKILL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadFile(context.Background(), hot); err != nil {
+		t.Fatal(err)
+	}
+	before := l.content.size
+	if _, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.content.get(hot.File.Digest); !ok {
+		t.Error("building the search index evicted a file being served")
+	}
+	if l.content.size != before {
+		t.Errorf("content cache went from %d to %d bytes while search read bodies", before, l.content.size)
+	}
+}
