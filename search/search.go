@@ -1,9 +1,9 @@
-// Package search is the catalog's ranked keyword search: an in-memory
-// inverted index per source snapshot (a Segment, built once and never
-// changed) and a query that scores over any list of segments with
-// statistics combined across them, so a source that syncs every second
-// rebuilds only its own segment and scores stay exactly what one big index
-// would give.
+// Package search is the catalog's ranked keyword search: in-memory
+// inverted indexes (Segments, each built once and never changed; the
+// catalog builds one per bucket of a source snapshot's skills) and a query
+// that scores over any list of segments with statistics combined across
+// them, so a sync rebuilds only the segments whose skills changed and
+// scores stay exactly what one big index would give.
 //
 // Ranking is BM25F-style over five fields (name, tags, description,
 // metadata values, body) with per-field weights and length normalisation.
@@ -12,9 +12,10 @@
 // with the rarity of the word the user most likely meant, so a rare
 // near-miss never outranks the common word that was typed.
 //
-// In the registry: BuildSegment when a source's snapshot is built,
-// NewIndex over all segments when the catalog is swapped, and Search with
-// the segments a caller may see and that Index.
+// In the catalog: BuildSegment for a bucket of a snapshot's skills on
+// first use, NewIndex over all segments once the one built last is too far
+// from the current generation's, and Search with the segments a caller may
+// see and that Index.
 //
 // Why not a library: bleve v2.6.3, tried on the same generated skills,
 // indexed them far slower than BuildSegment, answered slower, ranked the

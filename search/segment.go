@@ -105,9 +105,9 @@ type docInfo struct {
 	deprecated       bool
 }
 
-// Segment is an immutable inverted index of one source snapshot's skills.
-// Build it once when the snapshot is built; any number of searches may use
-// it at once. Search combines the statistics of all the segments it is
+// Segment is an immutable inverted index of a set of skills (in the
+// catalog, one bucket of a source snapshot's). Build it once; any number
+// of searches may use it at once. Search combines the statistics of all the segments it is
 // given, so scores do not depend on how skills are split into segments.
 type Segment struct {
 	docs   []docInfo
