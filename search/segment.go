@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"sort"
@@ -107,14 +108,16 @@ type docInfo struct {
 
 // Segment is an immutable inverted index of a set of skills (in the
 // catalog, one bucket of a source snapshot's). Build it once; any number
-// of searches may use it at once. Search combines the statistics of all the segments it is
-// given, so scores do not depend on how skills are split into segments.
+// of searches may use it at once. Search combines the statistics of all
+// the segments it is given, so scores do not depend on how skills are
+// split into segments.
 type Segment struct {
 	docs   []docInfo
 	lens   [][numFields]uint32 // token count per field, compounds excluded
 	sumLen [numFields]uint64
 
 	stems   []string // sorted; a term's number is its stem's position
+	table   []int32  // stemTable(stems)
 	post    []byte   // every term's postings, encoded, term after term
 	postOff []uint32 // term t's postings are post[postOff[t]:postOff[t+1]]
 	df      []uint32 // the number of postings of each term
@@ -194,6 +197,7 @@ func BuildSegment(docs []Doc) *Segment {
 			r[lt] = rank[g]
 		}
 	}
+	s.table = stemTable(s.stems)
 	for _, l := range s.lens {
 		for f := range numFields {
 			s.sumLen[f] += uint64(l[f])
@@ -252,10 +256,52 @@ func BuildSegment(docs []Doc) *Segment {
 	return s
 }
 
-// term returns the term number of a stem.
+// term returns the term number of a stem. A search looks up each of its
+// expansions in every segment searched (a catalog has a hundred buckets
+// and more), so this is a hash table probe, not a binary search.
 func (s *Segment) term(stem string) (int32, bool) {
-	i, ok := slices.BinarySearch(s.stems, stem)
-	return int32(i), ok
+	if len(s.table) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(s.table) - 1)
+	for h := maphash.String(stemSeed, stem) & mask; ; h = (h + 1) & mask {
+		t := s.table[h]
+		if t < 0 {
+			return 0, false
+		}
+		if s.stems[t] == stem {
+			return t, true
+		}
+	}
+}
+
+// stemSeed seeds the segments' stem tables (they live in memory only).
+var stemSeed = maphash.MakeSeed()
+
+// stemTable is an open-addressing table of the term numbers of stems, at
+// most half full (-1 marks an empty slot): eight bytes a term where a map
+// takes about fifty.
+func stemTable(stems []string) []int32 {
+	if len(stems) == 0 {
+		return nil
+	}
+	n := 2
+	for n < 2*len(stems) {
+		n *= 2
+	}
+	table := make([]int32, n)
+	for i := range table {
+		table[i] = -1
+	}
+	mask := uint64(n - 1)
+	for t, st := range stems {
+		h := maphash.String(stemSeed, st) & mask
+		for table[h] >= 0 {
+			h = (h + 1) & mask
+		}
+		table[h] = int32(t)
+	}
+	return table
 }
 
 // chunk is the analysis of a run of documents, with chunk-local term and
