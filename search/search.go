@@ -459,17 +459,7 @@ func expand(segs []*Segment, ix *Index, excluded []*Segment, t token, fuzzy bool
 		}
 		// Keep the best maxExpansions distinct words, by weight then word,
 		// which is the same for any split into segments.
-		slices.SortFunc(cands, func(a, b cand) int {
-			if c := cmp.Compare(b.weight, a.weight); c != 0 {
-				return c
-			}
-			return strings.Compare(a.word, b.word)
-		})
-		cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.word == b.word })
-		if len(cands) > maxExpansions {
-			cands = cands[:maxExpansions]
-		}
-		for _, c := range cands {
+		for _, c := range bestCands(cands, maxExpansions) {
 			offer(stem(c.word), c.weight)
 		}
 	}
@@ -490,6 +480,73 @@ func expand(segs []*Segment, ix *Index, excluded []*Segment, t token, fuzzy bool
 	}
 	slices.SortFunc(exp, func(a, b expansion) int { return strings.Compare(a.stem, b.stem) })
 	return exp
+}
+
+// candOrder orders candidates: higher weight first, then by word.
+func candOrder(a, b cand) int {
+	if c := cmp.Compare(b.weight, a.weight); c != 0 {
+		return c
+	}
+	return strings.Compare(a.word, b.word)
+}
+
+// bestCands returns the first k of cands sorted by candOrder with
+// neighbours of the same word dropped (cands is reordered). A short
+// prefix matches a large share of a big catalog's words (every
+// "skill-NNNNNN" for "skill"), and sorting them all was most of such a
+// query's time: the few best are selected first, and the selection grows
+// only when dropped repeats leave fewer than k. Dropping a repeat looks at
+// the previous candidate only, so the prefix of the sorted list gives the
+// prefix of the result.
+func bestCands(cands []cand, k int) []cand {
+	compact := func(c []cand) []cand {
+		slices.SortFunc(c, candOrder)
+		c = slices.CompactFunc(c, func(a, b cand) bool { return a.word == b.word })
+		return c[:min(len(c), k)]
+	}
+	for n := 2 * k; ; n *= 2 {
+		if n >= len(cands) {
+			return compact(cands)
+		}
+		// A copy: dropping repeats clears the tail, which is still
+		// candidates for the next round.
+		if out := compact(slices.Clone(smallest(cands, n))); len(out) == k {
+			return out
+		}
+	}
+}
+
+// smallest moves the n least candidates by candOrder (ties between equal
+// candidates broken either way: they are the same value) to the front of
+// c and returns them, with a max-heap of the n least seen so far.
+func smallest(c []cand, n int) []cand {
+	h := c[:n]
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			if r := l + 1; r < n && candOrder(h[r], h[l]) > 0 {
+				l = r
+			}
+			if candOrder(h[l], h[i]) <= 0 {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for j := n; j < len(c); j++ {
+		if candOrder(c[j], h[0]) < 0 {
+			h[0], c[j] = c[j], h[0]
+			down(0)
+		}
+	}
+	return h
 }
 
 // cand is a dictionary word a query word may stand for, with its weight.
