@@ -73,5 +73,7 @@ conformance: build node
 inspector: build npm-tools
 	scripts/inspector.sh $(BIN)
 
+# make bench SCALE=1 adds the scale section's 100,000-skill rows (tens of
+# minutes); BENCHFLAGS passes anything else (e.g. BENCHFLAGS="-only scale").
 bench: build
-	$(GO) run ./internal/bench
+	$(GO) run ./internal/bench $(if $(SCALE),-scale) $(BENCHFLAGS)

@@ -167,39 +167,88 @@ func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
 // skill.Options.Keep). A directory source's files can change on disk at
 // any time: the bytes of the version a generation states stay readable from
 // here until the next generation is swapped in, where reading the file
-// again would find the new version and refuse it (ErrChanged).
+// again would find the new version and refuse it (ErrChanged). Kept bytes
+// never take more than a quarter of the cache from what readers use.
 func (l *Live) Keep(digest string, data []byte) { l.content.keep(digest, data) }
+
+// SetContentCacheBytes changes the content cache's budget (0: the
+// default; negative: keep nothing), dropping at once what no longer fits.
+func (l *Live) SetContentCacheBytes(n int64) { l.content.setMax(n) }
+
+// ContentCacheStats returns what the content cache holds: the bytes it
+// charges to its budget (data and bookkeeping) and its entries.
+func (l *Live) ContentCacheStats() (bytes int64, entries int) { return l.content.stats() }
 
 // ReadFile returns the bytes of a served file, always exactly the bytes
 // whose size and digest the manifest states: from the content cache, or
-// read from the source and checked. A file whose bytes no longer match is
-// refused with ErrChanged and its source is asked to resync.
+// read from the source, checked and cached. A file whose bytes no longer
+// match is refused with ErrChanged and its source is asked to resync.
 func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
+	return l.readFile(ctx, f, true)
+}
+
+// ReadFileCold is ReadFile for readers that go through many files once (a
+// search segment build, archive digests): the same checked bytes, from the
+// cache when they are there, but what it reads is not added to it, so
+// such a pass does not push out the files requests keep reading.
+func (l *Live) ReadFileCold(ctx context.Context, f FileRef) ([]byte, error) {
+	return l.readFile(ctx, f, false)
+}
+
+func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, error) {
 	if b, ok := l.content.get(f.File.Digest); ok {
 		return b, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rc, err := f.Snap.tree.Open(f.File.ID)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
-			l.resync(f.Snap.Source)
-			return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
-		}
-		return nil, fmt.Errorf("read %s: %w", f.URI, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, f.File.Size+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", f.URI, err)
-	}
-	if int64(len(data)) != f.File.Size || gitref.Digest(f.File.Digest).Verify(data) != nil {
+	data, err := readChecked(f.Snap.tree, f.File)
+	if errors.Is(err, ErrChanged) {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
 		l.resync(f.Snap.Source)
 		return nil, fmt.Errorf("read %s: %w", f.URI, ErrChanged)
 	}
-	l.content.put(f.File.Digest, data)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.URI, err)
+	}
+	if cache {
+		l.content.put(f.File.Digest, data)
+	}
+	return data, nil
+}
+
+// readChecked reads f from tree: exactly the bytes whose size and digest f
+// states, or an error wrapping ErrChanged when the tree no longer holds
+// them (gone, replaced, or other bytes). It reads exactly the stated size
+// and then checks that nothing follows: a buffer grown by io.ReadAll holds
+// up to twice what it read, and a cache would keep that. Whoever reads
+// bytes the catalog states (ReadFile, a search segment's bodies) reads
+// them through it.
+func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
+	if f.Size < 0 || f.Size > skill.MaxBytes {
+		return nil, ErrChanged // no indexed file is that size: never allocate what a damaged record states
+	}
+	rc, err := tree.Open(f.ID)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, skill.ErrChanged) {
+			return nil, fmt.Errorf("%w: %v", ErrChanged, err)
+		}
+		return nil, err
+	}
+	defer rc.Close()
+	data := make([]byte, f.Size)
+	n, err := io.ReadFull(rc, data)
+	if err == nil {
+		var extra [1]byte
+		if m, _ := io.ReadFull(rc, extra[:]); m > 0 {
+			n++
+		}
+	} else if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if int64(n) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+		return nil, ErrChanged
+	}
 	return data, nil
 }
 

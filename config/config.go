@@ -674,6 +674,11 @@ type Cache struct {
 	// ArtifactBytes bounds the built archives kept in memory (default
 	// 256 MiB; 0 means the default).
 	ArtifactBytes int64 `yaml:"artifact_bytes"`
+	// ContentBytes bounds the verified file bytes (skill files and
+	// bodies) kept in memory, each entry counted with its bookkeeping
+	// (default 64 MiB; 0 means the default, -1 keeps none: every read
+	// goes to the tree and is checked again). A reload applies it.
+	ContentBytes int64 `yaml:"content_bytes"`
 }
 
 // TLS serves HTTPS on the listen address when both files are set.
@@ -689,6 +694,7 @@ func (t TLS) Enabled() bool { return t.CertFile != "" }
 const (
 	DefaultMarketplaceName = "skillreg"
 	DefaultArtifactBytes   = 256 << 20
+	DefaultContentBytes    = 64 << 20
 )
 
 func (c *Config) publishDefaults() {
@@ -697,6 +703,9 @@ func (c *Config) publishDefaults() {
 	}
 	if c.Cache.ArtifactBytes == 0 {
 		c.Cache.ArtifactBytes = DefaultArtifactBytes
+	}
+	if c.Cache.ContentBytes == 0 {
+		c.Cache.ContentBytes = DefaultContentBytes
 	}
 }
 
@@ -735,6 +744,9 @@ func (c *Config) validatePublish(bad func(format string, args ...any)) {
 	}
 	if c.Cache.ArtifactBytes < 0 {
 		bad("cache.artifact_bytes: %d must be a positive number of bytes", c.Cache.ArtifactBytes)
+	}
+	if c.Cache.ContentBytes < -1 {
+		bad("cache.content_bytes: %d must be a positive number of bytes, or -1 to keep none", c.Cache.ContentBytes)
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls: set both cert_file and key_file, or neither")

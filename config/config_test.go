@@ -158,3 +158,23 @@ func TestPinsAndReposParsedAtLoad(t *testing.T) {
 		t.Errorf("pins %v, %v, %v", a.Pin, b.Pin, d.Pin)
 	}
 }
+
+func TestContentBytes(t *testing.T) {
+	for yaml, want := range map[string]int64{
+		"":                                   DefaultContentBytes,
+		"cache:\n  content_bytes: 0\n":       DefaultContentBytes,
+		"cache:\n  content_bytes: 1048576\n": 1 << 20,
+		"cache:\n  content_bytes: -1\n":      -1, // keep none
+	} {
+		c, err := Parse([]byte(yaml), "")
+		if err != nil {
+			t.Fatalf("%q: %v", yaml, err)
+		}
+		if c.Cache.ContentBytes != want {
+			t.Errorf("%q: content_bytes %d, want %d", yaml, c.Cache.ContentBytes, want)
+		}
+	}
+	if _, err := Parse([]byte("cache:\n  content_bytes: -2\n"), ""); err == nil || !strings.Contains(err.Error(), "cache.content_bytes") {
+		t.Errorf("content_bytes -2: error %v, want one naming cache.content_bytes", err)
+	}
+}

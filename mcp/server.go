@@ -86,7 +86,7 @@ type Options struct {
 	SessionTimeout time.Duration
 	// FastPath says whether the fast path (mcp/fastpath: skills/list and
 	// resources/read of skill files answered without the SDK's
-	// per-request machinery, with its render cache and idle-session
+	// per-request machinery, with its page cache and idle-session
 	// timer) is on; nil means DefaultFastPath. Off, the SDK alone serves
 	// every request and closes idle sessions itself; the answers are the
 	// same.

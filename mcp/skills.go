@@ -69,9 +69,9 @@ func (s *Server) wireEntry(ref catalog.Ref) any {
 	return NewEntry(ref)
 }
 
-// Warm renders cat's first skills/list page into the fast path's page
-// cache, so the first request after a restart does not pay for it; a
-// no-op with the fast path off.
+// Warm renders cat's skills/list pages into the fast path's page cache
+// (fastpath.Handler.Warm), so a listing right after a restart does not
+// pay for them; a no-op with the fast path off.
 func (s *Server) Warm(cat *catalog.Catalog) {
 	if s.fast != nil {
 		s.fast.Warm(cat)

@@ -236,17 +236,37 @@ func layoutKey(files []layoutFile) string {
 // known) and its digest: from memory when the same layout was digested
 // before, else by writing the archive into a hash, reading every file
 // through the registry (which checks the bytes against the manifest).
+// These reads go around the content cache when the catalog allows it
+// (ReadFileCold): a new generation's digests read every new file once,
+// which for a large catalog is many times the cache, and would push out
+// the files requests read. A small layout's bytes are read once for both
+// its CRCs and its digest.
 func (d *digester) digestLayout(ctx context.Context, key string, files []layoutFile) (string, []zipEntry, error) {
+	read := d.cat.ReadFile
+	if c, ok := d.cat.(coldReader); ok {
+		read = c.ReadFileCold
+	}
+	var total int64
+	for _, lf := range files {
+		total += lf.file.Size
+	}
+	var held map[*skill.File][]byte // bytes read for CRCs, reused by the digest
+	if total <= maxHeldLayout {
+		held = map[*skill.File][]byte{}
+	}
 	out := make([]zipEntry, len(files))
 	for i, lf := range files {
 		crc, ok := d.crc(lf.file.Digest)
 		if !ok {
-			b, err := d.cat.ReadFile(ctx, fileRef(lf.ref, lf.file))
+			b, err := read(ctx, fileRef(lf.ref, lf.file))
 			if err != nil {
 				return "", nil, err
 			}
 			crc = crc32.ChecksumIEEE(b)
 			d.putCRC(lf.file.Digest, crc)
+			if held != nil {
+				held[lf.file] = b
+			}
 		}
 		out[i] = zipEntry{Name: lf.name, Exec: lf.file.Exec, Size: lf.file.Size, CRC: crc,
 			Data: func() ([]byte, error) { return d.cat.ReadFile(context.Background(), fileRef(lf.ref, lf.file)) }}
@@ -255,14 +275,38 @@ func (d *digester) digestLayout(ctx context.Context, key string, files []layoutF
 	if s, ok := d.archiveDigest(key); ok {
 		return s, out, nil
 	}
+	byName := make(map[string]layoutFile, len(files))
+	for _, lf := range files {
+		byName[lf.name] = lf
+	}
+	hashed := slices.Clone(out)
+	for i := range hashed {
+		lf := byName[hashed[i].Name]
+		hashed[i].Data = func() ([]byte, error) {
+			if b, ok := held[lf.file]; ok {
+				return b, nil
+			}
+			return read(ctx, fileRef(lf.ref, lf.file))
+		}
+	}
 	h := sha256.New()
-	if err := writeZip(h, out); err != nil {
+	if err := writeZip(h, hashed); err != nil {
 		return "", nil, err
 	}
 	s := gitref.SumHash(h).String()
 	d.putArchiveDigest(key, s)
 	return s, out, nil
 }
+
+// coldReader is a catalog that reads files without keeping them in its
+// content cache (*catalog.Live).
+type coldReader interface {
+	ReadFileCold(ctx context.Context, f catalog.FileRef) ([]byte, error)
+}
+
+// maxHeldLayout bounds the bytes of a layout held between its CRCs and
+// its digest; a larger one (a source's whole plugin) is read twice.
+const maxHeldLayout = 4 << 20
 
 // skillLayout places a skill's files at the archive root (prefix "") or
 // under prefix + "/".

@@ -77,8 +77,18 @@ type Options struct {
 	Metrics Metrics
 	Now     func() time.Time
 
+	// Yield, when set, is called by the work a restart leaves to the
+	// background (the file checks of restored directory sources, then
+	// their watches and first syncs, then the search index) before each
+	// step; it returns once the daemon's requests leave room for the
+	// next one, or ctx ends. Nil never waits.
+	Yield func(ctx context.Context) error
+
 	// gitRepos, set by tests, stands in for Git with in-memory remotes.
 	gitRepos func(url string) (GitRepo, error)
+	// beforeCheck, set by tests, is called before the background check
+	// of a restored directory source.
+	beforeCheck func(source string)
 }
 
 // Registry owns the sources, the current catalog and its recent history.
@@ -104,6 +114,12 @@ type Registry struct {
 	// persistRetry holds the pending retry of each source whose last
 	// persist failed (persist.go).
 	persistRetry map[string]*time.Timer
+
+	// checks are the restored directory snapshots whose files Run checks
+	// in the background; warmSearch says a restore served something, so
+	// Run builds the search index once that is done (restore.go).
+	checks     []*catalog.Snapshot
+	warmSearch bool
 }
 
 // sourceRun is one source's sync machinery.
@@ -115,8 +131,12 @@ type sourceRun struct {
 	urgent  bool       // a webhook asked for the next sync
 	state   catalog.State
 	stop    context.CancelFunc // stops pollers and watchers
+	ctx     context.Context    // theirs, ended by stop
 	retry   *time.Timer
 	removed bool
+	// held: restored, its files not checked yet; its watch and its
+	// first sync wait for the check (restore.go).
+	held bool
 }
 
 // New returns a registry with an empty catalog (generation 0).
@@ -308,6 +328,11 @@ func (r *Registry) Run(ctx context.Context) error {
 			go r.worker(run)
 		}
 	}
+	checks, warm := r.checks, r.warmSearch
+	r.checks, r.warmSearch = nil, false
+	if len(checks) > 0 || warm {
+		r.inflight.Go(func() { r.checkRestored(ctx, checks, warm) })
+	}
 	r.mu.Unlock()
 	<-ctx.Done()
 	r.mu.Lock()
@@ -321,11 +346,11 @@ func (r *Registry) Run(ctx context.Context) error {
 
 func (r *Registry) startLocked(run *sourceRun) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	run.stop = cancel
+	run.stop, run.ctx = cancel, ctx
 	if run.src.Poll > 0 {
 		go r.poll(ctx, run)
 	}
-	if run.src.Kind == catalog.KindDir {
+	if run.src.Kind == catalog.KindDir && !run.held { // a held one's starts after its check
 		go r.watchDir(ctx, run)
 	}
 }

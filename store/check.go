@@ -95,7 +95,8 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 	if tx.Bucket(bucketSources) == nil || tx.Bucket(bucketDigests) == nil {
 		return
 	}
-	// Sources, and the references their skills hold.
+	// Sources, and the references their skills hold (of the kinds the
+	// digest map counts).
 	want := map[string]uint64{}
 	// Keys are meant to name bytes, but the keys of an fs.FS tree are
 	// paths and sizes, which two sources can share for different bytes:
@@ -113,7 +114,7 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			note("source %s: %v", name, err)
 			return nil
 		}
-		if p.Snapshot != nil {
+		if p.Snapshot != nil && countsDigests(p.Snapshot.Kind) {
 			for _, sk := range p.Snapshot.Skills {
 				for _, f := range sk.Files {
 					if f.Key != "" {

@@ -1,13 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
@@ -22,6 +25,14 @@ import (
 // damaged value is reported, never misread.
 const recordFormat = 1
 
+// Skill records have formats of their own: format 1 held the skill's
+// body (SKILL.md after the frontmatter), format 2 holds none (a body is
+// read back from the tree when something needs it). Both decode.
+const (
+	skillFormatBody = 1
+	skillFormat     = 2
+)
+
 // errShort and errTrailing are the decoding failures of damaged values.
 var (
 	errShort    = errors.New("value ends early")
@@ -30,7 +41,10 @@ var (
 )
 
 // enc appends a record.
-type enc struct{ b []byte }
+type enc struct {
+	b   []byte
+	rec int // where the skill record being written starts in b (see ref)
+}
 
 func (e *enc) byte(v byte)      { e.b = append(e.b, v) }
 func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
@@ -45,6 +59,35 @@ func (e *enc) count(n int, isNil bool) {
 		return
 	}
 	e.uvarint(uint64(n) + 1)
+}
+
+// minRef is the shortest string ref writes as a reference: a shorter
+// one costs about as much inline.
+const minRef = 8
+
+// ref writes a string of a format 2 skill record: inline (uvarint
+// len<<1, bytes), or, when it occurs in e.b[lo:hi] (bytes of this record
+// already written), as where it occurs (uvarint off<<1|1, uvarint len,
+// off counted from the record's start). The decoder then returns a
+// substring of the record: in memory, the string shares the bytes of the
+// one it occurs in (a file's path in its ID, its ID in its key, the
+// description in the frontmatter JSON).
+func (e *enc) ref(s string, lo, hi int) {
+	if len(s) >= minRef && hi > lo {
+		if i := bytes.Index(e.b[lo:hi], []byte(s)); i >= 0 {
+			e.uvarint(uint64(lo+i-e.rec)<<1 | 1)
+			e.uvarint(uint64(len(s)))
+			return
+		}
+	}
+	e.uvarint(uint64(len(s)) << 1)
+	e.b = append(e.b, s...)
+}
+
+// strSpan writes s inline and returns where its bytes are in e.b.
+func (e *enc) strSpan(s string) (lo, hi int) {
+	e.str(s)
+	return len(e.b) - len(s), len(e.b)
 }
 
 func (e *enc) time(t time.Time) {
@@ -67,6 +110,7 @@ func b2u(v bool) byte {
 // a substring of that one allocation.
 type dec struct {
 	s   string
+	all string // the whole record, which ref's references point into
 	err error
 }
 
@@ -129,6 +173,33 @@ func (d *dec) int() int {
 	return int(v)
 }
 
+// ref reads what enc.ref wrote.
+func (d *dec) ref() string {
+	v := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if v&1 == 0 {
+		n := v >> 1
+		if n > uint64(len(d.s)) {
+			d.fail(errShort)
+			return ""
+		}
+		r := d.s[:n]
+		d.s = d.s[n:]
+		return r
+	}
+	off, n := v>>1, d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if off > uint64(len(d.all)) || n > uint64(len(d.all))-off {
+		d.fail(errors.New("string reference out of the record"))
+		return ""
+	}
+	return d.all[off : off+n]
+}
+
 func (d *dec) bool() bool {
 	switch d.byte() {
 	case 0:
@@ -181,10 +252,16 @@ func (d *dec) time() time.Time {
 	return t
 }
 
-func (d *dec) format() {
-	if f := d.byte(); d.err == nil && f != recordFormat {
+func (d *dec) format() { d.formatOf(recordFormat) }
+
+// formatOf reads the format byte and returns it, failing on any format
+// but those given.
+func (d *dec) formatOf(known ...byte) byte {
+	f := d.byte()
+	if d.err == nil && !slices.Contains(known, f) {
 		d.fail(fmt.Errorf("%w %d", errFormat, f))
 	}
+	return f
 }
 
 func (d *dec) end() error {
@@ -205,40 +282,40 @@ const (
 	fileKeyID             // File.Key equals File.ID (stored once)
 )
 
-// encodeSkill encodes everything of a skill but its path (the key holds it).
+// encodeSkill encodes everything of a skill but its path (the key holds
+// it), in format 2.
 func encodeSkill(e *enc, s *skill.Skill) {
-	e.byte(recordFormat)
+	e.rec = len(e.b)
+	e.byte(skillFormat)
 	fm := s.Frontmatter
 	e.bool(fm != nil)
 	if fm != nil {
 		e.bytes(fm.JSON)
-		e.str(fm.Name)
-		e.str(fm.Description)
-		e.str(fm.License)
-		e.str(fm.Compatibility)
-		e.str(fm.AllowedTools)
+		jlo, jhi := len(e.b)-len(fm.JSON), len(e.b)
+		e.ref(fm.Name, jlo, jhi)
+		e.ref(fm.Description, jlo, jhi)
+		e.ref(fm.License, jlo, jhi)
+		e.ref(fm.Compatibility, jlo, jhi)
+		e.ref(fm.AllowedTools, jlo, jhi)
+		// Inline and sorted, so that equal skills encode to equal bytes
+		// (an unchanged skill is not rewritten) and equal metadata to
+		// equal bytes wherever it is (a restart shares the maps).
 		e.count(len(fm.Metadata), fm.Metadata == nil)
-		// Sorted, so that equal skills encode to equal bytes and an
-		// unchanged skill is not rewritten.
 		for _, k := range slices.Sorted(maps.Keys(fm.Metadata)) {
 			e.str(k)
 			e.str(fm.Metadata[k])
 		}
-		e.str(fm.Version)
+		e.ref(fm.Version, jlo, jhi)
 		e.count(len(fm.Tags), fm.Tags == nil)
 		for _, t := range fm.Tags {
-			e.str(t)
+			e.ref(t, jlo, jhi)
 		}
 		e.bool(fm.Deprecated)
 	}
-	e.str("") // was the body; skills no longer hold one
 	e.varint(s.Size)
 	e.count(len(s.Files), s.Files == nil)
 	for i := range s.Files {
 		f := &s.Files[i]
-		e.str(f.Path)
-		e.varint(f.Size)
-		e.str(f.Digest)
 		var flags byte
 		if f.Exec {
 			flags |= fileExec
@@ -247,10 +324,23 @@ func encodeSkill(e *enc, s *skill.Skill) {
 			flags |= fileKeyID
 		}
 		e.byte(flags)
-		e.str(f.ID)
+		// The key, then the ID (often inside the key: a directory's key
+		// is its path and stat data), then the path (the end of the ID).
+		klo, khi := 0, 0
 		if flags&fileKeyID == 0 {
-			e.str(f.Key)
+			klo, khi = e.strSpan(f.Key)
 		}
+		var ilo, ihi int
+		if at := strings.Index(f.Key, f.ID); khi > klo && len(f.ID) >= minRef && at >= 0 {
+			e.ref(f.ID, klo, khi)
+			ilo, ihi = klo+at, klo+at+len(f.ID)
+		} else {
+			e.ref(f.ID, 0, 0) // inline
+			ilo, ihi = len(e.b)-len(f.ID), len(e.b)
+		}
+		e.ref(f.Path, ilo, ihi)
+		e.varint(f.Size)
+		e.str(f.Digest)
 	}
 	e.count(len(s.Dirs), s.Dirs == nil)
 	for _, d := range s.Dirs {
@@ -258,53 +348,106 @@ func encodeSkill(e *enc, s *skill.Skill) {
 	}
 }
 
+// decoding says how decodeSkill may share memory. The zero value shares
+// nothing but rec's strings.
+type decoding struct {
+	// inPlace: rec is the caller's own memory, which no one writes again,
+	// so the frontmatter JSON may point into it instead of being a copy.
+	inPlace bool
+	// metadata, when not nil, interns frontmatter metadata maps by their
+	// encoded bytes: skills whose metadata is the same share one map (a
+	// small map takes about 300 bytes; skills of one repository often
+	// carry the same few keys and values). Skills are immutable, so no
+	// one writes the shared map.
+	metadata map[string]map[string]string
+}
+
+// maxInterned bounds the metadata maps one decoding interns, so that a
+// catalog whose metadata all differ does not grow a table for nothing.
+const maxInterned = 4096
+
 // decodeSkill decodes a record into s and fm (which the caller allocates,
-// in bulk). Strings point into rec; the frontmatter JSON is a copy.
-func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error {
-	d := dec{s: rec}
-	d.format()
+// in bulk). Strings point into rec; the frontmatter JSON is a copy unless
+// o.inPlace.
+func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o decoding) error {
+	d := dec{s: rec, all: rec}
+	format := d.formatOf(skillFormatBody, skillFormat)
+	str := d.ref // format 2: strings inline or within the record
+	if format == skillFormatBody {
+		str = d.str
+	}
 	s.Path = path
 	if d.bool() {
-		fm.JSON = []byte(d.str())
-		fm.Name = d.str()
-		fm.Description = d.str()
-		fm.License = d.str()
-		fm.Compatibility = d.str()
-		fm.AllowedTools = d.str()
+		if js := d.str(); o.inPlace && js != "" {
+			fm.JSON = unsafe.Slice(unsafe.StringData(js), len(js))
+		} else {
+			fm.JSON = []byte(js)
+		}
+		fm.Name = str()
+		fm.Description = str()
+		fm.License = str()
+		fm.Compatibility = str()
+		fm.AllowedTools = str()
+		start := d.s
 		if n, isNil := d.count(); !isNil {
 			fm.Metadata = make(map[string]string, n)
 			for range n {
 				k := d.str()
 				fm.Metadata[k] = d.str()
 			}
+			if o.metadata != nil && d.err == nil {
+				raw := start[:len(start)-len(d.s)]
+				if m, ok := o.metadata[raw]; ok {
+					fm.Metadata = m
+				} else if len(o.metadata) < maxInterned {
+					o.metadata[raw] = fm.Metadata
+				}
+			}
 		}
-		fm.Version = d.str()
+		fm.Version = str()
 		if n, isNil := d.count(); !isNil {
 			fm.Tags = make([]string, n)
 			for i := range fm.Tags {
-				fm.Tags[i] = d.str()
+				fm.Tags[i] = str()
 			}
 		}
 		fm.Deprecated = d.bool()
 		s.Frontmatter = fm
 	}
-	_ = d.str() // the body of older records: skipped
+	if format == skillFormatBody {
+		_ = d.str() // the body: skills hold none any more
+	}
 	s.Size = d.varint()
 	if n, isNil := d.count(); !isNil {
 		s.Files = make([]skill.File, n)
 		for i := range s.Files {
 			f := &s.Files[i]
-			f.Path = d.str()
-			f.Size = d.varint()
-			f.Digest = d.str()
-			flags := d.byte()
-			f.Exec = flags&fileExec != 0
-			f.ID = d.str()
-			if flags&fileKeyID != 0 {
-				f.Key = f.ID
+			var flags byte
+			if format == skillFormatBody {
+				f.Path = d.str()
+				f.Size = d.varint()
+				f.Digest = d.str()
+				flags = d.byte()
+				f.ID = d.str()
+				if flags&fileKeyID != 0 {
+					f.Key = f.ID
+				} else {
+					f.Key = d.str()
+				}
 			} else {
-				f.Key = d.str()
+				flags = d.byte()
+				if flags&fileKeyID == 0 {
+					f.Key = d.str()
+				}
+				f.ID = d.ref()
+				if flags&fileKeyID != 0 {
+					f.Key = f.ID
+				}
+				f.Path = d.ref()
+				f.Size = d.varint()
+				f.Digest = d.str()
 			}
+			f.Exec = flags&fileExec != 0
 			if flags&^(fileExec|fileKeyID) != 0 {
 				d.fail(errors.New("unknown file flags"))
 			}
@@ -324,7 +467,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error 
 func skillFileKeys(rec string, fn func(key string, dg skill.Digest)) error {
 	var s skill.Skill
 	var fm skill.Frontmatter
-	if err := decodeSkill("", rec, &s, &fm); err != nil {
+	if err := decodeSkill("", rec, &s, &fm, decoding{}); err != nil {
 		return err
 	}
 	for _, f := range s.Files {

@@ -39,14 +39,14 @@ func FuzzDecodeRecords(f *testing.F) {
 		case 1:
 			var s skill.Skill
 			var fm skill.Frontmatter
-			if decodeSkill("p", string(b), &s, &fm) != nil {
+			if decodeSkill("p", string(b), &s, &fm, decoding{}) != nil {
 				return
 			}
 			e := enc{}
 			encodeSkill(&e, &s)
 			var s2 skill.Skill
 			var fm2 skill.Frontmatter
-			if err := decodeSkill("p", string(e.b), &s2, &fm2); err != nil || !reflect.DeepEqual(s, s2) {
+			if err := decodeSkill("p", string(e.b), &s2, &fm2, decoding{}); err != nil || !reflect.DeepEqual(s, s2) {
 				t.Fatalf("skill does not survive a round trip: %v", err)
 			}
 		case 2:
@@ -68,20 +68,20 @@ func TestDecodeRefusesDamage(t *testing.T) {
 	rec := e.b
 	var s skill.Skill
 	var fm skill.Frontmatter
-	if err := decodeSkill("alpha", string(rec), &s, &fm); err != nil {
+	if err := decodeSkill("alpha", string(rec), &s, &fm, decoding{}); err != nil {
 		t.Fatal(err)
 	}
 	for cut := range len(rec) {
-		if err := decodeSkill("alpha", string(rec[:cut]), &s, &fm); err == nil {
+		if err := decodeSkill("alpha", string(rec[:cut]), &s, &fm, decoding{}); err == nil {
 			t.Fatalf("a record cut at %d of %d bytes decoded", cut, len(rec))
 		}
 	}
-	if err := decodeSkill("alpha", string(append(bytes.Clone(rec), 0)), &s, &fm); err == nil {
+	if err := decodeSkill("alpha", string(append(bytes.Clone(rec), 0)), &s, &fm, decoding{}); err == nil {
 		t.Fatal("a record with a trailing byte decoded")
 	}
 	bad := bytes.Clone(rec)
-	bad[0] = 2
-	if err := decodeSkill("alpha", string(bad), &s, &fm); err == nil {
+	bad[0] = 3
+	if err := decodeSkill("alpha", string(bad), &s, &fm, decoding{}); err == nil {
 		t.Fatal("a record of an unknown format decoded")
 	}
 }

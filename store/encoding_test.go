@@ -74,7 +74,7 @@ var codecs = []codec{
 		decode: func(path string, v []byte) (*skill.Skill, error) {
 			var s skill.Skill
 			var fm skill.Frontmatter
-			return &s, decodeSkill(path, string(v), &s, &fm)
+			return &s, decodeSkill(path, string(v), &s, &fm, decoding{})
 		},
 	},
 }

@@ -161,10 +161,14 @@ func sameSnapshot(t testing.TB, got, want *catalog.Snapshot) {
 	}
 }
 
-// wantDigests is the digest map a set of stored snapshots implies.
+// wantDigests is the digest map a set of stored snapshots implies: the
+// file keys of its git snapshots.
 func wantDigests(snaps ...*catalog.Snapshot) map[string]skill.Digest {
 	out := map[string]skill.Digest{}
 	for _, s := range snaps {
+		if s.Kind != catalog.KindGit {
+			continue
+		}
 		for _, sk := range s.Skills {
 			for _, f := range sk.Files {
 				if f.Key != "" {
@@ -199,5 +203,3 @@ func copyFile(t testing.TB, from, to string) {
 }
 
 func digestOf(d string, size int64) skill.Digest { return skill.Digest{Digest: d, Size: size} }
-
-func skillKey(path string) []byte { return append([]byte{skillKeyPrefix}, path...) }

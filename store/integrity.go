@@ -20,9 +20,10 @@ func openDigest(key, v []byte) (refs uint64, dg skill.Digest, err error) {
 }
 
 // recountDigests rewrites the digest map from the skill records that
-// check out. A save or delete runs it when a record it replaces, or a
+// check out, of the snapshots whose kind the map counts (countsDigests). A save or delete runs it when a record it replaces, or a
 // digest entry it updates, is damaged: the counts can then no longer be
-// adjusted, only recounted. Records that are themselves damaged count for
+// adjusted, only recounted. It is also the migration to schema version 3,
+// which drops the directory sources' keys. Records that are themselves damaged count for
 // nothing; they are not served, and their source's next save replaces
 // them.
 func recountDigests(tx *bolt.Tx) error {
@@ -36,8 +37,9 @@ func recountDigests(tx *bolt.Tx) error {
 	}
 	want := map[string]*entry{}
 	err := sources.ForEachBucket(func(name []byte) error {
-		skills := sources.Bucket(name).Bucket(keySkills)
-		if skills == nil {
+		src := sources.Bucket(name)
+		skills := src.Bucket(keySkills)
+		if kind, known, _ := storedKind(src); skills == nil || !known || !countsDigests(kind) {
 			return nil
 		}
 		return skills.ForEach(func(k, v []byte) error {

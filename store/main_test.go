@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Helper processes: the test binary re-executed with helperEnv set plays
@@ -104,7 +106,7 @@ type diskFullReport struct {
 	CheckErr   string
 }
 
-// diskFullHelper lets the store file grow by at most 64 KiB (the kernel
+// diskFullHelper lets the store file grow by at most 64 KiB past its pages (the kernel
 // then refuses writes past that size with EFBIG, as a full disk refuses
 // them with ENOSPC), tries to save a much larger snapshot, and reports
 // what happened and what the store then serves.
@@ -115,8 +117,11 @@ func diskFullHelper(path string) int {
 		fmt.Println("error:", err)
 		return 1
 	}
-	info, err := os.Stat(path)
-	if err != nil {
+	// The limit counts from the pages in use, not the file's size: bbolt
+	// grows a file mapped as large as the store maps it 16 MiB at a time,
+	// ahead of its pages.
+	var used int64
+	if err := s.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
@@ -124,7 +129,7 @@ func diskFullHelper(path string) int {
 	big.Commit = "c2"
 	// Go ignores SIGXFSZ, so writes past the limit fail instead of
 	// killing the process.
-	lim := syscall.Rlimit{Cur: uint64(info.Size()) + 64<<10, Max: math.MaxUint64}
+	lim := syscall.Rlimit{Cur: uint64(used) + 64<<10, Max: math.MaxUint64}
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
 		fmt.Println("error:", err)
 		return 1

@@ -10,8 +10,9 @@ import (
 )
 
 // SchemaVersion is the layout this skillreg reads and writes. Version 2
-// appends a checksum to every value (see checksum.go).
-const SchemaVersion = 2
+// appends a checksum to every value (see checksum.go); version 3 keeps
+// only git snapshots' file keys in the digest map (see countsDigests).
+const SchemaVersion = 3
 
 // Bucket and key names.
 var (
@@ -26,6 +27,7 @@ var (
 	keyState    = []byte("state")
 	keySnapshot = []byte("snapshot")
 	keySkills   = []byte("skills")
+	keyStaging  = []byte("staging")
 )
 
 // topBuckets are the buckets of the current schema.
@@ -40,7 +42,7 @@ type migration func(tx *bolt.Tx) error
 // replaces under testdata/, and nothing else: Open runs the steps in
 // order, one transaction for the whole way, so a crash leaves the old
 // version intact.
-var migrations = map[int]migration{1: sealRecords}
+var migrations = map[int]migration{1: sealRecords, 2: recountDigests}
 
 // sealRecords (schema 1 to 2) appends its checksum to every value that
 // is decoded: each source's state, snapshot header and skill records, the

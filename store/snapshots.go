@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,12 +26,48 @@ type encodedSkill struct {
 	sk  *skill.Skill
 }
 
+// savedSkills is what the last save of a source stored: the snapshot's
+// kind and its skills, sorted by path (8 bytes a skill: the values are the
+// snapshot's own).
+type savedSkills struct {
+	kind   catalog.Kind
+	skills []*skill.Skill
+}
+
+// countsDigests reports whether the digest map holds the file keys of a
+// snapshot of this kind. Only git's keys (blob ids) are worth keeping
+// across a restart: they name bytes wherever they appear, in another
+// path, commit or source. A directory's keys are the file's path and stat
+// data, which only that same file can match again, and the restored
+// snapshot's skills already carry them with their digests (skill.Index
+// reuses an unchanged skill from them without reading); at 100,000 skills
+// the 300,000 entries took 50 MiB of the file and 80 MiB of heap once
+// loaded, to save rehashing a changed skill's other files.
+func countsDigests(k catalog.Kind) bool { return k == catalog.KindGit }
+
+// Saves whose records come to more than stagedBytes (estimated) are
+// written in transactions of about stageBatchBytes each into a staging
+// bucket, then switched in by one small transaction: a transaction holds
+// every page it writes on the heap until it commits (a first save of
+// 100,000 skills in one transaction held the whole file), while a restart
+// must never see a catalog without its commit.
+var (
+	stagedBytes     = 8 << 20
+	stageBatchBytes = 4 << 20
+	// stageHook, when set (by tests), runs after each staged batch
+	// commits; an error stops the save there.
+	stageHook func(batch int) error
+)
+
 // SaveSnapshot stores a source's snapshot (replacing the previous one) and
 // its state in one transaction, so that a restart never sees a catalog
 // without the commit it came from. Skill records equal to the stored ones
 // are not rewritten, so a sync that changed one skill of thousands writes
 // a few pages; the digest map gains the new files' keys and loses the
 // keys no stored snapshot references any more, in the same transaction.
+// A save that writes many records writes them first into a staging
+// bucket, in several transactions, and then switches the snapshot's
+// header, state and records in one.
 //
 // Skills are taken to be immutable once saved, as the registry's are: the
 // store remembers which skill values it stored last for each source, and
@@ -45,21 +82,22 @@ func (s *Store) SaveSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	if name == "" || st.Source != name {
 		return fmt.Errorf("save snapshot of source %q with the state of source %q: they must name the same source", name, st.Source)
 	}
+	sorted, err := sortedSkills(snap.Skills)
+	if err != nil {
+		return fmt.Errorf("save snapshot of %s at %s: %w", name, snap.Commit, err)
+	}
 	lock := s.sourceLock(name)
 	lock.Lock()
 	defer lock.Unlock()
-	written, err := s.saveSnapshot(snap, st)
+	written, err := s.saveSnapshot(snap, sorted, st)
 	s.mu.Lock()
+	s.gens[name]++
 	if err != nil {
 		// The file may or may not hold what was written: compare bytes
 		// next time.
 		delete(s.saved, name)
 	} else {
-		saved := make(map[string]*skill.Skill, len(snap.Skills))
-		for _, sk := range snap.Skills {
-			saved[sk.Path] = sk
-		}
-		s.saved[name] = saved
+		s.saved[name] = &savedSkills{kind: snap.Kind, skills: sorted}
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -67,6 +105,26 @@ func (s *Store) SaveSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	}
 	s.log.Debug("snapshot stored", "source", name, "commit", snap.Commit, "skills", len(snap.Skills), "written", written)
 	return nil
+}
+
+// sortedSkills returns the skills sorted by path (skills itself when it
+// is), refusing nil skills and two skills at one path.
+func sortedSkills(skills []*skill.Skill) ([]*skill.Skill, error) {
+	for i, sk := range skills {
+		if sk == nil {
+			return nil, fmt.Errorf("skill %d is nil", i)
+		}
+	}
+	byPath := func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(skills, byPath) {
+		skills = slices.SortedStableFunc(slices.Values(skills), byPath)
+	}
+	for i := 1; i < len(skills); i++ {
+		if skills[i-1].Path == skills[i].Path {
+			return nil, fmt.Errorf("two skills at path %q", skills[i].Path)
+		}
+	}
+	return skills, nil
 }
 
 // sourceLock returns the lock that orders saves and deletes of a source.
@@ -81,9 +139,49 @@ func (s *Store) sourceLock(name string) *sync.Mutex {
 	return l
 }
 
+// storedKind reads the kind of the snapshot stored in a source's bucket:
+// known is false when there is none, damaged when its header does not
+// check out.
+func storedKind(src *bolt.Bucket) (kind catalog.Kind, known, damaged bool) {
+	h := src.Get(keySnapshot)
+	if h == nil {
+		return "", false, false
+	}
+	payload, err := unseal(keySnapshot, h)
+	if err != nil {
+		return "", false, true
+	}
+	hdr, _, err := decodeHeader(string(payload))
+	if err != nil {
+		return "", false, true
+	}
+	return hdr.Kind, true, false
+}
+
+// oldRefs prepares the digest delta of replacing the records of a source
+// whose stored snapshot is described by storedKind with records of kind
+// newKind: counted tells whether the stored records' references are in
+// the map (so dropping them must decrement). When that is unknown, or the
+// kinds count differently (the unchanged records would have to move
+// too), apply recounts from the records instead.
+func oldRefs(src *bolt.Bucket, newKind catalog.Kind) (refs *refDelta, counted bool) {
+	refs = newRefDelta()
+	kind, known, damaged := storedKind(src)
+	skills := src.Bucket(keySkills)
+	switch {
+	case damaged:
+		refs.broken = true
+	case !known:
+		refs.broken = skills != nil && notEmpty(skills)
+	case countsDigests(kind) != countsDigests(newKind):
+		refs.broken = true
+	}
+	return refs, known && countsDigests(kind)
+}
+
 // saveSnapshot writes a snapshot and returns how many skill records it
 // wrote or deleted.
-func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written int, err error) {
+func (s *Store) saveSnapshot(snap *catalog.Snapshot, sorted []*skill.Skill, st catalog.State) (written int, err error) {
 	name := snap.Source
 	stateJSON, err := json.Marshal(st)
 	if err != nil {
@@ -91,44 +189,61 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written 
 	}
 	stateJSON = seal(keyState, stateJSON)
 	header := seal(keySnapshot, encodeHeader(snap))
-	paths := make(map[string]bool, len(snap.Skills))
-	for i, sk := range snap.Skills {
-		if sk == nil {
-			return 0, fmt.Errorf("skill %d is nil", i)
-		}
-		if paths[sk.Path] {
-			return 0, fmt.Errorf("two skills at path %q", sk.Path)
-		}
-		paths[sk.Path] = true
-	}
 	s.mu.Lock()
 	stored := s.saved[name]
 	s.mu.Unlock()
 
-	// What to write, known before the transaction when the stored skills
-	// are: only the skills that are not among them are encoded.
-	var (
-		toEncode = snap.Skills
-		removed  []*skill.Skill
-	)
-	if stored != nil {
-		toEncode = nil
-		for _, sk := range snap.Skills {
-			if stored[sk.Path] != sk {
-				toEncode = append(toEncode, sk)
+	// What to write: when the stored skills are known, the skills that
+	// are not among them, found before the transaction; otherwise, for a
+	// big snapshot, the records that differ from the stored ones, found
+	// a batch at a time; for a small one, all of them, compared in the
+	// transaction.
+	var toEncode []*skill.Skill
+	var removed [][]byte // keys of stored records the snapshot no longer has
+	compare := false
+	switch {
+	case stored != nil:
+		old := stored.skills
+		i, j := 0, 0
+		for i < len(sorted) || j < len(old) {
+			switch {
+			case j == len(old) || i < len(sorted) && sorted[i].Path < old[j].Path:
+				toEncode = append(toEncode, sorted[i])
+				i++
+			case i == len(sorted) || old[j].Path < sorted[i].Path:
+				removed = append(removed, skillKey(old[j].Path))
+				j++
+			default:
+				if sorted[i] != old[j] {
+					toEncode = append(toEncode, sorted[i])
+				}
+				i++
+				j++
 			}
 		}
-		for p, old := range stored {
-			if !paths[p] {
-				removed = append(removed, old)
-			}
+	case estimateRecords(sorted) > stagedBytes:
+		var n int
+		if removed, n, err = s.removedRecords(name, sorted); err != nil {
+			return 0, err
 		}
-		slices.SortFunc(removed, func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) })
+		if n == 0 { // a first save: nothing to compare with
+			return s.saveStaged(snap, sorted, stateJSON, header)
+		}
+		toEncode = sorted
+	default:
+		toEncode, compare = sorted, true
 	}
-	recs, err := encodeSkills(toEncode)
-	if err != nil {
-		return 0, err
+	if !compare && estimateRecords(toEncode) > stagedBytes {
+		// Other values may still encode to the stored bytes (a source
+		// indexed afresh, say).
+		if toEncode, err = s.changedRecords(name, toEncode); err != nil {
+			return 0, err
+		}
 	}
+	if estimateRecords(toEncode) > stagedBytes {
+		return s.saveStaged(snap, sorted, stateJSON, header)
+	}
+	recs := encodeSkills(toEncode)
 
 	err = s.update("save snapshot", func(tx *bolt.Tx) error {
 		written = 0
@@ -136,30 +251,44 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written 
 		if err != nil {
 			return err
 		}
+		refs, counted := oldRefs(src, snap.Kind)
+		adds := countsDigests(snap.Kind)
+		drop := func(k, v []byte) {
+			if counted && v != nil {
+				refs.drop(k, v)
+			}
+		}
+		add := func(sk *skill.Skill) {
+			if adds {
+				refs.add(sk)
+			}
+		}
 		if err := src.Put(keyState, stateJSON); err != nil {
 			return err
 		}
 		if err := src.Put(keySnapshot, header); err != nil {
 			return err
 		}
+		if src.Bucket(keyStaging) != nil { // left by a staged save that failed
+			if err := src.DeleteBucket(keyStaging); err != nil {
+				return err
+			}
+		}
 		skills, err := src.CreateBucketIfNotExists(keySkills)
 		if err != nil {
 			return err
 		}
-		refs := newRefDelta()
-		if stored != nil {
+		if !compare {
 			written = len(removed) + len(recs)
-			for _, old := range removed {
-				refs.dropSkill(old)
-				if err := skills.Delete(append([]byte{skillKeyPrefix}, old.Path...)); err != nil {
+			for _, k := range removed {
+				drop(k, skills.Get(k))
+				if err := skills.Delete(k); err != nil {
 					return err
 				}
 			}
 			for _, r := range recs {
-				if old := stored[r.sk.Path]; old != nil {
-					refs.dropSkill(old)
-				}
-				refs.add(r.sk)
+				drop(r.key, skills.Get(r.key))
+				add(r.sk)
 				if err := skills.Put(r.key, r.val); err != nil {
 					return fmt.Errorf("skill %q: %w", r.sk.Path, err)
 				}
@@ -176,17 +305,17 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written 
 		for k != nil || i < len(recs) {
 			switch cmp := compareNext(k, recs, i); {
 			case cmp < 0: // stored, gone from the snapshot
-				refs.drop(k, v)
+				drop(k, v)
 				dels = append(dels, bytes.Clone(k))
 				k, v = c.Next()
 			case cmp > 0: // new
-				refs.add(recs[i].sk)
+				add(recs[i].sk)
 				puts = append(puts, i)
 				i++
 			default:
 				if !bytes.Equal(v, recs[i].val) {
-					refs.drop(k, v)
-					refs.add(recs[i].sk)
+					drop(k, v)
+					add(recs[i].sk)
 					puts = append(puts, i)
 				}
 				k, v = c.Next()
@@ -214,19 +343,198 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, st catalog.State) (written 
 	return written, err
 }
 
-// encodeSkills encodes the skills' records into one buffer, sorted by key.
-func encodeSkills(skills []*skill.Skill) ([]encodedSkill, error) {
-	size := 0
-	for i, sk := range skills {
-		if sk == nil {
-			return nil, fmt.Errorf("skill %d is nil", i)
+// changedRecords compares the records of skills (sorted by path) with
+// the stored ones, a batch at a time in read transactions, and returns
+// the skills whose records differ or are new.
+func (s *Store) changedRecords(name string, sorted []*skill.Skill) (changed []*skill.Skill, err error) {
+	for lo := 0; lo < len(sorted); {
+		hi := nextBatch(sorted, lo)
+		recs := encodeSkills(sorted[lo:hi])
+		err := s.view("compare snapshot", func(tx *bolt.Tx) error {
+			var skills *bolt.Bucket
+			if src := tx.Bucket(bucketSources).Bucket([]byte(name)); src != nil {
+				skills = src.Bucket(keySkills)
+			}
+			for _, r := range recs {
+				if skills == nil || !bytes.Equal(skills.Get(r.key), r.val) {
+					changed = append(changed, r.sk)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		size += len(sk.Path) + 1 + 128 + 160*len(sk.Files)
-		if sk.Frontmatter != nil {
-			size += 2 * len(sk.Frontmatter.JSON)
-		}
+		lo = hi
 	}
-	e := enc{b: make([]byte, 0, size)}
+	return changed, nil
+}
+
+// removedRecords returns the keys of the stored records of a source that
+// are not records of these skills (sorted by path), and how many records
+// are stored.
+func (s *Store) removedRecords(name string, sorted []*skill.Skill) (removed [][]byte, stored int, err error) {
+	err = s.view("compare snapshot", func(tx *bolt.Tx) error {
+		src := tx.Bucket(bucketSources).Bucket([]byte(name))
+		if src == nil || src.Bucket(keySkills) == nil {
+			return nil
+		}
+		i := 0
+		for k := range eachRecord(src.Bucket(keySkills)) {
+			stored++
+			if len(k) == 0 || k[0] != skillKeyPrefix {
+				removed = append(removed, bytes.Clone(k))
+				continue
+			}
+			for i < len(sorted) && sorted[i].Path < string(k[1:]) {
+				i++
+			}
+			if i == len(sorted) || sorted[i].Path != string(k[1:]) {
+				removed = append(removed, bytes.Clone(k))
+			}
+		}
+		return nil
+	})
+	return removed, stored, err
+}
+
+// nextBatch returns where the batch of records starting at lo ends:
+// about stageBatchBytes of them, at least one.
+func nextBatch(sorted []*skill.Skill, lo int) int {
+	hi, size := lo, 0
+	for hi < len(sorted) && (hi == lo || size+estimateRecord(sorted[hi]) <= stageBatchBytes) {
+		size += estimateRecord(sorted[hi])
+		hi++
+	}
+	return hi
+}
+
+// skillKey is the key of the record of the skill at path.
+func skillKey(path string) []byte { return append([]byte{skillKeyPrefix}, path...) }
+
+// saveStaged writes every record of a snapshot into the source's staging
+// bucket, a batch per transaction, then switches it in with the header
+// and state in one more: until that commits, the stored snapshot is the
+// previous one, whole. A failure in between leaves the staging bucket,
+// which the next save of the source deletes.
+func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJSON, header []byte) (int, error) {
+	name := snap.Source
+	err := s.update("stage snapshot", func(tx *bolt.Tx) error {
+		src, err := sourceBucket(tx, name)
+		if err != nil {
+			return err
+		}
+		if src.Bucket(keyStaging) != nil {
+			if err := src.DeleteBucket(keyStaging); err != nil {
+				return err
+			}
+		}
+		staging, err := src.CreateBucket(keyStaging)
+		if err != nil {
+			return err
+		}
+		_, err = staging.CreateBucket(keySkills)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	staged := func(tx *bolt.Tx) (*bolt.Bucket, error) {
+		if src := tx.Bucket(bucketSources).Bucket([]byte(name)); src != nil {
+			if st := src.Bucket(keyStaging); st != nil && st.Bucket(keySkills) != nil {
+				return st, nil
+			}
+		}
+		return nil, errors.New("staging bucket gone")
+	}
+	for batch, lo := 0, 0; lo < len(sorted); batch++ {
+		hi := nextBatch(sorted, lo)
+		recs := encodeSkills(sorted[lo:hi])
+		err := s.update("stage skills", func(tx *bolt.Tx) error {
+			st, err := staged(tx)
+			if err != nil {
+				return err
+			}
+			skills := st.Bucket(keySkills)
+			skills.FillPercent = 0.9 // in key order
+			for _, r := range recs {
+				if err := skills.Put(r.key, r.val); err != nil {
+					return fmt.Errorf("skill %q: %w", r.sk.Path, err)
+				}
+			}
+			return nil
+		})
+		if err == nil && stageHook != nil {
+			err = stageHook(batch)
+		}
+		if err != nil {
+			return 0, err
+		}
+		lo = hi
+	}
+	err = s.update("save snapshot", func(tx *bolt.Tx) error {
+		st, err := staged(tx)
+		if err != nil {
+			return err
+		}
+		src := tx.Bucket(bucketSources).Bucket([]byte(name))
+		refs, counted := oldRefs(src, snap.Kind)
+		if old := src.Bucket(keySkills); old != nil {
+			if counted && !refs.broken {
+				if err := old.ForEach(func(k, v []byte) error { refs.drop(k, v); return nil }); err != nil {
+					return err
+				}
+			}
+			if err := src.DeleteBucket(keySkills); err != nil {
+				return err
+			}
+		}
+		if countsDigests(snap.Kind) {
+			for _, sk := range sorted {
+				refs.add(sk)
+			}
+		}
+		if err := st.MoveBucket(keySkills, src); err != nil {
+			return fmt.Errorf("switch in the staged records: %w", err)
+		}
+		if err := src.DeleteBucket(keyStaging); err != nil {
+			return err
+		}
+		if err := src.Put(keyState, stateJSON); err != nil {
+			return err
+		}
+		if err := src.Put(keySnapshot, header); err != nil {
+			return err
+		}
+		return refs.apply(tx)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(sorted), nil
+}
+
+// estimateRecord is about how many bytes a skill's record takes.
+func estimateRecord(sk *skill.Skill) int {
+	n := len(sk.Path) + 1 + 128 + 160*len(sk.Files)
+	if sk.Frontmatter != nil {
+		n += 2 * len(sk.Frontmatter.JSON)
+	}
+	return n
+}
+
+func estimateRecords(skills []*skill.Skill) int {
+	n := 0
+	for _, sk := range skills {
+		n += estimateRecord(sk)
+	}
+	return n
+}
+
+// encodeSkills encodes the records of skills (sorted by path, none nil)
+// into one buffer, in that order.
+func encodeSkills(skills []*skill.Skill) []encodedSkill {
+	e := enc{b: make([]byte, 0, estimateRecords(skills))}
 	offs := make([][3]int, len(skills)) // key start, value start, end
 	for i, sk := range skills {
 		offs[i][0] = len(e.b)
@@ -241,18 +549,8 @@ func encodeSkills(skills []*skill.Skill) ([]encodedSkill, error) {
 	for i, o := range offs {
 		recs[i] = encodedSkill{key: e.b[o[0]:o[1]:o[1]], val: e.b[o[1]:o[2]:o[2]], sk: skills[i]}
 	}
-	if !slices.IsSortedFunc(recs, cmpKey) {
-		slices.SortFunc(recs, cmpKey)
-	}
-	for i := 1; i < len(recs); i++ {
-		if bytes.Equal(recs[i-1].key, recs[i].key) {
-			return nil, fmt.Errorf("two skills at path %q", recs[i].key[1:])
-		}
-	}
-	return recs, nil
+	return recs
 }
-
-func cmpKey(a, b encodedSkill) int { return bytes.Compare(a.key, b.key) }
 
 // compareNext compares the stored key k (nil when the cursor is done) with
 // recs[i] (none when i is past the end): <0 when k comes first.
@@ -298,15 +596,6 @@ func (r *refDelta) add(sk *skill.Skill) {
 		if f.Key != "" {
 			r.delta[f.Key]++
 			r.dg[f.Key] = skill.Digest{Digest: f.Digest, Size: f.Size}
-		}
-	}
-}
-
-// dropSkill removes the references of a stored skill known by value.
-func (r *refDelta) dropSkill(sk *skill.Skill) {
-	for _, f := range sk.Files {
-		if f.Key != "" {
-			r.delta[f.Key]--
 		}
 	}
 }
@@ -409,6 +698,7 @@ func (s *Store) DeleteSource(name string) error {
 	defer lock.Unlock()
 	s.mu.Lock()
 	delete(s.saved, name)
+	s.gens[name]++
 	s.mu.Unlock()
 	err := s.update("delete source", func(tx *bolt.Tx) error {
 		sources := tx.Bucket(bucketSources)
@@ -420,7 +710,12 @@ func (s *Store) DeleteSource(name string) error {
 			return nil
 		}
 		refs := newRefDelta()
-		if skills := src.Bucket(keySkills); skills != nil {
+		kind, known, damaged := storedKind(src)
+		skills := src.Bucket(keySkills)
+		switch {
+		case damaged || !known && skills != nil && notEmpty(skills):
+			refs.broken = true // recounted once the source is gone
+		case known && countsDigests(kind) && skills != nil:
 			if err := skills.ForEach(func(k, v []byte) error { refs.drop(k, v); return nil }); err != nil {
 				return err
 			}
@@ -450,8 +745,15 @@ type rawSource struct {
 // and state, sorted by source name. Snapshots come back unsealed: the
 // registry verifies them against their trees and seals them with
 // catalog.NewSnapshot.
+//
+// The skills loaded are the stored ones, so the store takes them as what
+// it saved last (see SaveSnapshot): the first save after a restart writes
+// only the skills that are not the restored values, as any later save.
 func (s *Store) Load() ([]catalog.Persisted, error) {
 	var raws []rawSource
+	s.mu.Lock()
+	gens := maps.Clone(s.gens)
+	s.mu.Unlock()
 	err := s.view("load", func(tx *bolt.Tx) error {
 		sources := tx.Bucket(bucketSources)
 		if sources == nil {
@@ -476,6 +778,17 @@ func (s *Store) Load() ([]catalog.Persisted, error) {
 			p.Damaged = fmt.Errorf("%s: %w: source %s: %w", s.path, ErrCorrupt, raws[i].name, err)
 		}
 		out = append(out, p)
+	}
+	if !s.readOnly {
+		s.mu.Lock()
+		for _, p := range out {
+			// Not when a save or delete of the source ran meanwhile: what
+			// was read may be older than what is stored.
+			if p.Snapshot != nil && s.saved[p.State.Source] == nil && s.gens[p.State.Source] == gens[p.State.Source] {
+				s.saved[p.State.Source] = &savedSkills{kind: p.Snapshot.Kind, skills: p.Snapshot.Skills}
+			}
+		}
+		s.mu.Unlock()
 	}
 	return out, nil
 }
@@ -562,16 +875,29 @@ func decodeSource(r *rawSource) (catalog.Persisted, error) {
 // pointers, so that a collection during the load has little to mark), then
 // walks the keys again and hands out runs of records, which workers copy
 // into their part of the arena and decode from there. Decoded strings
-// point into the arena, which no one writes again once a run is copied.
+// and frontmatter JSON point into the arena, which no one writes again
+// once a run is copied; equal metadata maps are shared (see decoding).
 func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error) {
 	snap, n, err := decodeHeader(header)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	count, size := 0, 0
+	var pages *mappedSpan
+	if b != nil {
+		pages = newMappedSpan(b.Tx())
+	}
 	for k, v := range eachRecord(b) {
 		count++
 		size += len(k) + len(v)
+		pages.add(k)
+		pages.add(v)
+		if count%1024 == 0 {
+			pages.release()
+		}
+	}
+	if pages != nil {
+		pages.release()
 	}
 	if count != max(n, 0) {
 		return nil, fmt.Errorf("snapshot has %d skill records, its header says %d", count, max(n, 0))
@@ -610,12 +936,17 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		}
 		return unsafe.String(&arena[off], n)
 	}
-	decodeRun := func(r run) error {
+	decodeRun := func(r run, o decoding) error {
+		// The pages of this run go back to the kernel once copied.
+		span := *pages
+		defer span.release()
 		off := r.off
 		for j, rec := range r.recs {
 			i := r.first + j
 			copy(arena[off:], rec.k)
 			copy(arena[off+len(rec.k):], rec.v)
+			span.add(rec.k)
+			span.add(rec.v)
 			kv := arena[off : off+len(rec.k)+len(rec.v)]
 			key := str(off, len(rec.k))
 			off += len(kv)
@@ -630,7 +961,7 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 				return nil
 			}
 			val := str(off-len(kv)+len(rec.k), len(rec.v)-sumLen)
-			if err := decodeSkill(key[1:], val, &skills[i], &fms[i]); err != nil {
+			if err := decodeSkill(key[1:], val, &skills[i], &fms[i], o); err != nil {
 				fail(i, fmt.Errorf("skill %q: %w", key[1:], err))
 				return nil
 			}
@@ -640,10 +971,13 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 	}
 	for range workers {
 		wg.Go(func() {
+			// The arena is this function's and written once: JSON points
+			// into it. Each worker interns metadata maps on its own.
+			o := decoding{inPlace: true, metadata: map[string]map[string]string{}}
 			for r := range runs {
 				// Reading the mapped file can fault (a truncated file):
 				// each run is guarded, and the worker goes on draining.
-				if err := guard(path, "load skills", func() error { return decodeRun(r) }); err != nil {
+				if err := guard(path, "load skills", func() error { return decodeRun(r, o) }); err != nil {
 					fail(r.first, err)
 				}
 			}

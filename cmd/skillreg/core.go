@@ -46,6 +46,9 @@ type core struct {
 	loaded chan loadResult
 	// restored says whether the restore served any stored catalog.
 	restored bool
+	// activity is the requests in flight, which the registry's
+	// background work after a restore steps aside for (serve.go).
+	activity activity
 	// hooks are the surfaces' side of the core, installed once they exist.
 	hooks atomic.Pointer[surfaceHooks]
 }
@@ -118,7 +121,8 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 			return 0, 0
 		},
 	})
-	ropts := registry.Options{Logger: log, Metrics: c.metrics, Redact: secrets, OnSwap: c.swapped}
+	ropts := registry.Options{Logger: log, Metrics: c.metrics, Redact: secrets, OnSwap: c.swapped, Yield: c.activity.yield,
+		ContentCacheBytes: cfg.Cache.ContentBytes}
 	if c.store != nil {
 		ropts.Store = c.store
 		ropts.Digests = registry.NewLazyDigests(c.store.Digests, func(err error) {

@@ -3,54 +3,101 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
+	"sync"
 )
 
-// gcHeadroom is the least the heap may grow past the live data between
-// collections. The MCP SDK allocates tens of kilobytes of short-lived
-// buffers per request: with a small catalog (a few MiB live) the default
-// GOGC=100 collected every few hundred requests and set the tail latency,
-// while a fixed GOGC=400 held five times a large catalog (640 MiB resident
-// for 110 MiB live under the load bench). A floor on the headroom, as the
-// runtime has no setting for, does both. Every command runs with it:
-// `skillreg index` of 10,000 skills spent a quarter of its time collecting
-// a heap that only grows (0.97-0.99 s at GOGC=100, 0.74-0.79 s with it).
-const gcHeadroom = 64 << 20
+// The collector's policy, unless GOGC is set: the heap may grow past the
+// live data by
+//
+//   - at least minHeadroom: the MCP SDK allocates tens of kilobytes of
+//     short-lived buffers per request, and with a small catalog (a few MiB
+//     live) the default GOGC=100 collected every few hundred requests and
+//     set the tail latency; `skillreg index` of 10,000 skills spent a
+//     quarter of its time collecting a heap that only grows;
+//   - the live data itself (GOGC=100, the default) up to bigHeadroom;
+//   - then bigHeadroom, until that is half the live data, and from there
+//     half (GOGC=50): 100,000 skills must be served within 512 MiB, page
+//     cache, bbolt's mapped pages and all, and doubling a live heap of a
+//     few hundred MiB would take that alone.
+//
+// GOMEMLIMIT, when set, bounds the heap on top of this: the runtime's goal
+// is the lower of GOGC's and the limit's, so whatever percentage the tuner
+// sets, the heap is collected before it passes the limit; the tuner never
+// changes the limit, and never sets a percentage below the policy's (a
+// percentage near zero would collect without end, where the runtime caps
+// what a collection driven by the limit may take).
+const (
+	minHeadroom = 32 << 20
+	bigHeadroom = 128 << 20
+)
 
-// gcPercent is the GOGC giving live bytes at least gcHeadroom of headroom:
-// 100 (the default) once live data exceeds it, at most 1000.
+// gcPercent is the GOGC giving live bytes the policy's headroom: from
+// 1000 for a few MiB live down to 50.
 func gcPercent(live uint64) int {
 	if live == 0 {
 		return 400 // no collection yet: nothing measured
 	}
-	return int(min(100*max(live, gcHeadroom)/live, 1000))
+	headroom := max(minHeadroom, min(live, max(bigHeadroom, live/2)))
+	return int(min(100*headroom/live, 1000))
 }
 
-// tuneGC keeps the collector's percentage at gcPercent of the live heap,
-// checked every 10 s, unless GOGC is set. GOMEMLIMIT, when set, still bounds
-// the heap.
+// gcTuner sets the collector's percentage after every collection, from
+// the live heap that collection found: a check every few seconds let a
+// cold start of a large catalog grow its heap at the percentage set for a
+// small one until the next check.
+type gcTuner struct {
+	mu      sync.Mutex
+	stopped bool
+	current int
+	sample  []metrics.Sample
+	set     func(int) int // debug.SetGCPercent
+}
+
+// tuneGC keeps GOGC at gcPercent of the live heap, retuned after every
+// collection until ctx ends, unless GOGC is set.
 func tuneGC(ctx context.Context) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	current := -1
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if p := gcPercent(sample[0].Value.Uint64()); p != current {
-				debug.SetGCPercent(p)
-				current = p
-			}
+	t := &gcTuner{current: -1, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, set: debug.SetGCPercent}
+	t.step()
+	t.arm()
+	<-ctx.Done()
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
+}
+
+// arm calls step after the next collection (a cleanup runs once the
+// collector has found its object unreachable), and arms itself again.
+func (t *gcTuner) arm() {
+	runtime.AddCleanup(new(gcSentinel), func(t *gcTuner) {
+		t.mu.Lock()
+		stopped := t.stopped
+		t.mu.Unlock()
+		if !stopped {
+			t.step()
+			t.arm()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	}, t)
+}
+
+// gcSentinel is what arm watches: it holds a pointer, so the allocator
+// never packs it with other small objects (a cleanup of such an object may
+// never run).
+type gcSentinel struct{ _ *byte }
+
+// step sets the percentage for the live heap the last collection found.
+func (t *gcTuner) step() {
+	metrics.Read(t.sample)
+	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	if p := gcPercent(t.sample[0].Value.Uint64()); p != t.current {
+		t.set(p)
+		t.current = p
 	}
 }

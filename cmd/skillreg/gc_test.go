@@ -1,6 +1,13 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"testing"
+)
 
 func TestGCPercent(t *testing.T) {
 	for _, c := range []struct {
@@ -9,14 +16,101 @@ func TestGCPercent(t *testing.T) {
 	}{
 		{0, 400},
 		{1 << 20, 1000},  // capped
-		{8 << 20, 800},   // 64 MiB of headroom over 8 MiB live
-		{32 << 20, 200},  //
-		{64 << 20, 100},  // the default from here on
+		{8 << 20, 400},   // 32 MiB of headroom over 8 MiB live
+		{16 << 20, 200},  //
+		{32 << 20, 100},  // the default from here on
 		{110 << 20, 100}, // a 10,000-skill catalog under load
-		{4 << 30, 100},   //
+		{128 << 20, 100}, //
+		{192 << 20, 66},  // 128 MiB of headroom
+		{256 << 20, 50},  // half the live heap from here on
+		{4 << 30, 50},    //
 	} {
 		if got := gcPercent(c.live); got != c.want {
 			t.Errorf("gcPercent(%d MiB) = %d, want %d", c.live>>20, got, c.want)
 		}
 	}
+}
+
+// liveBytes is the live heap the last collection found.
+func liveBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestGCTunerRetunesAfterEachCollection: the percentage follows the live
+// heap from one collection to the next, without waiting for a timer.
+func TestGCTunerRetunesAfterEachCollection(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	var mu sync.Mutex
+	var set []int
+	tu := &gcTuner{current: -1, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, set: func(p int) int {
+		mu.Lock()
+		set = append(set, p)
+		mu.Unlock()
+		return debug.SetGCPercent(p)
+	}}
+	last := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(set) == 0 {
+			return 0
+		}
+		return set[len(set)-1]
+	}
+	tu.arm()
+	defer func() { tu.mu.Lock(); tu.stopped = true; tu.mu.Unlock() }()
+
+	hold := make([]byte, 64<<20) // 64 MiB live: GOGC 100
+	for i := range hold {
+		hold[i] = byte(i)
+	}
+	runtime.GC()
+	waitUntil(t, func() bool { runtime.GC(); return last() == gcPercent(liveBytes()) && last() == 100 })
+	runtime.KeepAlive(hold)
+	hold = nil
+	waitUntil(t, func() bool { runtime.GC(); return last() > 100 })
+	if want := gcPercent(liveBytes()); last() != want {
+		t.Errorf("after the heap shrank: GOGC %d, want %d", last(), want)
+	}
+}
+
+// TestGCTunerHonoursMemoryLimit: with GOMEMLIMIT below what the tuner's
+// headroom would allow, the heap's goal stays within the limit while the
+// tuner runs, and the tuner leaves the limit as it was.
+func TestGCTunerHonoursMemoryLimit(t *testing.T) {
+	t.Setenv("GOGC", "")
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	runtime.GC()
+	limit := int64(liveBytes()) + 16<<20 // below the 32 MiB of headroom the policy gives
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tuneGC(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	goal := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	var keep [][]byte
+	for i := range 200 {
+		keep = append(keep, make([]byte, 1<<20))
+		if len(keep) > 4 {
+			keep = keep[1:] // a few MiB live, 200 MiB allocated
+		}
+		metrics.Read(goal)
+		if g := goal[0].Value.Uint64(); g > uint64(limit) {
+			t.Fatalf("after %d MiB allocated the heap goal is %d bytes, past GOMEMLIMIT %d (GOGC %d)", i, g, limit, currentGCPercent())
+		}
+	}
+	if p := currentGCPercent(); p != gcPercent(liveBytes()) && p <= 100 {
+		t.Errorf("GOGC %d: the tuner did not run (live %d)", p, liveBytes())
+	}
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Errorf("the tuner changed the memory limit to %d (set %d)", got, limit)
+	}
+}
+
+func currentGCPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }

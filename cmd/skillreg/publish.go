@@ -17,7 +17,7 @@ import (
 func (d *Daemon) setupPublish(cfg *config.Config) error {
 	publicURL := cfg.PublicURL
 	p, err := publish.New(publish.Options{
-		Catalog:       d.Registry,
+		Catalog:       d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
 		Clients:       d.currentClients,
 		Public:        d.currentPublic,
 		Limiter:       d.authLimiter,

@@ -30,7 +30,7 @@ func (o overrides) apply(cfg *config.Config) {
 
 // Reload applies a new configuration without dropping connections:
 // sources added, removed or changed, clients, webhook secrets, skill-meta
-// tools, the cache hint, the log level, and http.allowed_hosts,
+// tools, the cache hint, the log level, cache.content_bytes, and http.allowed_hosts,
 // http.allowed_origins and http.metrics_networks. What only a restart can
 // change (listen address, data directory, log format, mcp.fast_path, GitHub API settings,
 // the connection caps, trusted proxies and timeouts of the http section)
@@ -70,7 +70,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP = old.HTTP
 	cfg.HTTP.AllowedHosts, cfg.HTTP.AllowedOrigins = keep.AllowedHosts, keep.AllowedOrigins
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
-	cfg.PublicURL, cfg.Marketplace, cfg.Cache, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache, old.TLS
+	cfg.PublicURL, cfg.Marketplace, cfg.Cache.ArtifactBytes, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache.ArtifactBytes, old.TLS
 	cfg.MCP.FastPath = old.MCP.FastPath // the MCP server is made with it
 	// Build the whole runtime first: whatever fails, nothing has changed,
 	// the certificate included.
@@ -79,6 +79,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		return err
 	}
 	d.install(rt)
+	d.Registry.Live().SetContentCacheBytes(cfg.Cache.ContentBytes)
 	if d.certs != nil {
 		// SIGHUP also reloads the certificate, which has its own refusal
 		// (the file watch reloads it whatever the configuration does).

@@ -503,7 +503,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
 	}
 	srv := &http.Server{
-		Handler: d.frontDoor(d.echo),
+		Handler: d.activity.track(d.frontDoor(d.echo)),
 		// Bodies are paced per endpoint by the front door (a server-wide
 		// ReadTimeout would also cut the long-lived GET /mcp streams).
 		ReadHeaderTimeout: d.running().cfg.HTTP.HeaderTimeout.D(),
@@ -615,4 +615,54 @@ func (d *Daemon) searchWeb(f catalog.Filter, q string, limit int) ([]web.Hit, er
 		out[i] = web.Hit{URI: h.ID, Source: h.Source, Name: h.Name, Score: h.Score, Fields: h.Fields}
 	}
 	return out, nil
+}
+
+// Bounds of activity.yield: background work waits for requests to leave
+// a quiet gap of yieldQuiet, checking every yieldTick, and goes on after
+// yieldMax regardless, so that it finishes under constant load too (one
+// step per yieldMax: a small share of the machine).
+const (
+	yieldQuiet = 10 * time.Millisecond
+	yieldTick  = 2 * time.Millisecond
+	yieldMax   = 100 * time.Millisecond
+)
+
+// activity counts the HTTP requests in flight, so that the work a restart
+// leaves to the background (registry.Options.Yield) steps aside for them:
+// a restarted daemon answers at full speed at once.
+type activity struct {
+	inflight atomic.Int64
+	last     atomic.Int64 // when the last request ended, in UnixNano
+}
+
+// track counts next's requests.
+func (a *activity) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.inflight.Add(1)
+		defer func() {
+			a.last.Store(time.Now().UnixNano())
+			a.inflight.Add(-1)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// yield returns nil once no request has been in flight for yieldQuiet
+// (at once if none has been), or yieldMax has passed; ctx's error if it
+// ends while yield waits.
+func (a *activity) yield(ctx context.Context) error {
+	deadline := time.Now().Add(yieldMax)
+	t := time.NewTicker(yieldTick)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet || now.After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }

@@ -162,8 +162,10 @@ func TestBackupWhileRunning(t *testing.T) {
 }
 
 // TestChangedDirectoryNotServedFromStore: a file that changed size while
-// the daemon was stopped makes the stored catalog of its source unusable;
-// the source is resynced and only the new content is served.
+// the daemon was stopped: the stored catalog is served at once (its
+// directory is there), a read of the changed file never returns the new
+// bytes as the old file's, and the background check removes the skill and
+// resyncs the source, which then serves only the new content.
 func TestChangedDirectoryNotServedFromStore(t *testing.T) {
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "a"), "a", map[string]string{"ref.md": "short"})
@@ -179,16 +181,24 @@ func TestChangedDirectoryNotServedFromStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if n := d.Registry.Current().Len(catalog.Filter{}); n != 0 {
-		t.Fatalf("served %d skills from a stored catalog that no longer matches the disk", n)
+	old, err := d.Registry.Current().File(catalog.Filter{}, "skill://local/a/ref.md")
+	if err != nil || old.File.Size != int64(len("short")) {
+		t.Fatalf("restored: %+v %v; want the stored catalog served at once", old.File, err)
 	}
-	if err := d.Registry.SyncNow(context.Background(), "local"); err != nil {
+	if b, err := d.Registry.ReadFile(context.Background(), old); err == nil {
+		t.Fatalf("read the changed file as the stored one: %q", b)
+	}
+	if err := d.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := d.Registry.Current().File(catalog.Filter{}, "skill://local/a/ref.md")
-	if err != nil || f.File.Size != int64(len("much longer than before")) {
-		t.Fatalf("after resync: %+v %v", f.File, err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, func() bool {
+		f, err := d.Registry.Current().File(catalog.Filter{}, "skill://local/a/ref.md")
+		return err == nil && f.File.Size == int64(len("much longer than before"))
+	})
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -8,9 +8,10 @@
 //     what net/http serves from memory;
 //   - sessions.go: the idle timer of 2025-11-25 sessions, which the SDK's
 //     own cannot run once the fast path answers requests it never sees;
-//   - render.go: the per-skill render cache and the reflect.StructOf
-//     shapes that let encoding/json write frontmatter without re-scanning
-//     it, for the SDK's path and the fast path alike;
+//   - render.go: the fast path's entries written as bytes straight from
+//     the skill, and the reflect.StructOf shapes that let encoding/json
+//     write the SDK's path's frontmatter without re-scanning it; nothing
+//     is kept per skill;
 //   - sdkjson.go: decoding exactly as the SDK decodes (segmentio's JSON,
 //     member names matched exactly), which the SDK does not export.
 //

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"weak"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/jsonbound"
@@ -41,9 +40,8 @@ func testSnapshot(t testing.TB, source string, n int) *catalog.Snapshot {
 	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
-// TestEntryBytesFollowProvenance checks that a skill's cached entry bytes
-// follow its provenance: the same skill under a new commit is written
-// anew.
+// TestEntryBytesFollowProvenance checks that a skill's entry bytes follow
+// its provenance: the same skill under a new commit is written anew.
 func TestEntryBytesFollowProvenance(t *testing.T) {
 	a := testSnapshot(t, "acme", 1)
 	b := *a
@@ -98,25 +96,39 @@ func (o oneCatalog) ReadResult(context.Context, string, bool) (any, error) {
 	return nil, catalog.ErrNotFound
 }
 
-// TestWarmRendersTheFirstPage: after Warm, the first page is in the page
-// cache and its entries in the render cache, and nothing past the page
-// was rendered.
-func TestWarmRendersTheFirstPage(t *testing.T) {
+// TestWarmRendersEveryPage: after Warm, every page is in the page cache;
+// Warm renders the first page, then
+// the others from the last one back, and stops at the first one it finds
+// cached (a listing walking forwards rendered it and those before it).
+func TestWarmRendersEveryPage(t *testing.T) {
 	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm", 10)})
 	h := New(oneCatalog{cat}, Options{PageSize: 4})
 	h.Warm(cat)
-	if _, ok := h.pages.get(cat, pageKey{}); !ok {
-		t.Error("the first page is not in the page cache after Warm")
-	}
-	for i, r := range cat.All(catalog.Filter{}) {
-		_, cached := renders.m.Load(weak.Make(r.Skill))
-		if cached != (i < 4) {
-			t.Errorf("entry %d (%s): cached %v after Warm with a page of 4", i, r.URI(), cached)
+	for _, off := range []int{0, 4, 8} {
+		if _, ok := h.pages.get(cat, pageKey{off: off}); !ok {
+			t.Errorf("the page at %d is not in the page cache after Warm", off)
 		}
 	}
 	h.Clear()
 	if _, ok := h.pages.get(cat, pageKey{}); ok {
 		t.Error("the first page is still cached after Clear")
+	}
+
+	// A listing that got to the page at 8 first: Warm renders the first
+	// page and stops there, leaving the page at 4 to the listing.
+	cat2 := catalog.NewCatalog(2, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm2", 10)})
+	h2 := New(oneCatalog{cat2}, Options{PageSize: 4})
+	rest, err := h2.renderPage(cat2, catalog.Filter{}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2.pages.put(cat2, h2.b.Current, pageKey{off: 8}, rest)
+	h2.Warm(cat2)
+	if _, ok := h2.pages.get(cat2, pageKey{}); !ok {
+		t.Error("the first page is not in the page cache after Warm")
+	}
+	if _, ok := h2.pages.get(cat2, pageKey{off: 4}); ok {
+		t.Error("Warm went on past a page a listing had rendered")
 	}
 }
 

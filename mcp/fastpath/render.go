@@ -7,10 +7,11 @@ package fastpath
 // (golang/go#33422), a byte-at-a-time scan several times slower than
 // writing strings; a skill's frontmatter, kept as raw JSON, was most of
 // that scan. The SDK offers no way to hand it a result already encoded
-// (a custom method's result must be a value it marshals), so each skill's
-// entry is rendered once into values encoding/json writes without a
-// Marshaler: frontmatter objects become structs made with
-// reflect.StructOf (fields in key order, the keys as their tags). No
+// (a custom method's result must be a value it marshals), so the SDK's
+// path gets each entry as values encoding/json writes without a
+// Marshaler (frontmatter objects become structs made with
+// reflect.StructOf: fields in key order, the keys as their tags), and the
+// fast path writes an entry's bytes itself (appendEntry). No
 // upstream issue asks for pre-encoded results; delete this file when the
 // SDK takes them (or marshals a result once) and encoding/json writes a
 // RawMessage without re-scanning it (encoding/json/v2 does).
@@ -20,15 +21,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"weak"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/skill"
 )
 
 // WireEntry is a Skills extension skill entry as skills/list and
@@ -56,102 +53,142 @@ type Meta struct {
 	Untrusted  bool               `json:"dev.skillreg/untrusted"`
 }
 
-// Wire returns ref's entry, from the render cache.
+// Wire returns ref's entry for the SDK's path to marshal, its
+// frontmatter turned into a native value (nativeJSON) so that the SDK's
+// encoder does not re-scan it. Nothing of it is kept: the fast path's
+// answers, which are most of them, are written by appendEntry instead.
 func Wire(ref catalog.Ref) WireEntry {
-	r := renders.get(ref)
-	return WireEntry{
-		URI:         r.uri,
-		Frontmatter: r.frontmatter,
-		Resources:   r.resources,
-		Meta:        Meta{Provenance: ref.Snap.Provenance(ref.Skill), Untrusted: true},
-	}
-}
-
-// renders caches, per indexed skill, the parts of its entry that depend
-// only on the skill and its source's name: its URIs and its frontmatter
-// ready to encode. Skills never change once indexed, and a resync reuses
-// the unchanged ones, so each is rendered once however many generations
-// and pages serve it; the provenance, which names the snapshot's commit,
-// is filled in per answer. Keys are weak: an entry goes when its skill
-// does.
-var renders renderCache
-
-type renderCache struct {
-	m sync.Map // weak.Pointer[skill.Skill] -> *skillRender
-}
-
-type skillRender struct {
-	source      string // the source name the URIs were built with
-	uri         string
-	resources   []Resource                   // shared by every entry: read only
-	frontmatter any                          // a native value (see nativeJSON) or json.RawMessage
-	encoded     atomic.Pointer[encodedEntry] // the entry's bytes, for the fast path
-}
-
-// encodedEntry is a skill's entry bytes for one provenance.
-type encodedEntry struct {
-	prov catalog.Provenance
-	b    []byte
-}
-
-func (c *renderCache) get(ref catalog.Ref) *skillRender {
-	k := weak.Make(ref.Skill)
-	if v, ok := c.m.Load(k); ok {
-		if r := v.(*skillRender); r.source == ref.Snap.Source {
-			return r
-		}
-		return newRender(ref) // the same skill under another source name: not cached
-	}
-	r := newRender(ref)
-	if v, loaded := c.m.LoadOrStore(k, r); loaded {
-		if r2 := v.(*skillRender); r2.source == ref.Snap.Source {
-			return r2
-		}
-		return r
-	}
-	runtime.AddCleanup(ref.Skill, func(k weak.Pointer[skill.Skill]) { c.m.Delete(k) }, k)
-	return r
-}
-
-func newRender(ref catalog.Ref) *skillRender {
 	sk := ref.Skill
-	r := &skillRender{source: ref.Snap.Source, uri: ref.URI(), resources: make([]Resource, len(sk.Files))}
+	uri := ref.URI()
+	res := make([]Resource, len(sk.Files))
 	for i := range sk.Files {
 		f := &sk.Files[i]
-		uri := r.uri // SKILL.md's URI is the entry's own
+		u := uri // SKILL.md's URI is the entry's own
 		if f.Path != "SKILL.md" {
-			uri = ref.Snap.FileURI(sk, f)
+			u = ref.Snap.FileURI(sk, f)
 		}
-		r.resources[i] = Resource{URI: uri, Digest: f.Digest, Size: f.Size}
+		res[i] = Resource{URI: u, Digest: f.Digest, Size: f.Size}
 	}
-	r.frontmatter = json.RawMessage(sk.Frontmatter.JSON)
+	var fm any = json.RawMessage(sk.Frontmatter.JSON)
 	if v, ok := nativeJSON(sk.Frontmatter.JSON); ok {
-		r.frontmatter = v
+		fm = v
 	}
-	return r
+	return WireEntry{
+		URI:         uri,
+		Frontmatter: fm,
+		Resources:   res,
+		Meta:        Meta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
+	}
 }
 
-// entryBytes returns a skill's entry as skills/list writes it, encoded
-// once per skill and provenance (a resync that keeps a skill but moves
-// the commit encodes it again).
-func entryBytes(ref catalog.Ref) ([]byte, error) {
-	r := renders.get(ref)
-	prov := ref.Snap.Provenance(ref.Skill)
-	if e := r.encoded.Load(); e != nil && e.prov == prov {
-		return e.b, nil
-	}
-	b, err := encodeJSON(WireEntry{
-		URI:         r.uri,
-		Frontmatter: r.frontmatter,
-		Resources:   r.resources,
-		Meta:        Meta{Provenance: prov, Untrusted: true},
-	})
-	if err != nil {
+// appendEntry appends ref's entry as skills/list writes it: the bytes
+// encodeJSON(Wire(ref)) gives (TestAppendEntryMatchesWire holds it to
+// them), written straight from the skill. Nothing is kept per skill: at
+// 100,000 skills a rendered entry (its URIs, resources, a native
+// frontmatter and its bytes) held about 2 KB each after one complete
+// listing, as much as the whole memory goal allows a skill; written this
+// way an entry costs about a microsecond, and a page of them a few
+// hundred.
+//
+// The frontmatter goes as it is: skill.ParseSkillMD renders it compact and
+// without HTML escaping, which is what encoding/json makes of it
+// (json.Compact keeps escapes as they are); a frontmatter that is not
+// compact is compacted, as encoding/json would.
+func appendEntry(b []byte, ref catalog.Ref) ([]byte, error) {
+	sk, snap := ref.Skill, ref.Snap
+	uri := ref.URI()
+	b = append(b, `{"uri":`...)
+	b = appendString(b, uri)
+	b = append(b, `,"frontmatter":`...)
+	var err error
+	if b, err = appendRaw(b, sk.Frontmatter.JSON); err != nil {
 		return nil, err
 	}
-	r.encoded.Store(&encodedEntry{prov: prov, b: b})
-	return b, nil
+	b = append(b, `,"resources":[`...)
+	for i := range sk.Files {
+		f := &sk.Files[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"uri":`...)
+		if f.Path == "SKILL.md" {
+			b = appendString(b, uri)
+		} else {
+			b = appendString(b, snap.FileURI(sk, f))
+		}
+		b = append(b, `,"digest":`...)
+		b = appendString(b, f.Digest)
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, f.Size, 10)
+		b = append(b, '}')
+	}
+	p := snap.Provenance(sk)
+	b = append(b, `],"_meta":{"dev.skillreg/provenance":{"source":`...)
+	b = appendString(b, p.Source)
+	for _, m := range []struct{ key, v string }{{`,"repository":`, p.Repository}, {`,"ref":`, p.Ref}, {`,"commit":`, p.Commit}} {
+		if m.v != "" { // omitempty
+			b = append(b, m.key...)
+			b = appendString(b, m.v)
+		}
+	}
+	b = append(b, `,"path":`...)
+	b = appendString(b, p.Path)
+	return append(b, `},"dev.skillreg/untrusted":true}}`...), nil
 }
+
+// appendString appends s as a JSON string the way encodeJSON writes it:
+// plain printable ASCII as it is, anything else through encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, err := encodeJSON(s)
+			if err != nil { // a string always encodes
+				panic(err)
+			}
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendRaw appends a JSON value as encoding/json writes a
+// json.RawMessage without HTML escaping: null when empty, else compact.
+func appendRaw(b []byte, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(b, "null"...), nil
+	}
+	if compactJSON(raw) {
+		return append(b, raw...), nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return append(b, buf.Bytes()...), nil
+}
+
+// compactJSON reports whether raw, taken to be valid JSON, has no
+// whitespace outside its strings: one pass over the bytes, tracking only
+// whether it is inside a string.
+func compactJSON(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// entryBytes returns a skill's entry as skills/list writes it.
+func entryBytes(ref catalog.Ref) ([]byte, error) { return appendEntry(nil, ref) }
 
 // encodeJSON is json.Marshal without HTML escaping, as the SDK writes.
 func encodeJSON(v any) ([]byte, error) {
