@@ -15,14 +15,14 @@ import (
 	"github.com/skillreg/skillreg/skill"
 )
 
-// countingTree counts the files read through it.
-type countingTree struct {
+// readCountingTree counts the files read through it.
+type readCountingTree struct {
 	skill.Tree
 	mu    sync.Mutex
 	opens map[string]int
 }
 
-func (c *countingTree) Open(id string) (io.ReadCloser, error) {
+func (c *readCountingTree) Open(id string) (io.ReadCloser, error) {
 	c.mu.Lock()
 	if c.opens == nil {
 		c.opens = map[string]int{}
@@ -32,7 +32,7 @@ func (c *countingTree) Open(id string) (io.ReadCloser, error) {
 	return c.Tree.Open(id)
 }
 
-func (c *countingTree) count() int {
+func (c *readCountingTree) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -45,7 +45,7 @@ func (c *countingTree) count() int {
 // dirSource writes n skills into dir and indexes them as a directory
 // source, reusing prev's unchanged skills, with the snapshot's reads
 // counted.
-func dirSource(t *testing.T, dir string, prev *Snapshot, keep func(string, []byte)) (*Snapshot, *countingTree) {
+func dirSource(t *testing.T, dir string, prev *Snapshot, keep func(string, []byte)) (*Snapshot, *readCountingTree) {
 	t.Helper()
 	tree := skill.DirTree{Root: dir}
 	o := skill.Options{Keep: keep}
@@ -59,7 +59,7 @@ func dirSource(t *testing.T, dir string, prev *Snapshot, keep func(string, []byt
 	if len(res.Excluded) > 0 {
 		t.Fatalf("excluded: %+v", res.Excluded)
 	}
-	ct := &countingTree{Tree: tree}
+	ct := &readCountingTree{Tree: tree}
 	return NewSnapshot(&Snapshot{Source: "local", Kind: KindDir, Skills: res.Skills, Stats: res.Stats}, ct), ct
 }
 
