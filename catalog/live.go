@@ -81,7 +81,7 @@ func NewLive(o LiveOptions) *Live {
 	first := NewCatalog(0, o.Now(), nil)
 	first.instance = newInstance()
 	l.cur.Store(first)
-	l.search = searchState{cur: first, segs: map[*Snapshot]*segmentOnce{}}
+	l.search.init(l, first)
 	return l
 }
 

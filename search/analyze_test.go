@@ -131,7 +131,7 @@ func TestFuzzyMatchesBruteForce(t *testing.T) {
 		words = append(words, w)
 	}
 	slices.Sort(words)
-	d := newDictionary(words, nil, nil)
+	d := newDictionary(words, nil)
 	for range 100 {
 		q := word()
 		for k := 1; k <= 2; k++ {
@@ -154,7 +154,7 @@ func TestFuzzyMatchesBruteForce(t *testing.T) {
 }
 
 func TestPrefixRange(t *testing.T) {
-	d := newDictionary([]string{"incident", "increment", "incremental", "incur", "index"}, nil, nil)
+	d := newDictionary([]string{"incident", "increment", "incremental", "incur", "index"}, nil)
 	lo, hi := d.prefixRange("increm")
 	if got := d.words[lo:hi]; !slices.Equal(got, []string{"increment", "incremental"}) {
 		t.Errorf("prefixRange(increm) = %q", got)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // dictionary is a segment's sorted list of distinct surface words, each
@@ -13,9 +14,17 @@ import (
 // a prefix that is already too far from the query.
 type dictionary struct {
 	words []string
-	terms []int32 // terms[i] is the term of words[i]; unused in a merged dictionary
-	plain []bool  // plain[i]: words[i] is in the trie; nil means all are
-	trie  trie
+	plain []bool // plain[i]: words[i] is in the trie; nil means all are
+	trie  *lazyTrie
+}
+
+// lazyTrie is a dictionary's trie, built on first use. A segment's trie is
+// walked only when no Index covers the segment, which in the catalog is
+// only for a segment built after the current Index: most are never
+// walked, and their tries would be a tenth of the search memory.
+type lazyTrie struct {
+	once sync.Once
+	t    trie
 }
 
 // trie holds the words' prefix tree in preorder: node x's subtree is the
@@ -33,9 +42,26 @@ type trie struct {
 // the trie: compounds ("gocodereview") are found exactly and by prefix,
 // and leaving their long unique tails out of the typo search halves it.
 // A nil plain means all.
-func newDictionary(words []string, terms []int32, plain []bool) dictionary {
-	d := dictionary{words: words, terms: terms, plain: plain}
-	t := &d.trie
+func newDictionary(words []string, plain []bool) dictionary {
+	d := newLazyDictionary(words, plain)
+	d.getTrie()
+	return d
+}
+
+// newLazyDictionary is newDictionary with the trie built on first use.
+func newLazyDictionary(words []string, plain []bool) dictionary {
+	return dictionary{words: words, plain: plain, trie: &lazyTrie{}}
+}
+
+// getTrie returns the dictionary's trie, building it the first time.
+func (d *dictionary) getTrie() *trie {
+	d.trie.once.Do(func() { d.trie.t = buildTrie(d.words, d.plain) })
+	return &d.trie.t
+}
+
+func buildTrie(words []string, plain []bool) trie {
+	var tr trie
+	t := &tr
 	var path []int32 // path[i] is the open node at depth i+1
 	prev := ""
 	for wi, w := range words {
@@ -64,7 +90,7 @@ func newDictionary(words []string, terms []int32, plain []bool) dictionary {
 	for _, x := range path {
 		t.end[x] = int32(len(t.label))
 	}
-	return d
+	return tr
 }
 
 // has reports whether word is in d, and in its trie when plain is set.
@@ -87,7 +113,7 @@ func (d *dictionary) prefixRange(p string) (lo, hi int) {
 // since nothing longer can come back within k. Only cells on the diagonal
 // band |i-j| <= k are computed, the others cannot be within k.
 func (d *dictionary) fuzzy(q string, k int, fn func(i, dist int)) {
-	t := &d.trie
+	t := d.getTrie()
 	m := len(q)
 	if m > maxTokenBytes {
 		return

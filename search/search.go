@@ -1,9 +1,9 @@
-// Package search is the catalog's ranked keyword search: an in-memory
-// inverted index per source snapshot (a Segment, built once and never
-// changed) and a query that scores over any list of segments with
-// statistics combined across them, so a source that syncs every second
-// rebuilds only its own segment and scores stay exactly what one big index
-// would give.
+// Package search is the catalog's ranked keyword search: in-memory
+// inverted indexes (Segments, each built once and never changed; the
+// catalog builds one per bucket of a source snapshot's skills) and a query
+// that scores over any list of segments with statistics combined across
+// them, so a sync rebuilds only the segments whose skills changed and
+// scores stay exactly what one big index would give.
 //
 // Ranking is BM25F-style over five fields (name, tags, description,
 // metadata values, body) with per-field weights and length normalisation.
@@ -12,9 +12,10 @@
 // with the rarity of the word the user most likely meant, so a rare
 // near-miss never outranks the common word that was typed.
 //
-// In the registry: BuildSegment when a source's snapshot is built,
-// NewIndex over all segments when the catalog is swapped, and Search with
-// the segments a caller may see and that Index.
+// In the catalog: BuildSegment for a bucket of a snapshot's skills on
+// first use, NewIndex over all segments once the one built last is too far
+// from the current generation's, and Search with the segments a caller may
+// see and that Index.
 //
 // Why not a library: bleve v2.6.3, tried on the same generated skills,
 // indexed them far slower than BuildSegment, answered slower, ranked the
@@ -246,8 +247,16 @@ func newPlan(segs []*Segment, ix *Index, toks []token) *plan {
 		pl.normA[f] = 1 - fieldB[f]
 		pl.normC[f] = fieldB[f] / avg
 	}
+	var excluded []*Segment // covered by ix, not searched
+	if ix != nil {
+		for s := range ix.segs {
+			if _, ok := pl.seg[s]; !ok {
+				excluded = append(excluded, s)
+			}
+		}
+	}
 	for i, t := range toks {
-		exp := expand(segs, ix, t, i < maxFuzzyTerms)
+		exp := expand(segs, ix, excluded, t, i < maxFuzzyTerms)
 		if len(exp) == 0 {
 			continue
 		}
@@ -293,25 +302,28 @@ func (pl *plan) score(s *Segment, sc *scratch) {
 			if t < 0 {
 				continue
 			}
-			for _, p := range s.postings[t] {
-				if qt.common && sc.matched[p.doc] == 0 {
+			post := s.post[s.postOff[t]:s.postOff[t+1]]
+			for doc := uint32(0); len(post) > 0; {
+				var tf [numFields]uint8
+				doc, tf, post = nextPosting(post, doc)
+				if qt.common && sc.matched[doc] == 0 {
 					continue
 				}
 				// BM25F: field-weighted, length-normalised term frequency,
 				// saturated once.
 				tfw := 0.0
 				var mask uint8
-				l := &s.lens[p.doc]
+				l := &s.lens[doc]
 				for f := range numFields {
-					if p.tf[f] == 0 {
+					if tf[f] == 0 {
 						continue
 					}
-					tfw += fieldWeight[f] * float64(p.tf[f]) / (pl.normA[f] + float64(l[f])*pl.normC[f])
+					tfw += fieldWeight[f] * float64(tf[f]) / (pl.normA[f] + float64(l[f])*pl.normC[f])
 					mask |= 1 << f
 				}
 				v := e.weight * tfw * (k1 + 1) / (k1 + tfw)
 				// A word counts once per document, by its best match.
-				d := p.doc
+				d := doc
 				if sc.term[d] == 0 {
 					sc.touched = append(sc.touched, d)
 				}
@@ -385,7 +397,9 @@ func fieldList(mask uint8) []string {
 // stem exactly, and when fuzzy is set, words it is a prefix of and words
 // within its typo distance. The result is the same whichever way the
 // documents are split into segments.
-func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
+//
+// excluded are the segments ix covers that are not in segs.
+func expand(segs []*Segment, ix *Index, excluded []*Segment, t token, fuzzy bool) []expansion {
 	weights := map[string]float64{} // stem -> best weight
 	offer := func(stem string, w float64) {
 		if w > weights[stem] {
@@ -393,7 +407,7 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 		}
 	}
 	for _, s := range segs {
-		if _, ok := s.terms[t.stem]; ok {
+		if _, ok := s.term(t.stem); ok {
 			offer(t.stem, 1)
 			break
 		}
@@ -410,11 +424,29 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 			cands = s.dict.candidates(q, cands, nil)
 		}
 		if len(covered) > 0 {
-			var keep func(word string, plain bool) bool
-			if len(covered) < len(ix.segs) {
-				// The index holds words of segments the caller does not
-				// search: keep only words some searched segment has.
-				keep = func(word string, plain bool) bool {
+			var keep func(i int, word string, plain bool) bool
+			switch {
+			case len(excluded) == 0:
+			case len(excluded) <= len(covered):
+				// The index holds words of a few segments the caller
+				// does not search: keep a word unless those are all the
+				// segments holding it.
+				keep = func(i int, word string, plain bool) bool {
+					n := ix.nsegs[i]
+					if plain {
+						n = ix.nplain[i]
+					}
+					for _, s := range excluded {
+						if s.dict.has(word, plain) {
+							n--
+						}
+					}
+					return n > 0
+				}
+			default:
+				// Most of what it holds is not searched: keep only words
+				// some searched segment has.
+				keep = func(_ int, word string, plain bool) bool {
 					for _, s := range covered {
 						if s.dict.has(word, plain) {
 							return true
@@ -427,17 +459,7 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 		}
 		// Keep the best maxExpansions distinct words, by weight then word,
 		// which is the same for any split into segments.
-		slices.SortFunc(cands, func(a, b cand) int {
-			if c := cmp.Compare(b.weight, a.weight); c != 0 {
-				return c
-			}
-			return strings.Compare(a.word, b.word)
-		})
-		cands = slices.CompactFunc(cands, func(a, b cand) bool { return a.word == b.word })
-		if len(cands) > maxExpansions {
-			cands = cands[:maxExpansions]
-		}
-		for _, c := range cands {
+		for _, c := range bestCands(cands, maxExpansions) {
 			offer(stem(c.word), c.weight)
 		}
 	}
@@ -447,9 +469,9 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 		e := expansion{stem: st, weight: w, exact: st == t.stem, terms: make([]int32, len(segs))}
 		for k, s := range segs {
 			e.terms[k] = -1
-			if t, ok := s.terms[st]; ok {
+			if t, ok := s.term(st); ok {
 				e.terms[k] = t
-				e.df += len(s.postings[t])
+				e.df += int(s.df[t])
 			}
 		}
 		if e.df > 0 {
@@ -460,6 +482,73 @@ func expand(segs []*Segment, ix *Index, t token, fuzzy bool) []expansion {
 	return exp
 }
 
+// candOrder orders candidates: higher weight first, then by word.
+func candOrder(a, b cand) int {
+	if c := cmp.Compare(b.weight, a.weight); c != 0 {
+		return c
+	}
+	return strings.Compare(a.word, b.word)
+}
+
+// bestCands returns the first k of cands sorted by candOrder with
+// neighbours of the same word dropped (cands is reordered). A short
+// prefix matches a large share of a big catalog's words (every
+// "skill-NNNNNN" for "skill"), and sorting them all was most of such a
+// query's time: the few best are selected first, and the selection grows
+// only when dropped repeats leave fewer than k. Dropping a repeat looks at
+// the previous candidate only, so the prefix of the sorted list gives the
+// prefix of the result.
+func bestCands(cands []cand, k int) []cand {
+	compact := func(c []cand) []cand {
+		slices.SortFunc(c, candOrder)
+		c = slices.CompactFunc(c, func(a, b cand) bool { return a.word == b.word })
+		return c[:min(len(c), k)]
+	}
+	for n := 2 * k; ; n *= 2 {
+		if n >= len(cands) {
+			return compact(cands)
+		}
+		// A copy: dropping repeats clears the tail, which is still
+		// candidates for the next round.
+		if out := compact(slices.Clone(smallest(cands, n))); len(out) == k {
+			return out
+		}
+	}
+}
+
+// smallest moves the n least candidates by candOrder (ties between equal
+// candidates broken either way: they are the same value) to the front of
+// c and returns them, with a max-heap of the n least seen so far.
+func smallest(c []cand, n int) []cand {
+	h := c[:n]
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			if r := l + 1; r < n && candOrder(h[r], h[l]) > 0 {
+				l = r
+			}
+			if candOrder(h[l], h[i]) <= 0 {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for j := n; j < len(c); j++ {
+		if candOrder(c[j], h[0]) < 0 {
+			h[0], c[j] = c[j], h[0]
+			down(0)
+		}
+	}
+	return h
+}
+
 // cand is a dictionary word a query word may stand for, with its weight.
 type cand struct {
 	word   string
@@ -468,14 +557,14 @@ type cand struct {
 
 // candidates appends to cands the words of d that q is a prefix of, and
 // those within q's typo distance (plain words only), with their weights.
-// keep, when not nil, filters them: plain says whether the word came from
-// the typo search.
-func (d *dictionary) candidates(q string, cands []cand, keep func(word string, plain bool) bool) []cand {
+// keep, when not nil, filters them (i is the word's position in d): plain
+// says whether the word came from the typo search.
+func (d *dictionary) candidates(q string, cands []cand, keep func(i int, word string, plain bool) bool) []cand {
 	if len(q) >= prefixMinLen {
 		lo, hi := d.prefixRange(q)
 		for i := lo; i < hi; i++ {
 			w := d.words[i]
-			if keep == nil || keep(w, false) {
+			if keep == nil || keep(i, w, false) {
 				cands = append(cands, cand{w, prefixWeight + prefixCover*float64(len(q))/float64(len(w))})
 			}
 		}
@@ -483,7 +572,7 @@ func (d *dictionary) candidates(q string, cands []cand, keep func(word string, p
 	if k := typoDistance(q); k > 0 {
 		d.fuzzy(q, k, func(i, dist int) {
 			w := d.words[i]
-			if keep != nil && !keep(w, true) {
+			if keep != nil && !keep(i, w, true) {
 				return
 			}
 			weight := typo1Weight

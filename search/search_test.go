@@ -294,12 +294,15 @@ func FuzzSearch(f *testing.F) {
 
 // TestIndexGivesSameResults: the merged dictionary changes the cost of
 // prefix and typo matching, never the results, whether it covers exactly
-// the searched segments, more of them, or fewer.
+// the searched segments, more of them (a few more: the catalog's index of
+// an older generation; many more: a caller who sees few sources), or
+// fewer.
 func TestIndexGivesSameResults(t *testing.T) {
 	_, docs := generated(t)
 	segs := split(docs, 12)
 	all := search.NewIndex(segs)
 	partial := search.NewIndex(segs[3:9])
+	one := search.NewIndex(segs[:1])
 	if all.Len() == 0 || partial.Len() >= all.Len() {
 		t.Fatalf("index sizes: all %d, partial %d", all.Len(), partial.Len())
 	}
@@ -320,6 +323,8 @@ func TestIndexGivesSameResults(t *testing.T) {
 			{"some segments, full index", visible, all},
 			{"some segments twice, full index", append(slices.Clone(visible), visible...), all},
 			{"some segments, index of others", visible, partial},
+			{"most segments, index of them and a few more", segs[:10], all},
+			{"one segment, its index", segs[:1], one},
 		} {
 			want := top(t, c.segs, q, o)
 			o.Index = c.ix

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"encoding/binary"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"sort"
@@ -35,11 +37,66 @@ const (
 // fieldNames are the names Hit.Fields uses, in field order.
 var fieldNames = [numFields]string{"name", "tags", "description", "metadata", "body"}
 
-// posting is one document's occurrences of a term, counted per field
-// (saturated at 255, far beyond where BM25 stops caring).
-type posting struct {
-	doc uint32
-	tf  [numFields]uint8
+// A posting is one document's occurrences of a term, counted per field
+// (saturated at 255, far beyond where BM25 stops caring). A term's
+// postings are stored in document order, each as a varint of the gap from
+// the previous document (from 0 for the first) shifted left by numFields
+// and or-ed with the mask of the fields it occurs in, then one count byte
+// per field of the mask, in field order: two bytes for most postings where
+// a struct takes twelve, and the postings are most of a segment.
+
+// postingLen is the encoded length of a posting.
+func postingLen(gap uint32, tf *[numFields]uint8) int {
+	n := 1
+	for v := uint64(gap) << numFields >> 7; v > 0; v >>= 7 {
+		n++
+	}
+	for _, c := range tf {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// putPosting encodes a posting at the start of b, which has room for it,
+// and returns its length.
+func putPosting(b []byte, gap uint32, tf *[numFields]uint8) int {
+	var mask uint64
+	for f, c := range tf {
+		if c != 0 {
+			mask |= 1 << f
+		}
+	}
+	n := binary.PutUvarint(b, uint64(gap)<<numFields|mask)
+	for _, c := range tf {
+		if c != 0 {
+			b[n] = c
+			n++
+		}
+	}
+	return n
+}
+
+// nextPosting decodes the posting at the start of b, following the
+// posting of document doc (0 before the first), and returns its document,
+// its counts and the rest of b.
+func nextPosting(b []byte, doc uint32) (uint32, [numFields]uint8, []byte) {
+	var v uint64
+	if b[0] < 0x80 {
+		v, b = uint64(b[0]), b[1:]
+	} else {
+		var n int
+		v, n = binary.Uvarint(b)
+		b = b[n:]
+	}
+	var tf [numFields]uint8
+	for f := range numFields {
+		if v&(1<<f) != 0 {
+			tf[f], b = b[0], b[1:]
+		}
+	}
+	return doc + uint32(v>>numFields), tf, b
 }
 
 // docInfo is what a hit reports, and what filters look at.
@@ -49,18 +106,22 @@ type docInfo struct {
 	deprecated       bool
 }
 
-// Segment is an immutable inverted index of one source snapshot's skills.
-// Build it once when the snapshot is built; any number of searches may use
-// it at once. Search combines the statistics of all the segments it is
-// given, so scores do not depend on how skills are split into segments.
+// Segment is an immutable inverted index of a set of skills (in the
+// catalog, one bucket of a source snapshot's). Build it once; any number
+// of searches may use it at once. Search combines the statistics of all
+// the segments it is given, so scores do not depend on how skills are
+// split into segments.
 type Segment struct {
 	docs   []docInfo
 	lens   [][numFields]uint32 // token count per field, compounds excluded
 	sumLen [numFields]uint64
 
-	terms    map[string]int32 // stem -> term number
-	postings [][]posting      // by term number, doc order
-	dict     dictionary
+	stems   []string // sorted; a term's number is its stem's position
+	table   []int32  // stemTable(stems)
+	post    []byte   // every term's postings, encoded, term after term
+	postOff []uint32 // term t's postings are post[postOff[t]:postOff[t+1]]
+	df      []uint32 // the number of postings of each term
+	dict    dictionary
 }
 
 // Len returns the number of documents in the segment.
@@ -86,9 +147,8 @@ func BuildSegment(docs []Doc) *Segment {
 	wg.Wait()
 
 	s := &Segment{
-		docs:  make([]docInfo, 0, len(docs)),
-		lens:  make([][numFields]uint32, 0, len(docs)),
-		terms: map[string]int32{},
+		docs: make([]docInfo, 0, len(docs)),
+		lens: make([][numFields]uint32, 0, len(docs)),
 	}
 	for i := range docs {
 		d := &docs[i]
@@ -98,71 +158,89 @@ func BuildSegment(docs []Doc) *Segment {
 		}
 		s.docs = append(s.docs, docInfo{id: d.ID, source: d.Source, name: d.Name, tags: tags, deprecated: d.Deprecated})
 	}
-	// Merge the chunks' terms and words.
+	// Merge the chunks' terms and words, then number the terms in stem
+	// order.
 	var stems []string // by global term
-	type wordInfo struct {
-		term  int32
-		plain bool
-	}
-	words := map[string]wordInfo{}
+	terms := map[string]int32{}
+	words := map[string]bool{} // word -> plain
 	remap := make([][]int32, len(chunks))
 	for c := range chunks {
 		ch := &chunks[c]
 		remap[c] = make([]int32, len(ch.stems))
 		for lt, st := range ch.stems {
-			g, ok := s.terms[st]
+			g, ok := terms[st]
 			if !ok {
 				g = int32(len(stems))
-				s.terms[st] = g
+				terms[st] = g
 				stems = append(stems, st)
 			}
 			remap[c][lt] = g
 		}
 		for lw, w := range ch.wordStr {
-			wi, ok := words[w]
-			if !ok {
-				wi.term = remap[c][ch.wordTerm[lw]]
-			}
-			wi.plain = wi.plain || ch.plain[lw]
-			words[w] = wi
+			words[w] = words[w] || ch.plain[lw]
 		}
 		s.lens = append(s.lens, ch.lens...)
 	}
+	order := make([]int32, len(stems)) // sorted position -> global term
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(stems[a], stems[b]) })
+	rank := make([]int32, len(stems)) // global term -> sorted position
+	s.stems = make([]string, len(stems))
+	for i, g := range order {
+		rank[g] = int32(i)
+		s.stems[i] = stems[g]
+	}
+	for _, r := range remap {
+		for lt, g := range r {
+			r[lt] = rank[g]
+		}
+	}
+	s.table = stemTable(s.stems)
 	for _, l := range s.lens {
 		for f := range numFields {
 			s.sumLen[f] += uint64(l[f])
 		}
 	}
-	// Postings: count, then fill one backing array in document order.
-	off := make([]int, len(stems)+1)
-	for c := range chunks {
-		for _, e := range chunks[c].entries {
-			off[remap[c][e.term]+1]++
-		}
-	}
-	for t := 1; t < len(off); t++ {
-		off[t] += off[t-1]
-	}
-	backing := make([]posting, off[len(stems)])
-	next := slices.Clone(off[:len(stems)])
-	doc := uint32(0)
-	for c := range chunks {
-		ch := &chunks[c]
-		start := 0
-		for _, end := range ch.docEnd {
-			for _, e := range ch.entries[start:end] {
-				g := remap[c][e.term]
-				backing[next[g]] = posting{doc: doc, tf: e.tf}
-				next[g]++
+	// Postings: size each term's encoding, then write them all into one
+	// array in document order.
+	size := make([]uint32, len(stems)+1)
+	s.df = make([]uint32, len(stems))
+	last := make([]uint32, len(stems))
+	walk := func(fn func(g int32, doc uint32, tf *[numFields]uint8)) {
+		clear(last)
+		doc := uint32(0)
+		for c := range chunks {
+			ch := &chunks[c]
+			start := 0
+			for _, end := range ch.docEnd {
+				for i := range ch.entries[start:end] {
+					e := &ch.entries[start+i]
+					fn(remap[c][e.term], doc, &e.tf)
+				}
+				start = int(end)
+				doc++
 			}
-			start = int(end)
-			doc++
 		}
-		chunks[c] = chunk{} // let the garbage collector have it
 	}
-	s.postings = make([][]posting, len(stems))
-	for t := range s.postings {
-		s.postings[t] = backing[off[t]:off[t+1]:off[t+1]]
+	walk(func(g int32, doc uint32, tf *[numFields]uint8) {
+		size[g+1] += uint32(postingLen(doc-last[g], tf))
+		last[g] = doc
+		s.df[g]++
+	})
+	for t := 1; t < len(size); t++ {
+		size[t] += size[t-1]
+	}
+	s.post = make([]byte, size[len(stems)])
+	s.postOff = size
+	next := slices.Clone(size[:len(stems)])
+	walk(func(g int32, doc uint32, tf *[numFields]uint8) {
+		next[g] += uint32(putPosting(s.post[next[g]:], doc-last[g], tf))
+		last[g] = doc
+	})
+	for c := range chunks {
+		chunks[c] = chunk{} // let the garbage collector have it
 	}
 
 	sorted := make([]string, 0, len(words))
@@ -170,13 +248,60 @@ func BuildSegment(docs []Doc) *Segment {
 		sorted = append(sorted, w)
 	}
 	sort.Strings(sorted)
-	wterms := make([]int32, len(sorted))
 	plain := make([]bool, len(sorted))
 	for i, w := range sorted {
-		wterms[i], plain[i] = words[w].term, words[w].plain
+		plain[i] = words[w]
 	}
-	s.dict = newDictionary(sorted, wterms, plain)
+	s.dict = newLazyDictionary(sorted, plain)
 	return s
+}
+
+// term returns the term number of a stem. A search looks up each of its
+// expansions in every segment searched (a catalog has a hundred buckets
+// and more), so this is a hash table probe, not a binary search.
+func (s *Segment) term(stem string) (int32, bool) {
+	if len(s.table) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(s.table) - 1)
+	for h := maphash.String(stemSeed, stem) & mask; ; h = (h + 1) & mask {
+		t := s.table[h]
+		if t < 0 {
+			return 0, false
+		}
+		if s.stems[t] == stem {
+			return t, true
+		}
+	}
+}
+
+// stemSeed seeds the segments' stem tables (they live in memory only).
+var stemSeed = maphash.MakeSeed()
+
+// stemTable is an open-addressing table of the term numbers of stems, at
+// most half full (-1 marks an empty slot): eight bytes a term where a map
+// takes about fifty.
+func stemTable(stems []string) []int32 {
+	if len(stems) == 0 {
+		return nil
+	}
+	n := 2
+	for n < 2*len(stems) {
+		n *= 2
+	}
+	table := make([]int32, n)
+	for i := range table {
+		table[i] = -1
+	}
+	mask := uint64(n - 1)
+	for t, st := range stems {
+		h := maphash.String(stemSeed, st) & mask
+		for table[h] >= 0 {
+			h = (h + 1) & mask
+		}
+		table[h] = int32(t)
+	}
+	return table
 }
 
 // chunk is the analysis of a run of documents, with chunk-local term and

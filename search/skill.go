@@ -5,8 +5,8 @@ import (
 )
 
 // FromSkill returns the Doc of an indexed skill: id is its URI, source the
-// name of its source and body its SKILL.md after the frontmatter (skills do
-// not hold their bodies; the caller reads it). Metadata values are indexed except tags, version
+// name of its source and body its SKILL.md after the frontmatter (a skill
+// value holds no body: the caller reads it from the tree). Metadata values are indexed except tags, version
 // and deprecated (tags have their own field; the others are not words
 // anyone searches for), and the compatibility note is indexed with them.
 func FromSkill(id, source string, sk *skill.Skill, body string) Doc {

@@ -131,7 +131,7 @@ func (d *deletes) fuzzy(q string, k int, fn func(i, dist int)) {
 
 func TestTypoStrategiesAgree(t *testing.T) {
 	typoSetup(t, 1000)
-	tr := newDictionary(typoWords, nil, nil)
+	tr := newDictionary(typoWords, nil)
 	del := newDeletes(typoWords)
 	for _, q := range typoQueries[:200] {
 		k := typoDistance(q)
@@ -159,9 +159,9 @@ func heapAfter(build func() any) (any, uint64) {
 
 func BenchmarkTypoBuildTrie(b *testing.B) {
 	typoSetup(b, 10000)
-	_, mem := heapAfter(func() any { d := newDictionary(typoWords, nil, nil); return &d })
+	_, mem := heapAfter(func() any { d := newDictionary(typoWords, nil); return &d })
 	for b.Loop() {
-		newDictionary(typoWords, nil, nil)
+		newDictionary(typoWords, nil)
 	}
 	b.ReportMetric(float64(mem)/(1<<20), "MiB")
 	b.ReportMetric(float64(len(typoWords)), "words")
@@ -178,7 +178,7 @@ func BenchmarkTypoBuildDeletions(b *testing.B) {
 
 func BenchmarkTypoQueryTrie(b *testing.B) {
 	typoSetup(b, 10000)
-	d := newDictionary(typoWords, nil, nil)
+	d := newDictionary(typoWords, nil)
 	i := 0
 	for b.Loop() {
 		q := typoQueries[i%len(typoQueries)]
