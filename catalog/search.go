@@ -249,18 +249,23 @@ func (st *searchState) swapped(next *Catalog) {
 func (st *searchState) build(s *Snapshot, skills []*skill.Skill) (*search.Segment, bool) {
 	docs := make([]search.Doc, len(skills))
 	var buf []byte
-	var failed error
+	var (
+		failed   error
+		failedSk *skill.Skill
+	)
 	for i, sk := range skills {
 		body, b, err := st.live.readBody(s, sk, buf)
 		buf = b
 		if err != nil && failed == nil {
-			failed = err
+			failed, failedSk = err, sk
 		}
 		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, body)
 	}
 	if failed != nil {
 		st.live.log.Warn("search indexes a skill without its body; resyncing", "source", s.Source, "err", failed)
-		st.live.resync(s.Source)
+		if f, ok := failedSk.File("SKILL.md"); ok {
+			st.live.resync(FileRef{Ref: Ref{Snap: s, Skill: failedSk}, File: f, URI: s.SkillURI(failedSk)})
+		}
 	}
 	return search.BuildSegment(docs), failed != nil
 }
