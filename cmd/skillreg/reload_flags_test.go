@@ -88,6 +88,8 @@ func TestSIGHUPWithFlagsWarnsNothing(t *testing.T) {
 // the running value, and the next reload of the same file warns again
 // (the file still differs from what runs).
 func TestReloadComparesEffectiveValues(t *testing.T) {
+	// Cases without data_dir open the default one: never the user's own.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
 	base := "sources:\n  - name: one\n    dir: " + root + "/one\n"
