@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/skillreg/skillreg/internal/testkit"
 )
@@ -254,4 +256,88 @@ func (c *mapCache) Put(k string, d Digest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[k] = d
+}
+
+// TestStreamHoldsABoundedBatch: Stream hands out skills while it reads,
+// never reading more than a bounded number of batches ahead of the skill it
+// hands out (Index before it read every file first), and hands each served
+// skill out once, in the order of the listing.
+func TestStreamHoldsABoundedBatch(t *testing.T) {
+	const n = 3000
+	fsys := fstest.MapFS{}
+	for i := range n {
+		name := fmt.Sprintf("s%04d", i)
+		fsys[name+"/SKILL.md"] = &fstest.MapFile{Data: []byte(testkit.SkillMD(name))}
+		fsys[name+"/ref.md"] = &fstest.MapFile{Data: []byte(name)}
+	}
+	tree := &countingTree{Tree: FSTree{FS: fsys}}
+	ahead := int64(streamAhead * batchSkills * 2) // two files a skill
+	var got []string
+	res, err := Stream(context.Background(), tree, Options{Workers: 2}, func(s *Skill) error {
+		read := tree.opens.Load()
+		if done := int64(2 * (len(got) + 1)); read > done+ahead {
+			t.Fatalf("handing out skill %d (%s), %d files read: more than %d ahead", len(got), s.Path, read, ahead)
+		}
+		got = append(got, s.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || !slices.IsSorted(got) || res.Stats.Skills != n || res.Stats.Files != 2*n || len(res.Skills) != 0 || res.Stats.Hashed != 2*n {
+		t.Fatalf("handed out %d skills (sorted: %v), stats %+v, %d kept", len(got), slices.IsSorted(got), res.Stats, len(res.Skills))
+	}
+
+	// An error from each stops the run and is returned as it is.
+	stop := errors.New("enough")
+	calls := 0
+	if _, err := Stream(context.Background(), tree, Options{}, func(*Skill) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("each failing: err %v after %d calls", err, calls)
+	}
+}
+
+// TestStreamNestedAcrossBatches: skills nested in others are built with
+// their enclosing skill's batch however many there are (each file read
+// once), next to reused ones, and handed out enclosing skill first; Index
+// sorts them by path.
+func TestStreamNestedAcrossBatches(t *testing.T) {
+	files := map[string]string{}
+	for i := range batchSkills + 10 {
+		name := fmt.Sprintf("n%03d", i)
+		files["outer/"+name+"/SKILL.md"] = testkit.SkillMD(name)
+	}
+	files["outer/SKILL.md"] = testkit.SkillMD("outer")
+	files["outer-x/SKILL.md"] = testkit.SkillMD("outer-x")
+	files["a/SKILL.md"] = testkit.SkillMD("a")
+	root := t.TempDir()
+	testkit.WriteFiles(t, root, files)
+	tree := &countingTree{Tree: DirTree{Root: root}}
+	first, err := Index(context.Background(), tree, Options{})
+	if err != nil || len(first.Excluded) != 0 {
+		t.Fatal(err, first.Excluded)
+	}
+	if want := int64(len(files)); tree.opens.Load() != want || first.Stats.Hashed != int(want) || first.Stats.Files != len(files) {
+		t.Fatalf("read %d files, stats %+v; want each of the %d once", tree.opens.Load(), first.Stats, want)
+	}
+	if len(first.Skills) != len(files) || !slices.IsSortedFunc(first.Skills, func(a, b *Skill) int { return strings.Compare(a.Path, b.Path) }) {
+		t.Fatalf("Index gave %d skills, sorted by path: want %d", len(first.Skills), len(files))
+	}
+	// Reuse all but one nested skill: only its SKILL.md is read.
+	testkit.WriteFiles(t, root, map[string]string{"outer/n007/SKILL.md": testkit.SkillMD("n007") + "changed\n"})
+	tree.opens.Store(0)
+	var order []string
+	res, err := Stream(context.Background(), tree, Options{Previous: first.Skills, Cache: &mapCache{m: map[string]Digest{}}}, func(s *Skill) error {
+		order = append(order, s.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// outer's own files changed too (n007/SKILL.md is one of them).
+	if res.Stats.Reused != len(files)-2 || res.Stats.Files != len(files) {
+		t.Fatalf("stats %+v", res.Stats)
+	}
+	if order[0] != "a" || order[1] != "outer-x" || order[2] != "outer" || order[3] != "outer/n000" {
+		t.Fatalf("order %v...", order[:4])
+	}
 }
