@@ -482,11 +482,13 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		return nil, &Exclusion{Path: dir, File: file, Problem: *AsProblem(err)}
 	}
 	s := &Skill{Path: dir}
+	// Directories are named by their files' paths where they have files
+	// (substrings of what the skill keeps anyway), by their own entries
+	// only when empty.
 	dirs := map[string]bool{}
 	for i, e := range sub {
 		r := rel(dir, e.Path)
 		if e.Mode == ModeDir {
-			dirs[r] = true
 			continue
 		}
 		for d := path.Dir(r); d != "."; d = path.Dir(d) {
@@ -504,6 +506,14 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 	}
 	if s.Size > MaxBytes {
 		return exclude("", problem(RuleTooLarge, fmt.Sprintf("skill holds %d bytes, more than the %d allowed", s.Size, MaxBytes)))
+	}
+	for _, e := range sub {
+		if r := rel(dir, e.Path); e.Mode == ModeDir && !dirs[r] {
+			dirs[r] = true
+		}
+	}
+	if len(dirs) > 0 {
+		s.Dirs = make([]string, 0, len(dirs))
 	}
 	for d := range dirs {
 		s.Dirs = append(s.Dirs, d)

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -218,11 +218,11 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		e.str(fm.Compatibility)
 		e.str(fm.AllowedTools)
 		e.count(len(fm.Metadata), fm.Metadata == nil)
-		// Sorted, so that equal skills encode to equal bytes and an
-		// unchanged skill is not rewritten.
-		for _, k := range slices.Sorted(maps.Keys(fm.Metadata)) {
-			e.str(k)
-			e.str(fm.Metadata[k])
+		// Sorted (skill.Metadata is), so that equal skills encode to equal
+		// bytes and an unchanged skill is not rewritten.
+		for _, m := range fm.Metadata {
+			e.str(m.Key)
+			e.str(m.Value)
 		}
 		e.str(fm.Version)
 		e.count(len(fm.Tags), fm.Tags == nil)
@@ -272,10 +272,13 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter) error 
 		fm.Compatibility = d.str()
 		fm.AllowedTools = d.str()
 		if n, isNil := d.count(); !isNil {
-			fm.Metadata = make(map[string]string, n)
-			for range n {
-				k := d.str()
-				fm.Metadata[k] = d.str()
+			fm.Metadata = make(skill.Metadata, n)
+			for i := range fm.Metadata {
+				fm.Metadata[i].Key = d.str()
+				fm.Metadata[i].Value = d.str()
+			}
+			if !slices.IsSortedFunc(fm.Metadata, func(a, b skill.MetadataEntry) int { return strings.Compare(a.Key, b.Key) }) {
+				d.fail(errors.New("metadata keys out of order"))
 			}
 		}
 		fm.Version = d.str()
