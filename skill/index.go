@@ -179,19 +179,48 @@ const (
 // returned as it is.
 func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*Result, error) {
 	start := time.Now()
-	entries, err := t.Entries(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list entries: %w", err)
-	}
-	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }) {
-		slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	}
 	prev := make(map[string]*Skill, len(o.Previous))
 	for _, s := range o.Previous {
 		prev[s.Path] = s
 	}
-
 	res := &Result{}
+	// A directory is listed a part at a time when it can be (see
+	// DirTree.chunks): a tree's listing is the largest thing indexing it
+	// holds, after the skills.
+	chunks := func(yield func([]Entry, error) bool) {
+		entries, err := t.Entries(ctx)
+		if err != nil {
+			err = fmt.Errorf("list entries: %w", err)
+		}
+		yield(entries, err)
+	}
+	if d, ok := t.(DirTree); ok {
+		chunks = d.chunks(ctx, chunkEntries)
+	}
+	for entries, err := range chunks {
+		if err != nil {
+			return nil, err
+		}
+		if err := streamEntries(ctx, t, entries, o, prev, each, res); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(res.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	res.Stats.Excluded = len(res.Excluded)
+	res.Stats.Duration = time.Since(start)
+	return res, nil
+}
+
+// chunkEntries is about how many entries a part of a directory's listing
+// holds (see DirTree.chunks); a variable for the tests.
+var chunkEntries = 16384
+
+// streamEntries indexes the skills of one sorted listing (the whole tree's,
+// or the part holding some top-level directories), adding to res.
+func streamEntries(ctx context.Context, t Tree, entries []Entry, o Options, prev map[string]*Skill, each func(*Skill) error, res *Result) error {
+	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }) {
+		slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	}
 	// Every skill directory in path order: excluded by the rules that need
 	// no reading, reused from Previous, or to be read.
 	var items []item
@@ -223,7 +252,6 @@ func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*R
 		}
 		items = append(items, item{dir: dir, lo: lo, hi: hi})
 	}
-	prev = nil
 	// In the order of their entries, each enclosing skill before the
 	// skills nested in it (SKILL.md order puts "a/A/SKILL.md" before
 	// "a/SKILL.md"), so that overlapping skills are neighbours.
@@ -251,7 +279,7 @@ func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*R
 			}
 			b := batches[it.batch]
 			if err := h.wait(ctx, b); err != nil {
-				return nil, err
+				return err
 			}
 			n := it.hi - it.lo
 			md := b.md[it.at+mdIndex(entries[it.lo:it.hi], it.dir)]
@@ -268,20 +296,17 @@ func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*R
 		count(&res.Stats, entries[it.lo:it.hi], counted[it.lo:it.hi], s)
 		res.Stats.Skills++
 		if err := each(s); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for ; done < len(batches); done++ {
 		h.release(batches[done])
 	}
 	if err := h.stop(); err != nil {
-		return nil, err
+		return err
 	}
-	slices.SortFunc(res.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
-	res.Stats.Hashed = int(h.hashed.Load())
-	res.Stats.Excluded = len(res.Excluded)
-	res.Stats.Duration = time.Since(start)
-	return res, nil
+	res.Stats.Hashed += int(h.hashed.Load())
+	return nil
 }
 
 // item is a skill directory found in the listing: its entries are

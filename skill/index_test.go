@@ -341,3 +341,90 @@ func TestStreamNestedAcrossBatches(t *testing.T) {
 		t.Fatalf("order %v...", order[:4])
 	}
 }
+
+// TestStreamDirInParts: a directory listed a few top-level directories at
+// a time indexes exactly as the whole listing does (skills, files,
+// exclusions, stats), whatever the part size; a SKILL.md at the root makes
+// the whole tree one part.
+func TestStreamDirInParts(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"README.md":              "at the root: no skill's",
+		"a/SKILL.md":             testkit.SkillMD("a"),
+		"a/b/SKILL.md":           testkit.SkillMD("b"),
+		"a/b/ref.md":             "b",
+		"a-x/SKILL.md":           testkit.SkillMD("a-x"),
+		"a-x/scripts/run.sh":     "echo",
+		"g/one/SKILL.md":         testkit.SkillMD("one"),
+		"g/two/SKILL.md":         testkit.SkillMD("other-name"), // excluded
+		"g/three/SKILL.md":       testkit.SkillMD("three"),
+		"g/three/references/r.m": "r",
+		"h/deep/er/x/SKILL.md":   testkit.SkillMD("x"),
+		"z/SKILL.md":             testkit.SkillMD("z"),
+	}
+	testkit.WriteFiles(t, root, files)
+	if err := os.MkdirAll(filepath.Join(root, "a-x", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	whole := func() *Result {
+		t.Helper()
+		res, err := Index(context.Background(), &countingTree{Tree: DirTree{Root: root}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	same := func(got, want *Result) {
+		t.Helper()
+		got.Stats.Duration, want.Stats.Duration = 0, 0
+		if got.Stats != want.Stats || !slices.EqualFunc(got.Excluded, want.Excluded, func(a, b Exclusion) bool { return a == b }) {
+			t.Fatalf("in parts: %+v %+v\nwhole: %+v %+v", got.Stats, got.Excluded, want.Stats, want.Excluded)
+		}
+		if !slices.EqualFunc(got.Skills, want.Skills, func(a, b *Skill) bool {
+			return a.Path == b.Path && slices.Equal(a.Files, b.Files) && slices.Equal(a.Dirs, b.Dirs) && string(a.Frontmatter.JSON) == string(b.Frontmatter.JSON)
+		}) {
+			t.Fatalf("skills differ")
+		}
+	}
+	want := whole()
+	if want.Stats.Skills != 7 || len(want.Excluded) != 1 {
+		t.Fatalf("whole listing: %+v %+v", want.Stats, want.Excluded)
+	}
+	defer func(n int) { chunkEntries = n }(chunkEntries)
+	for _, n := range []int{1, 3, 8, 1000} {
+		chunkEntries = n
+		var parts []int
+		for entries, err := range (DirTree{Root: root}).chunks(context.Background(), n) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, len(entries))
+		}
+		if n == 1 && len(parts) != 5 {
+			t.Fatalf("part size 1: parts of %v entries, want one per top-level directory", parts)
+		}
+		got, err := Index(context.Background(), DirTree{Root: root}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(got, want)
+	}
+
+	// A root skill: one part, the whole listing.
+	testkit.WriteFiles(t, root, map[string]string{"SKILL.md": testkit.SkillMD("acme")})
+	chunkEntries = 1
+	var parts int
+	for _, err := range (DirTree{Root: root}).chunks(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts++
+	}
+	got, err := Index(context.Background(), DirTree{Root: root}, Options{RootName: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts != 1 || got.Stats.Skills != 8 {
+		t.Fatalf("root skill: %d parts, %+v", parts, got.Stats)
+	}
+}
