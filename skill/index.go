@@ -557,6 +557,8 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		}
 	} else if fm.Name != want {
 		return exclude(mdPath, problem(RuleNameMismatch, fmt.Sprintf("name %q differs from the skill's directory name %q", fm.Name, want)))
+	} else {
+		fm.Name = want // the same bytes, in the path the skill keeps anyway
 	}
 	s.Frontmatter = fm
 	return s, nil
