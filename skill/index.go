@@ -186,22 +186,44 @@ func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*R
 	res := &Result{}
 	// A directory is listed a part at a time when it can be (see
 	// DirTree.chunks): a tree's listing is the largest thing indexing it
-	// holds, after the skills.
+	// holds, after the skills. The next part is listed while one is
+	// indexed, so walking and hashing overlap as in one listing.
+	lctx, stopListing := context.WithCancel(ctx)
 	chunks := func(yield func([]Entry, error) bool) {
-		entries, err := t.Entries(ctx)
+		entries, err := t.Entries(lctx)
 		if err != nil {
 			err = fmt.Errorf("list entries: %w", err)
 		}
 		yield(entries, err)
 	}
 	if d, ok := t.(DirTree); ok {
-		chunks = d.chunks(ctx, chunkEntries)
+		chunks = d.chunks(lctx, chunkEntries)
 	}
-	for entries, err := range chunks {
-		if err != nil {
-			return nil, err
+	type part struct {
+		entries []Entry
+		err     error
+	}
+	parts := make(chan part)
+	go func() {
+		defer close(parts)
+		for entries, err := range chunks {
+			select {
+			case parts <- part{entries, err}:
+			case <-lctx.Done():
+				return
+			}
 		}
-		if err := streamEntries(ctx, t, entries, o, prev, each, res); err != nil {
+	}()
+	defer func() {
+		stopListing()
+		for range parts { // wait for the lister
+		}
+	}()
+	for p := range parts {
+		if p.err != nil {
+			return nil, p.err
+		}
+		if err := streamEntries(ctx, t, p.entries, o, prev, each, res); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -426,5 +427,17 @@ func TestStreamDirInParts(t *testing.T) {
 	}
 	if parts != 1 || got.Stats.Skills != 8 {
 		t.Fatalf("root skill: %d parts, %+v", parts, got.Stats)
+	}
+
+	// A tree that cannot be listed, and a run cancelled: errors, not
+	// partial results.
+	if _, err := Index(context.Background(), DirTree{Root: filepath.Join(root, "missing")}, Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing root: %v", err)
+	}
+	os.Remove(filepath.Join(root, "SKILL.md"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Index(ctx, DirTree{Root: root}, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
 	}
 }
