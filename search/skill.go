@@ -17,12 +17,12 @@ func FromSkill(id, source string, sk *skill.Skill, body string) Doc {
 	}
 	if len(fm.Metadata) > 0 || fm.Compatibility != "" {
 		d.Metadata = make(map[string]string, len(fm.Metadata)+1)
-		for k, v := range fm.Metadata {
-			switch k {
+		for _, m := range fm.Metadata {
+			switch m.Key {
 			case "tags", "version", "deprecated":
 				continue
 			}
-			d.Metadata[k] = v
+			d.Metadata[m.Key] = m.Value
 		}
 		if fm.Compatibility != "" {
 			d.Metadata["compatibility"] = fm.Compatibility

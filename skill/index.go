@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -141,27 +142,115 @@ type Options struct {
 // Index finds every skill in t (every directory holding a SKILL.md), hashes
 // its files, reads its frontmatter and applies the rules. A skill breaking a
 // rule is excluded with its reason; the error is only for failures of the
-// tree itself (I/O, cancellation).
+// tree itself (I/O, cancellation). Result.Skills is sorted by path.
 func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
-	start := time.Now()
-	entries, err := t.Entries(ctx)
+	var skills []*Skill
+	res, err := Stream(ctx, t, o, func(s *Skill) error {
+		skills = append(skills, s)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list entries: %w", err)
+		return nil, err
 	}
-	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }) {
-		slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	}
+	// Stream goes by entries, where "a-b" comes before "a" and "a/c".
+	slices.SortFunc(skills, func(a, b *Skill) int { return strings.Compare(a.Path, b.Path) })
+	res.Skills = skills
+	return res, nil
+}
+
+// Batch bounds for Stream: the work in flight at once is at most
+// streamAhead batches, each of at most batchSkills skills or batchFiles
+// files (one skill with more files is a batch of its own; the rules bound
+// it by MaxFiles).
+const (
+	batchSkills = 256
+	batchFiles  = 2048
+	streamAhead = 4
+)
+
+// Stream indexes t like Index, but hands each served skill to each as soon
+// as it is built (in the order of the listing: a directory's entries sort
+// as its path followed by "/", so each skill comes before the skills nested
+// in it), and keeps none: the skills' file
+// contents, SKILL.md bytes and per-file digests are held for a bounded
+// batch of skills at a time, so indexing a large tree costs the listing
+// plus what each keeps. The Result has no Skills (each had them); its
+// Excluded and Stats are complete. An error from each stops the run and is
+// returned as it is.
+func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*Result, error) {
+	start := time.Now()
 	prev := make(map[string]*Skill, len(o.Previous))
 	for _, s := range o.Previous {
 		prev[s.Path] = s
 	}
-
 	res := &Result{}
-	type pending struct {
-		dir    string
-		lo, hi int // its entries: entries[lo:hi]
+	// A directory is listed a part at a time when it can be (see
+	// DirTree.chunks): a tree's listing is the largest thing indexing it
+	// holds, after the skills. The next part is listed while one is
+	// indexed, so walking and hashing overlap as in one listing.
+	lctx, stopListing := context.WithCancel(ctx)
+	chunks := func(yield func([]Entry, error) bool) {
+		entries, err := t.Entries(lctx)
+		if err != nil {
+			err = fmt.Errorf("list entries: %w", err)
+		}
+		yield(entries, err)
 	}
-	var work []pending
+	if d, ok := t.(DirTree); ok {
+		chunks = d.chunks(lctx, chunkEntries)
+	}
+	type part struct {
+		entries []Entry
+		err     error
+	}
+	parts := make(chan part)
+	go func() {
+		defer close(parts)
+		for entries, err := range chunks {
+			select {
+			case parts <- part{entries, err}:
+			case <-lctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		stopListing()
+		for range parts { // wait for the lister
+		}
+	}()
+	for p := range parts {
+		if p.err != nil {
+			return nil, p.err
+		}
+		if err := streamEntries(ctx, t, p.entries, o, prev, each, res); err != nil {
+			return nil, err
+		}
+	}
+	// The lister stops without a word when ctx ends: never hand out what
+	// it had listed by then as the whole tree.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(res.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	res.Stats.Excluded = len(res.Excluded)
+	res.Stats.Duration = time.Since(start)
+	return res, nil
+}
+
+// chunkEntries is about how many entries a part of a directory's listing
+// holds (see DirTree.chunks); a variable for the tests.
+var chunkEntries = 16384
+
+// streamEntries indexes the skills of one sorted listing (the whole tree's,
+// or the part holding some top-level directories), adding to res.
+func streamEntries(ctx context.Context, t Tree, entries []Entry, o Options, prev map[string]*Skill, each func(*Skill) error, res *Result) error {
+	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) }) {
+		slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	}
+	// Every skill directory in path order: excluded by the rules that need
+	// no reading, reused from Previous, or to be read.
+	var items []item
 	for _, e := range entries {
 		// Split by hand: path.Dir would clean "a/../SKILL.md" into a
 		// root skill.
@@ -181,75 +270,151 @@ func Index(ctx context.Context, t Tree, o Options) (*Result, error) {
 			continue
 		}
 		if p := prev[dir]; p != nil && sameEntries(p, dir, sub) && frontmatterDepthOK(p.Frontmatter) {
-			res.Skills = append(res.Skills, p)
-			res.Stats.Reused++
+			items = append(items, item{dir: dir, lo: lo, hi: hi, reused: p})
 			continue
 		}
 		if ex := checkEntries(dir, sub); ex != nil {
 			res.Excluded = append(res.Excluded, *ex)
 			continue
 		}
-		work = append(work, pending{dir, lo, hi})
+		items = append(items, item{dir: dir, lo: lo, hi: hi})
 	}
+	// In the order of their entries, each enclosing skill before the
+	// skills nested in it (SKILL.md order puts "a/A/SKILL.md" before
+	// "a/SKILL.md"), so that overlapping skills are neighbours.
+	slices.SortFunc(items, func(a, b item) int { return cmp.Or(cmp.Compare(a.lo, b.lo), cmp.Compare(b.hi, a.hi)) })
+	batches := planBatches(items, entries)
 
-	// Hash every distinct file of the skills that need it, once, in path
-	// order (a nested skill's entries lie inside its parent's), with the
-	// results kept by position in entries.
-	need := make([]bool, len(entries))
-	for _, w := range work {
-		for i := w.lo; i < w.hi; i++ {
-			need[i] = entries[i].Mode != ModeDir
-		}
-	}
-	h := &hasher{tree: t, cache: o.Cache, keep: o.Keep}
-	if err := h.hashAll(ctx, entries, need, o.Workers); err != nil {
-		return nil, err
-	}
-	res.Stats.Hashed = int(h.hashed.Load())
-
-	for _, w := range work {
-		md := h.md[w.lo+mdIndex(entries[w.lo:w.hi], w.dir)]
-		if md == nil {
-			md = &parsedMD{err: problem(RuleUnreadable, joinPath(w.dir, "SKILL.md")+" could not be read")}
-		}
-		s, ex := build(w.dir, entries[w.lo:w.hi], h.digests[w.lo:w.hi], h.ok[w.lo:w.hi], *md, o.RootName)
-		if ex != nil {
-			res.Excluded = append(res.Excluded, *ex)
-			continue
-		}
-		res.Skills = append(res.Skills, s)
-	}
-	slices.SortFunc(res.Skills, func(a, b *Skill) int { return strings.Compare(a.Path, b.Path) })
-	slices.SortFunc(res.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := &hasher{tree: t, cache: o.Cache, keep: o.Keep, entries: entries}
+	h.start(ctx, cancel, batches, o.Workers)
+	defer h.stop()
 
 	// Count each file once: a nested skill's files are all its enclosing
 	// skill's too.
-	served := make(map[string]bool, len(res.Skills))
-	for _, s := range res.Skills {
-		served[s.Path] = true
-	}
-	for _, s := range res.Skills {
-		nested := false
-		for d := s.Path; d != "" && !nested; {
-			if i := strings.LastIndexByte(d, '/'); i >= 0 {
-				d = d[:i]
-			} else {
-				d = ""
+	counted := make([]bool, len(entries))
+	done := 0 // batches[:done] are built and released
+	for k := range items {
+		it := &items[k]
+		s := it.reused
+		if s != nil {
+			res.Stats.Reused++
+		} else {
+			for ; done < it.batch; done++ {
+				h.release(batches[done])
 			}
-			nested = served[d]
+			b := batches[it.batch]
+			if err := h.wait(ctx, b); err != nil {
+				return err
+			}
+			n := it.hi - it.lo
+			md := b.md[it.at+mdIndex(entries[it.lo:it.hi], it.dir)]
+			if md == nil {
+				md = &parsedMD{err: problem(RuleUnreadable, joinPath(it.dir, "SKILL.md")+" could not be read")}
+			}
+			var ex *Exclusion
+			s, ex = build(it.dir, entries[it.lo:it.hi], b.digests[it.at:it.at+n], b.ok[it.at:it.at+n], *md, o.RootName)
+			if ex != nil {
+				res.Excluded = append(res.Excluded, *ex)
+				continue
+			}
 		}
-		if nested {
+		count(&res.Stats, entries[it.lo:it.hi], counted[it.lo:it.hi], s)
+		res.Stats.Skills++
+		if err := each(s); err != nil {
+			return err
+		}
+	}
+	for ; done < len(batches); done++ {
+		h.release(batches[done])
+	}
+	if err := h.stop(); err != nil {
+		return err
+	}
+	res.Stats.Hashed += int(h.hashed.Load())
+	return nil
+}
+
+// item is a skill directory found in the listing: its entries are
+// entries[lo:hi]; reused is set when Previous has it unchanged. A skill to
+// read is hashed in batches[batch], its entries' results from position at.
+type item struct {
+	dir       string
+	lo, hi    int
+	reused    *Skill
+	batch, at int
+}
+
+// batch is a bounded part of the work: spans of entries (each the union
+// of overlapping skills' entries, so a file of nested skills is read once)
+// hashed by the workers, their results kept by position until the
+// skills are built.
+type batch struct {
+	spans []span
+	n     int    // results: the spans' lengths summed
+	work  []item // the skills it builds (copies; only lo, hi, at are used)
+
+	digests []Digest
+	ok      []bool      // digests[i] is set
+	md      []*parsedMD // for SKILL.md entries
+	left    atomic.Int64
+	done    chan struct{} // closed when every job of the batch is done
+}
+
+// span is entries[lo:hi], whose results start at position off.
+type span struct{ lo, hi, off int }
+
+// planBatches assigns every skill to read (items in entry order) a batch
+// and a position in it.
+func planBatches(items []item, entries []Entry) []*batch {
+	var out []*batch
+	var b *batch
+	skills, files := 0, 0
+	for k := range items {
+		it := &items[k]
+		if it.reused != nil {
 			continue
 		}
-		res.Stats.Files += len(s.Files)
-		for _, f := range s.Files {
-			res.Stats.Bytes += f.Size
+		if b != nil && len(b.spans) > 0 {
+			if sp := &b.spans[len(b.spans)-1]; it.lo < sp.hi {
+				// Inside (nested in) the last span.
+				it.batch, it.at = len(out)-1, sp.off+it.lo-sp.lo
+				b.work = append(b.work, *it)
+				skills++
+				continue
+			}
 		}
+		if b == nil || skills >= batchSkills || files >= batchFiles {
+			b = &batch{done: make(chan struct{})}
+			out = append(out, b)
+			skills, files = 0, 0
+		}
+		b.spans = append(b.spans, span{it.lo, it.hi, b.n})
+		it.batch, it.at = len(out)-1, b.n
+		b.n += it.hi - it.lo
+		b.work = append(b.work, *it)
+		skills++
+		files += it.hi - it.lo
 	}
-	res.Stats.Skills = len(res.Skills)
-	res.Stats.Excluded = len(res.Excluded)
-	res.Stats.Duration = time.Since(start)
-	return res, nil
+	return out
+}
+
+// count adds a served skill's files not yet counted to the stats. Its files
+// are its non-directory entries, in order.
+func count(st *Stats, sub []Entry, counted []bool, s *Skill) {
+	k := 0
+	for j, e := range sub {
+		if e.Mode == ModeDir {
+			continue
+		}
+		if !counted[j] && k < len(s.Files) {
+			counted[j] = true
+			st.Files++
+			st.Bytes += s.Files[k].Size
+		}
+		k++
+	}
 }
 
 func joinPath(dir, p string) string {
@@ -369,11 +534,13 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		return nil, &Exclusion{Path: dir, File: file, Problem: *AsProblem(err)}
 	}
 	s := &Skill{Path: dir}
+	// Directories are named by their files' paths where they have files
+	// (substrings of what the skill keeps anyway), by their own entries
+	// only when empty.
 	dirs := map[string]bool{}
 	for i, e := range sub {
 		r := rel(dir, e.Path)
 		if e.Mode == ModeDir {
-			dirs[r] = true
 			continue
 		}
 		for d := path.Dir(r); d != "."; d = path.Dir(d) {
@@ -392,6 +559,14 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 	if s.Size > MaxBytes {
 		return exclude("", problem(RuleTooLarge, fmt.Sprintf("skill holds %d bytes, more than the %d allowed", s.Size, MaxBytes)))
 	}
+	for _, e := range sub {
+		if r := rel(dir, e.Path); e.Mode == ModeDir && !dirs[r] {
+			dirs[r] = true
+		}
+	}
+	if len(dirs) > 0 {
+		s.Dirs = make([]string, 0, len(dirs))
+	}
 	for d := range dirs {
 		s.Dirs = append(s.Dirs, d)
 	}
@@ -409,24 +584,31 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		}
 	} else if fm.Name != want {
 		return exclude(mdPath, problem(RuleNameMismatch, fmt.Sprintf("name %q differs from the skill's directory name %q", fm.Name, want)))
+	} else {
+		fm.Name = want // the same bytes, in the path the skill keeps anyway
 	}
 	s.Frontmatter = fm
 	return s, nil
 }
 
-// hasher hashes entries in parallel, consulting and filling the cache, and
-// parses every SKILL.md it reads (in the same worker, so parsing runs on
-// every core too). Results go to the entry's position: each worker writes
-// only the positions it was given.
+// hasher hashes entries in parallel, a bounded number of batches ahead of
+// the builder, consulting and filling the cache, and parses every SKILL.md
+// it reads (in the same worker, so parsing runs on every core too). Results
+// go to the entry's position in its batch: each worker writes only the
+// positions it was given.
 type hasher struct {
-	tree  Tree
-	cache DigestCache
-	keep  func(digest string, data []byte)
+	tree    Tree
+	cache   DigestCache
+	keep    func(digest string, data []byte)
+	entries []Entry
 
-	digests []Digest
-	ok      []bool      // digests[i] is set
-	md      []*parsedMD // for SKILL.md entries
 	hashed  atomic.Int64
+	slots   chan struct{} // a batch in flight holds one
+	wg      sync.WaitGroup
+	errOnce sync.Once
+	err     error
+	cancel  context.CancelFunc
+	stopped bool
 }
 
 // parsedMD is a SKILL.md read by the hasher: its frontmatter only. The body
@@ -436,55 +618,115 @@ type parsedMD struct {
 	err error
 }
 
-func (h *hasher) hashAll(ctx context.Context, entries []Entry, need []bool, workers int) error {
+type job struct {
+	b   *batch
+	i   int // entries[i]
+	pos int // its results in b
+}
+
+// start runs the workers and the feeder, which hands them each batch's
+// files in path order (reads of one directory stay together) once the
+// batch has a slot.
+func (h *hasher) start(ctx context.Context, cancel context.CancelFunc, batches []*batch, workers int) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	h.digests = make([]Digest, len(entries))
-	h.ok = make([]bool, len(entries))
-	h.md = make([]*parsedMD, len(entries))
-	jobs := make(chan int, 64)
-	var wg sync.WaitGroup
-	var firstErr error
-	var errOnce sync.Once
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	h.cancel = cancel
+	h.slots = make(chan struct{}, streamAhead)
+	jobs := make(chan job, 64)
 	for range workers {
-		wg.Add(1)
+		h.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer h.wg.Done()
 			buf := make([]byte, 64<<10)
-			for i := range jobs {
-				d, err := h.hashOne(i, entries[i], buf)
-				if err != nil {
-					if errors.Is(err, errUnreadable) {
-						continue // reported as an exclusion of the skill
-					}
-					errOnce.Do(func() { firstErr = err; cancel() })
-					continue
+			for j := range jobs {
+				if ctx.Err() == nil {
+					h.hashJob(j, buf)
 				}
-				h.digests[i], h.ok[i] = d, true
+				if j.b.left.Add(-1) == 0 {
+					close(j.b.done)
+				}
 			}
 		}()
 	}
-	// Feed in path order so reads of one directory stay together.
-feed:
-	for i, n := range need {
-		if !n {
-			continue
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		defer close(jobs)
+		for _, b := range batches {
+			select {
+			case h.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			b.digests = make([]Digest, b.n)
+			b.ok = make([]bool, b.n)
+			b.md = make([]*parsedMD, b.n)
+			need := make([]bool, b.n)
+			var todo []job
+			for _, w := range b.work {
+				for i := w.lo; i < w.hi; i++ {
+					if p := w.at + i - w.lo; !need[p] && h.entries[i].Mode != ModeDir {
+						need[p] = true
+						todo = append(todo, job{b, i, p})
+					}
+				}
+			}
+			if len(todo) == 0 {
+				close(b.done)
+				continue
+			}
+			b.left.Store(int64(len(todo)))
+			for _, j := range todo {
+				select {
+				case jobs <- j:
+				case <-ctx.Done():
+					return
+				}
+			}
 		}
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	}()
+}
+
+// wait waits until b is hashed, or the run failed.
+func (h *hasher) wait(ctx context.Context, b *batch) error {
+	select {
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		h.errOnce.Do(func() { h.err = ctx.Err() })
+		return h.err
+	}
+}
+
+// release drops a built batch's results and gives its slot to the next.
+func (h *hasher) release(b *batch) {
+	if b.digests != nil {
+		b.digests, b.ok, b.md, b.work = nil, nil, nil, nil
+		<-h.slots
+	}
+}
+
+// stop ends the workers and the feeder and returns the run's error.
+func (h *hasher) stop() error {
+	if !h.stopped {
+		h.stopped = true
+		h.cancel()
+		h.wg.Wait()
+	}
+	return h.err
+}
+
+func (h *hasher) hashJob(j job, buf []byte) {
+	d, md, err := h.hashOne(h.entries[j.i], buf)
+	if err != nil {
+		if !errors.Is(err, errUnreadable) {
+			h.errOnce.Do(func() { h.err = err })
+			h.cancel()
 		}
+		return // unreadable: reported as an exclusion of the skill
 	}
-	close(jobs)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	j.b.digests[j.pos], j.b.ok[j.pos], j.b.md[j.pos] = d, true, md
 }
 
 var errUnreadable = errors.New("unreadable")
@@ -495,11 +737,11 @@ type indexOpener interface {
 	openForIndex(id string) (io.ReadCloser, error)
 }
 
-func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
+func (h *hasher) hashOne(e Entry, buf []byte) (Digest, *parsedMD, error) {
 	isMD := path.Base(e.Path) == "SKILL.md"
 	if !isMD && h.cache != nil && e.Key != "" {
 		if d, ok := h.cache.Get(e.Key); ok {
-			return d, nil
+			return d, nil, nil
 		}
 	}
 	open := h.tree.Open
@@ -508,15 +750,18 @@ func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 	}
 	rc, err := open(e.ID)
 	if err != nil {
-		return Digest{}, fmt.Errorf("%w: open %s: %v", errUnreadable, e.Path, err)
+		return Digest{}, nil, fmt.Errorf("%w: open %s: %v", errUnreadable, e.Path, err)
 	}
 	defer rc.Close()
 	sum := sha256.New()
 	var w io.Writer = sum
-	var mw *limitedBuffer
-	if isMD {
-		mw = &limitedBuffer{max: MaxBytes}
-		w = io.MultiWriter(sum, mw)
+	var mw *limitedBuffer // a SKILL.md bigger than buf, kept to be parsed
+	keepMD := func(first []byte) {
+		if isMD {
+			mw = &limitedBuffer{max: MaxBytes}
+			mw.Write(first)
+			w = io.MultiWriter(sum, mw)
+		}
 	}
 	// Read at most one byte past the per-skill limit: a bigger file breaks
 	// the limit whatever the rest of it holds. A file the walk saw small is
@@ -526,23 +771,25 @@ func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 	if e.Size >= 0 && e.Size < int64(len(buf)) {
 		k, err := io.ReadAtLeast(rc, buf[:e.Size+1], 1)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-			return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+			return Digest{}, nil, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
 		}
-		w.Write(buf[:k])
+		sum.Write(buf[:k])
 		n = int64(k)
 		if k == len(buf[:e.Size+1]) { // grew since the walk: read the rest
+			keepMD(buf[:k])
 			m, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1-n), buf)
 			if err != nil {
-				return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+				return Digest{}, nil, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
 			}
 			n += m
 		} else {
 			whole = buf[:k]
 		}
 	} else {
+		keepMD(nil)
 		m, err := io.CopyBuffer(w, io.LimitReader(rc, MaxBytes+1), buf)
 		if err != nil {
-			return Digest{}, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
+			return Digest{}, nil, fmt.Errorf("%w: read %s: %v", errUnreadable, e.Path, err)
 		}
 		n = m
 	}
@@ -550,16 +797,22 @@ func (h *hasher) hashOne(i int, e Entry, buf []byte) (Digest, error) {
 	if h.keep != nil && whole != nil {
 		h.keep(d.Digest, whole)
 	}
+	var md *parsedMD
 	if isMD {
-		var md parsedMD
-		md.fm, _, md.err = ParseSkillMD(mw.b)
-		h.md[i] = &md
+		data := whole
+		if mw != nil {
+			data = mw.b
+		}
+		// The frontmatter is decoded into values of its own (it never
+		// points into data), and the body is dropped here.
+		md = &parsedMD{}
+		md.fm, _, md.err = ParseSkillMD(data)
 	}
 	h.hashed.Add(1)
 	if h.cache != nil && e.Key != "" && n <= MaxBytes {
 		h.cache.Put(e.Key, d)
 	}
-	return d, nil
+	return d, md, nil
 }
 
 type limitedBuffer struct {

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/skillreg/skillreg/internal/testkit"
 )
@@ -254,4 +257,187 @@ func (c *mapCache) Put(k string, d Digest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[k] = d
+}
+
+// TestStreamHoldsABoundedBatch: Stream hands out skills while it reads,
+// never reading more than a bounded number of batches ahead of the skill it
+// hands out (Index before it read every file first), and hands each served
+// skill out once, in the order of the listing.
+func TestStreamHoldsABoundedBatch(t *testing.T) {
+	const n = 3000
+	fsys := fstest.MapFS{}
+	for i := range n {
+		name := fmt.Sprintf("s%04d", i)
+		fsys[name+"/SKILL.md"] = &fstest.MapFile{Data: []byte(testkit.SkillMD(name))}
+		fsys[name+"/ref.md"] = &fstest.MapFile{Data: []byte(name)}
+	}
+	tree := &countingTree{Tree: FSTree{FS: fsys}}
+	ahead := int64(streamAhead * batchSkills * 2) // two files a skill
+	var got []string
+	res, err := Stream(context.Background(), tree, Options{Workers: 2}, func(s *Skill) error {
+		read := tree.opens.Load()
+		if done := int64(2 * (len(got) + 1)); read > done+ahead {
+			t.Fatalf("handing out skill %d (%s), %d files read: more than %d ahead", len(got), s.Path, read, ahead)
+		}
+		got = append(got, s.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || !slices.IsSorted(got) || res.Stats.Skills != n || res.Stats.Files != 2*n || len(res.Skills) != 0 || res.Stats.Hashed != 2*n {
+		t.Fatalf("handed out %d skills (sorted: %v), stats %+v, %d kept", len(got), slices.IsSorted(got), res.Stats, len(res.Skills))
+	}
+
+	// An error from each stops the run and is returned as it is.
+	stop := errors.New("enough")
+	calls := 0
+	if _, err := Stream(context.Background(), tree, Options{}, func(*Skill) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("each failing: err %v after %d calls", err, calls)
+	}
+}
+
+// TestStreamNestedAcrossBatches: skills nested in others are built with
+// their enclosing skill's batch however many there are (each file read
+// once), next to reused ones, and handed out enclosing skill first; Index
+// sorts them by path.
+func TestStreamNestedAcrossBatches(t *testing.T) {
+	files := map[string]string{}
+	for i := range batchSkills + 10 {
+		name := fmt.Sprintf("n%03d", i)
+		files["outer/"+name+"/SKILL.md"] = testkit.SkillMD(name)
+	}
+	files["outer/SKILL.md"] = testkit.SkillMD("outer")
+	files["outer-x/SKILL.md"] = testkit.SkillMD("outer-x")
+	files["a/SKILL.md"] = testkit.SkillMD("a")
+	root := t.TempDir()
+	testkit.WriteFiles(t, root, files)
+	tree := &countingTree{Tree: DirTree{Root: root}}
+	first, err := Index(context.Background(), tree, Options{})
+	if err != nil || len(first.Excluded) != 0 {
+		t.Fatal(err, first.Excluded)
+	}
+	if want := int64(len(files)); tree.opens.Load() != want || first.Stats.Hashed != int(want) || first.Stats.Files != len(files) {
+		t.Fatalf("read %d files, stats %+v; want each of the %d once", tree.opens.Load(), first.Stats, want)
+	}
+	if len(first.Skills) != len(files) || !slices.IsSortedFunc(first.Skills, func(a, b *Skill) int { return strings.Compare(a.Path, b.Path) }) {
+		t.Fatalf("Index gave %d skills, sorted by path: want %d", len(first.Skills), len(files))
+	}
+	// Reuse all but one nested skill: only its SKILL.md is read.
+	testkit.WriteFiles(t, root, map[string]string{"outer/n007/SKILL.md": testkit.SkillMD("n007") + "changed\n"})
+	tree.opens.Store(0)
+	var order []string
+	res, err := Stream(context.Background(), tree, Options{Previous: first.Skills, Cache: &mapCache{m: map[string]Digest{}}}, func(s *Skill) error {
+		order = append(order, s.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// outer's own files changed too (n007/SKILL.md is one of them).
+	if res.Stats.Reused != len(files)-2 || res.Stats.Files != len(files) {
+		t.Fatalf("stats %+v", res.Stats)
+	}
+	if order[0] != "a" || order[1] != "outer-x" || order[2] != "outer" || order[3] != "outer/n000" {
+		t.Fatalf("order %v...", order[:4])
+	}
+}
+
+// TestStreamDirInParts: a directory listed a few top-level directories at
+// a time indexes exactly as the whole listing does (skills, files,
+// exclusions, stats), whatever the part size; a SKILL.md at the root makes
+// the whole tree one part.
+func TestStreamDirInParts(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"README.md":              "at the root: no skill's",
+		"a/SKILL.md":             testkit.SkillMD("a"),
+		"a/b/SKILL.md":           testkit.SkillMD("b"),
+		"a/b/ref.md":             "b",
+		"a-x/SKILL.md":           testkit.SkillMD("a-x"),
+		"a-x/scripts/run.sh":     "echo",
+		"g/one/SKILL.md":         testkit.SkillMD("one"),
+		"g/two/SKILL.md":         testkit.SkillMD("other-name"), // excluded
+		"g/three/SKILL.md":       testkit.SkillMD("three"),
+		"g/three/references/r.m": "r",
+		"h/deep/er/x/SKILL.md":   testkit.SkillMD("x"),
+		"z/SKILL.md":             testkit.SkillMD("z"),
+	}
+	testkit.WriteFiles(t, root, files)
+	if err := os.MkdirAll(filepath.Join(root, "a-x", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	whole := func() *Result {
+		t.Helper()
+		res, err := Index(context.Background(), &countingTree{Tree: DirTree{Root: root}}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	same := func(got, want *Result) {
+		t.Helper()
+		got.Stats.Duration, want.Stats.Duration = 0, 0
+		if got.Stats != want.Stats || !slices.EqualFunc(got.Excluded, want.Excluded, func(a, b Exclusion) bool { return a == b }) {
+			t.Fatalf("in parts: %+v %+v\nwhole: %+v %+v", got.Stats, got.Excluded, want.Stats, want.Excluded)
+		}
+		if !slices.EqualFunc(got.Skills, want.Skills, func(a, b *Skill) bool {
+			return a.Path == b.Path && slices.Equal(a.Files, b.Files) && slices.Equal(a.Dirs, b.Dirs) && string(a.Frontmatter.JSON) == string(b.Frontmatter.JSON)
+		}) {
+			t.Fatalf("skills differ")
+		}
+	}
+	want := whole()
+	if want.Stats.Skills != 7 || len(want.Excluded) != 1 {
+		t.Fatalf("whole listing: %+v %+v", want.Stats, want.Excluded)
+	}
+	defer func(n int) { chunkEntries = n }(chunkEntries)
+	for _, n := range []int{1, 3, 8, 1000} {
+		chunkEntries = n
+		var parts []int
+		for entries, err := range (DirTree{Root: root}).chunks(context.Background(), n) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, len(entries))
+		}
+		if n == 1 && len(parts) != 5 {
+			t.Fatalf("part size 1: parts of %v entries, want one per top-level directory", parts)
+		}
+		got, err := Index(context.Background(), DirTree{Root: root}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(got, want)
+	}
+
+	// A root skill: one part, the whole listing.
+	testkit.WriteFiles(t, root, map[string]string{"SKILL.md": testkit.SkillMD("acme")})
+	chunkEntries = 1
+	var parts int
+	for _, err := range (DirTree{Root: root}).chunks(context.Background(), 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts++
+	}
+	got, err := Index(context.Background(), DirTree{Root: root}, Options{RootName: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts != 1 || got.Stats.Skills != 8 {
+		t.Fatalf("root skill: %d parts, %+v", parts, got.Stats)
+	}
+
+	// A tree that cannot be listed, and a run cancelled: errors, not
+	// partial results.
+	if _, err := Index(context.Background(), DirTree{Root: filepath.Join(root, "missing")}, Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing root: %v", err)
+	}
+	os.Remove(filepath.Join(root, "SKILL.md"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Index(ctx, DirTree{Root: root}, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
 }

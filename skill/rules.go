@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -92,7 +93,8 @@ func check(o *object) (*Frontmatter, error) {
 	if err != nil {
 		return nil, problem(RuleStrict, "frontmatter is not representable as JSON: "+err.Error())
 	}
-	fm := &Frontmatter{JSON: js}
+	// Kept for the skill's life: exactly its length, not the buffer's.
+	fm := &Frontmatter{JSON: slices.Clone(js)}
 
 	name, ok := o.vals["name"]
 	switch s, isStr := name.(string); {
@@ -148,7 +150,7 @@ func check(o *object) (*Frontmatter, error) {
 		if !isMap {
 			return nil, problem(RuleMetadata, "metadata must be a map of string to string")
 		}
-		fm.Metadata = make(map[string]string, len(m.keys))
+		fm.Metadata = make(Metadata, 0, len(m.keys))
 		for _, k := range m.keys {
 			s, isStr := m.vals[k].(string)
 			if !isStr {
@@ -157,8 +159,10 @@ func check(o *object) (*Frontmatter, error) {
 			if strings.HasPrefix(k, reservedMetadataPrefix) {
 				return nil, problem(RuleMetadata, fmt.Sprintf("metadata key %q is reserved for MCP", k))
 			}
-			fm.Metadata[k] = s
+			fm.Metadata = append(fm.Metadata, MetadataEntry{k, s})
 		}
+		// The strict reader refuses a key given twice.
+		slices.SortFunc(fm.Metadata, func(a, b MetadataEntry) int { return strings.Compare(a.Key, b.Key) })
 	}
 	catalogFields(o, fm)
 	return fm, nil
@@ -175,7 +179,7 @@ func catalogFields(o *object, fm *Frontmatter) {
 		fm.Version = fmt.Sprint(v)
 	}
 	if fm.Version == "" {
-		fm.Version = fm.Metadata["version"]
+		fm.Version, _ = fm.Metadata.Get("version")
 	}
 
 	switch v := o.vals["tags"].(type) {
@@ -189,14 +193,14 @@ func catalogFields(o *object, fm *Frontmatter) {
 		fm.Tags = splitTags(v)
 	}
 	if fm.Tags == nil {
-		if s, ok := fm.Metadata["tags"]; ok {
+		if s, ok := fm.Metadata.Get("tags"); ok {
 			fm.Tags = splitTags(s)
 		}
 	}
 
 	if b, ok := o.vals["deprecated"].(bool); ok {
 		fm.Deprecated = b
-	} else if s, ok := fm.Metadata["deprecated"]; ok {
+	} else if s, ok := fm.Metadata.Get("deprecated"); ok {
 		fm.Deprecated = strings.EqualFold(strings.TrimSpace(s), "true")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -301,9 +300,9 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		// (an unchanged skill is not rewritten) and equal metadata to
 		// equal bytes wherever it is (a restart shares the maps).
 		e.count(len(fm.Metadata), fm.Metadata == nil)
-		for _, k := range slices.Sorted(maps.Keys(fm.Metadata)) {
-			e.str(k)
-			e.str(fm.Metadata[k])
+		for _, m := range fm.Metadata {
+			e.str(m.Key)
+			e.str(m.Value)
 		}
 		e.ref(fm.Version, jlo, jhi)
 		e.count(len(fm.Tags), fm.Tags == nil)
@@ -359,7 +358,7 @@ type decoding struct {
 	// small map takes about 300 bytes; skills of one repository often
 	// carry the same few keys and values). Skills are immutable, so no
 	// one writes the shared map.
-	metadata map[string]map[string]string
+	metadata map[string]skill.Metadata
 }
 
 // maxInterned bounds the metadata maps one decoding interns, so that a
@@ -390,10 +389,13 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 		fm.AllowedTools = str()
 		start := d.s
 		if n, isNil := d.count(); !isNil {
-			fm.Metadata = make(map[string]string, n)
-			for range n {
-				k := d.str()
-				fm.Metadata[k] = d.str()
+			fm.Metadata = make(skill.Metadata, n)
+			for i := range fm.Metadata {
+				fm.Metadata[i].Key = d.str()
+				fm.Metadata[i].Value = d.str()
+			}
+			if !slices.IsSortedFunc(fm.Metadata, func(a, b skill.MetadataEntry) int { return strings.Compare(a.Key, b.Key) }) {
+				d.fail(errors.New("metadata keys out of order"))
 			}
 			if o.metadata != nil && d.err == nil {
 				raw := start[:len(start)-len(d.s)]

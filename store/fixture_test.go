@@ -60,7 +60,7 @@ func fixtureData() fixture {
 			License:       "MIT",
 			Compatibility: "any",
 			AllowedTools:  "Bash(git:*)",
-			Metadata:      map[string]string{"version": "1.2.0", "owner": "me"},
+			Metadata:      skill.Metadata{{Key: "owner", Value: "me"}, {Key: "version", Value: "1.2.0"}},
 			Version:       "1.2.0",
 			Tags:          []string{"git", "review"},
 		},
@@ -76,7 +76,7 @@ func fixtureData() fixture {
 		Path: "tools/review/lint",
 		Frontmatter: &skill.Frontmatter{
 			JSON: json.RawMessage(`{"name":"lint","description":"Lint.","deprecated":true,"tags":[],"metadata":{}}`),
-			Name: "lint", Description: "Lint.", Deprecated: true, Tags: []string{}, Metadata: map[string]string{},
+			Name: "lint", Description: "Lint.", Deprecated: true, Tags: []string{}, Metadata: skill.Metadata{},
 		},
 		Files: []skill.File{file("SKILL.md", h('c'), 80, "b3", "b3", false)},
 		Size:  80,

@@ -973,7 +973,7 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		wg.Go(func() {
 			// The arena is this function's and written once: JSON points
 			// into it. Each worker interns metadata maps on its own.
-			o := decoding{inPlace: true, metadata: map[string]map[string]string{}}
+			o := decoding{inPlace: true, metadata: map[string]skill.Metadata{}}
 			for r := range runs {
 				// Reading the mapped file can fault (a truncated file):
 				// each run is guarded, and the worker goes on draining.

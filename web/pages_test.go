@@ -535,3 +535,20 @@ func TestHighlight(t *testing.T) {
 		t.Errorf("queryTerms = %q", got)
 	}
 }
+
+// TestSkillPageReadsTheBody: skills hold no body; the page reads SKILL.md
+// back, verified against its digest. A SKILL.md changed since indexing is
+// not shown: the page answers 503 with Retry-After (and a resync is
+// asked), never the new text under the old manifest.
+func TestSkillPageReadsTheBody(t *testing.T) {
+	f := newFixture(t, defaultSources(), nil)
+	res, page := f.get(t, "/skills/team/deploy-checklist")
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, "Roll back with") {
+		t.Fatalf("skill page: %d, body shown: %v", res.StatusCode, strings.Contains(page, "Roll back with"))
+	}
+	testkit.WriteFiles(t, f.dirs["team"], map[string]string{"deploy-checklist/SKILL.md": strings.Replace(teamSkills["deploy-checklist/SKILL.md"], "Roll back with", "Never roll back, use", 1)})
+	res, page = f.get(t, "/skills/team/deploy-checklist")
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || strings.Contains(page, "Never roll back") || strings.Contains(page, "Roll back with") {
+		t.Fatalf("after SKILL.md changed: %d, Retry-After %q, body shown: %v", res.StatusCode, res.Header.Get("Retry-After"), strings.Contains(page, "roll back"))
+	}
+}

@@ -16,9 +16,10 @@ import (
 	"github.com/skillreg/skillreg/skill"
 )
 
-// indexDir indexes a local tree the way a dir source is indexed: a SKILL.md
-// at the root is a skill named after the directory.
-func indexDir(ctx context.Context, dir string) (*skill.Result, error) {
+// indexDir indexes a local tree the way a dir source is indexed (a SKILL.md
+// at the root is a skill named after the directory), handing each skill to
+// each instead of keeping it: the commands only count and report.
+func indexDir(ctx context.Context, dir string, each func(*skill.Skill) error) (*skill.Result, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func indexDir(ctx context.Context, dir string) (*skill.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return skill.Index(ctx, skill.DirTree{Root: dir}, skill.Options{RootName: filepath.Base(abs)})
+	return skill.Stream(ctx, skill.DirTree{Root: dir}, skill.Options{RootName: filepath.Base(abs)}, each)
 }
 
 func cmdValidate(ctx context.Context, e *env, args []string) int {
@@ -46,7 +47,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) int {
 	}
 	problems, ioErr := 0, false
 	for _, dir := range dirs {
-		res, err := indexDir(ctx, dir)
+		res, err := indexDir(ctx, dir, func(*skill.Skill) error { return nil })
 		if err != nil {
 			fmt.Fprintf(e.stderr, "skillreg validate: %v\n", err)
 			ioErr = true
@@ -60,7 +61,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintf(e.stdout, "%s: %s: %s\n", terminalSafe(filepath.Join(dir, filepath.FromSlash(where))), ex.Problem.Rule, ex.Problem.Detail)
 			problems++
 		}
-		if len(res.Skills)+len(res.Excluded) == 0 {
+		if res.Stats.Skills+len(res.Excluded) == 0 {
 			fmt.Fprintf(e.stdout, "%s: no-skills: no directory under it holds a SKILL.md\n", dir)
 			problems++
 		}
@@ -98,7 +99,8 @@ func cmdIndex(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	start := time.Now()
-	res, err := indexDir(ctx, dirs[0])
+	// Stream: the command only counts, so no skill is kept once built.
+	res, err := indexDir(ctx, dirs[0], func(*skill.Skill) error { return nil })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "skillreg index: %v\n", err)
 		return exitUsage
@@ -113,7 +115,7 @@ func cmdIndex(ctx context.Context, e *env, args []string) int {
 			Bytes      int64             `json:"bytes"`
 			DurationMS float64           `json:"duration_ms"`
 			Exclusions []skill.Exclusion `json:"exclusions"`
-		}{dirs[0], len(res.Skills), len(res.Excluded), res.Stats.Files, res.Stats.Bytes, float64(dur.Microseconds()) / 1000, res.Excluded}
+		}{dirs[0], res.Stats.Skills, len(res.Excluded), res.Stats.Files, res.Stats.Bytes, float64(dur.Microseconds()) / 1000, res.Excluded}
 		if out.Exclusions == nil {
 			out.Exclusions = []skill.Exclusion{}
 		}
@@ -123,7 +125,7 @@ func cmdIndex(ctx context.Context, e *env, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "%s: %d skills, %d excluded, %d files, %d bytes in %s\n",
-		dirs[0], len(res.Skills), len(res.Excluded), res.Stats.Files, res.Stats.Bytes, dur.Round(time.Millisecond))
+		dirs[0], res.Stats.Skills, len(res.Excluded), res.Stats.Files, res.Stats.Bytes, dur.Round(time.Millisecond))
 	return exitOK
 }
 
