@@ -215,7 +215,7 @@ func TestLoadSharesMetadataAndHoldsNoBody(t *testing.T) {
 	}
 }
 
-// In a restored skill a directory file's ID shares the bytes of its key,
+// In a restored skill a git file's ID shares the bytes of its key,
 // its path those of its ID, and the description those of the frontmatter
 // JSON: a record stores each once, and Load does not copy them apart.
 func TestLoadSharesStringsWithinARecord(t *testing.T) {
