@@ -463,3 +463,26 @@ func TestWatchedPollSkipped(t *testing.T) {
 		})
 	}
 }
+
+// TestDirSyncsKeepNoDigestMap: a directory source's stat keys match only
+// the same unchanged file, which the reused skills already describe, so
+// neither a whole scan nor a watched rescan adds to the process-wide
+// digest map (it would grow by every changed file, forever); the rescan
+// still reads only what changed.
+func TestDirSyncsKeepNoDigestMap(t *testing.T) {
+	t.Parallel()
+	digests := NewDigestMap()
+	w := startWatched(t, 0, Options{Digests: digests}, func(root string) { corpus(t, root, 2, 5) })
+	<-w.watcher
+	w.counts.reset()
+	testkit.WriteFiles(t, w.root, map[string]string{"g1/s3/references/guide.md": "changed"})
+	testkit.WaitUntil(t, "the change served", func() bool {
+		return w.servesDigest("g1/s3/references/guide.md", digestOf("changed"))
+	})
+	if _, opened := w.counts.reset(); len(opened) == 0 || len(opened) > 2 {
+		t.Errorf("the rescan opened %d files (%v), want SKILL.md and guide.md at most", len(opened), opened)
+	}
+	if n := digests.Len(); n != 0 {
+		t.Errorf("the digest map holds %d keys after syncs of a directory source, want 0", n)
+	}
+}

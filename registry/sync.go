@@ -376,6 +376,13 @@ func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catal
 // every skill and found the same exclusions changes nothing.
 func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, tree skill.Tree, base *catalog.Snapshot) (*catalog.Snapshot, error) {
 	o := skill.Options{Cache: r.o.Digests, RootName: src.Name}
+	if src.Kind != catalog.KindGit {
+		// A file's stat key matches only that file, unchanged: the skills
+		// reused from prev already carry its digest, and a process-wide
+		// map would only grow with every change (300,000 keys at 100,000
+		// skills).
+		o.Cache = nil
+	}
 	if prev != nil {
 		o.Previous = prev.Skills
 		// A resync reads only what changed: keep those bytes, which the
@@ -449,7 +456,9 @@ func (r *Registry) rescanDir(ctx context.Context, src *catalog.Source, prev *cat
 	}
 	tree := r.dirTree(skill.DirSubtrees{DirTree: skill.DirTree{Root: src.Dir}, Paths: scopes})
 	res, err := skill.Index(ctx, tree, skill.Options{
-		Cache: r.o.Digests, RootName: src.Name, Previous: before,
+		// The digests of the files in scope, for a skill of which only
+		// some files changed (see indexTree for why not r.o.Digests).
+		Cache: knownDigests(before), RootName: src.Name, Previous: before,
 		// The bytes read are those of what changed: keep them (see indexTree).
 		Keep: r.live.Keep,
 	})
@@ -522,4 +531,17 @@ func rescanScopes(prev *catalog.Snapshot, paths []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// knownDigests is a digest cache holding the files of skills, by key.
+func knownDigests(skills []*skill.Skill) *DigestMap {
+	d := NewDigestMap()
+	for _, sk := range skills {
+		for _, f := range sk.Files {
+			if f.Key != "" {
+				d.m[f.Key] = skill.Digest{Digest: f.Digest, Size: f.Size}
+			}
+		}
+	}
+	return d
 }
