@@ -244,8 +244,8 @@ type entryV1 struct {
 	Version     string   `json:"version"`
 }
 
-func okV2(e *entry) bool { return e.skip == "" }
-func okV1(e *entry) bool { return e.skip == "" && e.skipV1 == "" }
+func okV2(e *entry) bool { return e.skip() == "" }
+func okV1(e *entry) bool { return e.skip() == "" && e.skipV1() == "" }
 
 // scopeOf reads the scope of an index request: a source from the route, or
 // a skill from a skill-scoped path.

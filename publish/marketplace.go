@@ -98,7 +98,7 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 		for _, sp := range alls {
 			taken[sp.name] = true
 		}
-		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip == "" && !taken[e.name()] }, nil) {
+		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip() == "" && !taken[e.name()] }, nil) {
 			doc.Plugins = append(doc.Plugins, plugin{Name: e.name(), Description: e.desc(), Strict: false,
 				Source: archiveSource(base, e.plugin)})
 		}

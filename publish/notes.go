@@ -45,14 +45,14 @@ func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []
 			continue
 		}
 		switch {
-		case e.skip != "":
-			add(e, ChannelAgentSkills, e.skip)
-			add(e, ChannelSkillsV01, e.skip)
-		case e.skipV1 != "":
-			add(e, ChannelSkillsV01, e.skipV1)
+		case e.skip() != "":
+			add(e, ChannelAgentSkills, e.skip())
+			add(e, ChannelSkillsV01, e.skip())
+		case e.skipV1() != "":
+			add(e, ChannelSkillsV01, e.skipV1())
 		}
-		if e.pluginSkip != "" {
-			add(e, ChannelMarketplace, e.pluginSkip)
+		if e.pluginSkip() != "" {
+			add(e, ChannelMarketplace, e.pluginSkip())
 		}
 	}
 	visible := make([]*entry, 0, len(v.entries))
@@ -75,7 +75,7 @@ func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []
 		taken[sp.name] = sp.source
 	}
 	unique(visible, func(e *entry) bool {
-		if e.pluginSkip != "" {
+		if e.pluginSkip() != "" {
 			return false
 		}
 		if src, ok := taken[e.name()]; ok {

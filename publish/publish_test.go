@@ -662,7 +662,7 @@ func (v *view) zipKeys() []string {
 	var out []string
 	for i := range v.entries {
 		e := &v.entries[i]
-		if e.skip == "" && e.zipOK {
+		if e.skip() == "" && e.zipOK {
 			out = append(out, e.zip.hex()+".zip")
 		}
 		if e.pluginOK {

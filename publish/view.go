@@ -56,11 +56,6 @@ func (s sum) digest() string { return "sha256:" + s.hex() }
 type entry struct {
 	ref catalog.Ref
 
-	// mdDigest is SKILL.md's digest as the index holds it (shared with the
-	// skill's File), which may come from the digest cache unchecked, so its
-	// artifact path is cut with mdHex, never gitref.Digest.Hex (which would
-	// fold every invalid one into the same "").
-	mdDigest string
 	// key identifies the skill's archives by what determines their bytes
 	// (name, file paths, modes and content digests): a new generation
 	// takes the digests of an entry with the same key from the one before.
@@ -71,12 +66,66 @@ type entry struct {
 	zip, plugin     sum
 	zipOK, pluginOK bool
 	skillMD         bool // SKILL.md is the only file: type skill-md
-	pluginRulesOK   bool // the skill may be a plugin by the rules (pluginRules)
 
-	// skip says why the skill is in no discovery index ("" when it is);
-	// skipV1 why it is not in the v0.1 index (skip included); pluginSkip
-	// why it is not in the marketplace.
-	skip, skipV1, pluginSkip string
+	why       *reasons // nil when the skill is in every index
+	pluginErr *string  // why its plugin archive could not be built (set by plugins)
+}
+
+// reasons say why a skill is left out: skip of every discovery index,
+// skipV1 of the v0.1 index only, plugin of the marketplace (by the rules).
+// Set while the view is built, never after.
+type reasons struct {
+	skip, skipV1, plugin string
+}
+
+func (e *entry) skip() string {
+	if e.why == nil {
+		return ""
+	}
+	return e.why.skip
+}
+
+func (e *entry) skipV1() string {
+	if e.why == nil {
+		return ""
+	}
+	return e.why.skipV1
+}
+
+// pluginRulesOK reports whether the skill may be a plugin by the rules
+// (pluginRules).
+func (e *entry) pluginRulesOK() bool { return e.why == nil || e.why.plugin == "" }
+
+// pluginSkip says why the skill is not in the marketplace; final once
+// plugins ran.
+func (e *entry) pluginSkip() string {
+	if e.why != nil && e.why.plugin != "" {
+		return e.why.plugin
+	}
+	if e.pluginErr != nil {
+		return *e.pluginErr
+	}
+	return ""
+}
+
+// setReasons sets why the skill is left out (nil when nowhere).
+func (e *entry) setReasons(r reasons) {
+	if r == (reasons{}) {
+		e.why = nil
+		return
+	}
+	e.why = &r
+}
+
+// mdDigest is SKILL.md's digest as the index holds it ("" without one),
+// which may come from the digest cache unchecked, so its artifact path is
+// cut with mdHex, never gitref.Digest.Hex (which would fold every invalid
+// one into the same "").
+func (e *entry) mdDigest() string {
+	if md, ok := e.ref.Skill.File("SKILL.md"); ok {
+		return md.Digest
+	}
+	return ""
 }
 
 func (e *entry) source() string      { return e.ref.Snap.Source }
@@ -97,7 +146,7 @@ func (e *entry) zipDigest() string { return e.zip.digest() }
 // artifactURL is the entry's discovery artifact, root-relative.
 func (e *entry) artifactURL() string {
 	if e.skillMD {
-		return "/artifacts/sha256/" + mdHex(e.mdDigest) + ".md"
+		return "/artifacts/sha256/" + mdHex(e.mdDigest()) + ".md"
 	}
 	return "/artifacts/sha256/" + e.zip.hex() + ".zip"
 }
@@ -110,7 +159,7 @@ func mdHex(d string) string { return strings.TrimPrefix(d, "sha256:") }
 // discoveryDigest is the digest the v0.2 index states.
 func (e *entry) discoveryDigest() string {
 	if e.skillMD {
-		return e.mdDigest
+		return e.mdDigest()
 	}
 	return e.zipDigest()
 }
@@ -137,7 +186,7 @@ func (v *view) pluginMembers(source string) []*entry {
 	var out []*entry
 	for i := range es {
 		e := &es[i]
-		if !e.pluginRulesOK || seen[e.name()] {
+		if !e.pluginRulesOK() || seen[e.name()] {
 			continue
 		}
 		seen[e.name()] = true
@@ -190,13 +239,22 @@ func (v *view) search(idx []int32, key func(*entry) string, want string) []int32
 
 func zipKeyOf(e *entry) string    { return string(e.zip[:]) }
 func pluginKeyOf(e *entry) string { return string(e.plugin[:]) }
-func mdKeyOf(e *entry) string     { return mdHex(e.mdDigest) }
+func mdKeyOf(e *entry) string     { return mdHex(e.mdDigest()) }
 
 // sortIndex sorts entry indexes by key.
 func (v *view) sortIndex(idx []int32, key func(*entry) string) {
-	slices.SortFunc(idx, func(a, b int32) int {
-		return strings.Compare(key(&v.entries[a]), key(&v.entries[b]))
-	})
+	type keyed struct {
+		key string
+		i   int32
+	}
+	ks := make([]keyed, len(idx)) // each key made once, for the sort only
+	for j, i := range idx {
+		ks[j] = keyed{key(&v.entries[i]), i}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for j := range ks {
+		idx[j] = ks[j].i
+	}
 }
 
 // artifact finds the artifact of key (hex digest + "." + extension): the
@@ -452,15 +510,15 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 	for i, r := range refs {
 		e := &v.entries[i]
 		*e = entry{ref: r, key: entryKey(r.Skill)}
-		e.skip, e.skipV1 = h.o.Limits.rules(r.Skill)
-		if md, ok := r.Skill.File("SKILL.md"); ok {
-			e.mdDigest = md.Digest
-		} else if e.skip == "" {
-			e.skip = "skill-md: no SKILL.md in the manifest"
+		var why reasons
+		why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
+		md, ok := r.Skill.File("SKILL.md")
+		if !ok && why.skip == "" {
+			why.skip = "skill-md: no SKILL.md in the manifest"
 		}
-		e.skillMD = len(r.Skill.Files) == 1 && e.mdDigest != ""
-		e.pluginSkip = pluginRules(e)
-		e.pluginRulesOK = e.pluginSkip == ""
+		e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
+		why.plugin = pluginRules(e)
+		e.setReasons(why)
 		if p := k.entries[e.key]; p != nil {
 			e.zip, e.zipOK = p.zip, true
 			if k.plugins && p.pluginOK {
@@ -492,12 +550,12 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 		idx[i] = i
 	}
 	parallel(idx, func(i int) {
-		if e := &v.entries[i]; e.skip == "" {
+		if e := &v.entries[i]; e.skip() == "" {
 			h.digestEntry(ctx, e)
 		}
 	})
 	for i := range v.entries {
-		if e := &v.entries[i]; e.skip == "" && e.zipOK {
+		if e := &v.entries[i]; e.skip() == "" && e.zipOK {
 			v.byZip = append(v.byZip, int32(i))
 		}
 	}
@@ -534,7 +592,11 @@ func (h *Handler) digestEntry(ctx context.Context, e *entry) {
 	}
 	s, err := h.digestLayout(ctx, skillLayout(e.ref, ""))
 	if err != nil {
-		e.skip = "unreadable: " + err.Error()
+		why := reasons{skip: "unreadable: " + err.Error(), skipV1: e.skipV1()}
+		if e.why != nil {
+			why.plugin = e.why.plugin
+		}
+		e.setReasons(why)
 		h.log.Warn("cannot build a skill's archive; leaving it out of the indexes", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
 		return
 	}
@@ -556,12 +618,13 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 		}
 		parallel(idx, func(i int) {
 			e := &v.entries[i]
-			if e.pluginSkip != "" || e.pluginOK {
+			if !e.pluginRulesOK() || e.pluginOK {
 				return
 			}
 			s, err := h.digestLayout(ctx, skillLayout(e.ref, e.pluginPrefix()))
 			if err != nil {
-				e.pluginSkip = "unreadable: " + err.Error()
+				why := "unreadable: " + err.Error()
+				e.pluginErr = &why
 				h.log.Warn("cannot build a skill's plugin archive; leaving it out of the marketplace", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
 				return
 			}
@@ -579,8 +642,8 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 				continue
 			}
 			for _, e := range v.pluginMembers(snap.Source) {
-				if e.pluginSkip != "" {
-					sp.skip = fmt.Sprintf("skill %s: %s", e.ref.Skill.Path, e.pluginSkip)
+				if e.pluginSkip() != "" {
+					sp.skip = fmt.Sprintf("skill %s: %s", e.ref.Skill.Path, e.pluginSkip())
 				}
 			}
 			if sp.skip != "" {
