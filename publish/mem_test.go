@@ -210,7 +210,9 @@ func (c *countingCatalog) take() map[string]int {
 // unchanged skill's digests from the one before, so a one-file change
 // reads that skill's files for its two archives and every file of its
 // source once, for the source's "-all" archive (written straight into
-// the hash: no pass for CRCs first); no other source's file is read.
+// the hash: no pass for CRCs first); no other source's file is read. The
+// plugin digests pass on through a generation whose marketplace nobody
+// asked for.
 func TestNewGenerationDigestsWhatChanged(t *testing.T) {
 	var cc *countingCatalog
 	f := newFixture(t, defaultSources(), func(o *Options) {
@@ -224,29 +226,48 @@ func TestNewGenerationDigestsWhatChanged(t *testing.T) {
 			t.Errorf("first build read %s %d times", uri, n)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(f.dirs["team"], "deploy", "references", "runbook.md"), []byte("# Runbook\nStep two.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.sync("team")
-	v := f.h.view(ctx)
-	f.h.plugins(ctx, v)
-	reads := cc.take()
-	if len(reads) == 0 {
-		t.Fatal("nothing read for the change")
-	}
-	for uri, n := range reads {
-		u, err := catalog.ParseURI(uri)
-		if err != nil {
+	change := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(f.dirs["team"], "deploy", "references", "runbook.md"), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		want := 1 // the source's "-all" archive
-		if strings.HasPrefix(u.Path, "deploy/") {
-			want = 3
+		f.sync("team")
+	}
+	check := func(reads map[string]int) {
+		t.Helper()
+		if len(reads) == 0 {
+			t.Fatal("nothing read for the change")
 		}
-		if u.Source != "team" || n != want {
-			t.Errorf("%s read %d times, want %d", uri, n, want)
+		for uri, n := range reads {
+			u, err := catalog.ParseURI(uri)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 1 // the source's "-all" archive
+			if strings.HasPrefix(u.Path, "deploy/") {
+				want = 3
+			}
+			if u.Source != "team" || n != want {
+				t.Errorf("%s read %d times, want %d", uri, n, want)
+			}
 		}
 	}
+	change("# Runbook\nStep two.\n")
+	f.h.plugins(ctx, f.h.view(ctx))
+	check(cc.take())
+
+	// A generation only the indexes were read of, then another change.
+	change("# Runbook\nStep three.\n")
+	f.h.Warm()
+	change("# Runbook\nStep four.\n")
+	f.h.plugins(ctx, f.h.view(ctx))
+	reads := cc.take()
+	for uri, n := range reads {
+		if u, _ := catalog.ParseURI(uri); strings.HasPrefix(u.Path, "deploy/") {
+			reads[uri] = n - 1 // the skill archive of "Step three"
+		}
+	}
+	check(reads)
 	if r := f.get("/marketplace.json"); r.code != 200 {
 		t.Fatalf("marketplace: %d", r.code)
 	}

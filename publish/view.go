@@ -41,7 +41,7 @@ type view struct {
 	pluginsDone atomic.Bool              // set once every plugin archive is digested
 	byPlugin    []int32                  // entries whose plugin archive is digested, by its digest
 	all         map[string]*sourcePlugin // by source
-	allKnown    map[sum]sum              // "-all" digests of the view before, by layout key, until plugins ran
+	allKnown    map[sum]sum              // "-all" digests known when built (from the views before), by layout key
 
 	bodies bodyCache
 }
@@ -65,7 +65,11 @@ type entry struct {
 	// pluginOK).
 	zip, plugin     sum
 	zipOK, pluginOK bool
-	skillMD         bool // SKILL.md is the only file: type skill-md
+	// pluginKnown: the plugin digest came from the view before (so plugins
+	// never writes it): a view built before this one's plugins ran may
+	// read it, and pass it on.
+	pluginKnown bool
+	skillMD     bool // SKILL.md is the only file: type skill-md
 
 	why       *reasons // nil when the skill is in every index
 	pluginErr *string  // why its plugin archive could not be built (set by plugins)
@@ -472,6 +476,11 @@ func pathProblem(files []skill.File) string {
 
 // known is what a new generation takes from the view before: the digests
 // of the entries (by key) and of the "-all" plugins (by layout key).
+//
+// The view before may be digesting its plugin archives meanwhile: until
+// it is done, only what it had when it was built is read (its own
+// pluginKnown digests and allKnown), so that digests still pass on across
+// generations nobody asked the marketplace of.
 type known struct {
 	entries map[sum]*entry
 	all     map[sum]sum
@@ -495,8 +504,18 @@ func knownOf(prev *view) known {
 				k.all[sp.key] = sp.digest
 			}
 		}
+	} else {
+		k.all = prev.allKnown // never written after prev was built
 	}
 	return k
+}
+
+// pluginOf is p's plugin digest, if k may read it.
+func (k known) pluginOf(p *entry) (sum, bool) {
+	if p.pluginKnown || (k.plugins && p.pluginOK) {
+		return p.plugin, true
+	}
+	return sum{}, false
 }
 
 // buildView indexes a generation: the rules first, then every discovery
@@ -521,8 +540,8 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 		e.setReasons(why)
 		if p := k.entries[e.key]; p != nil {
 			e.zip, e.zipOK = p.zip, true
-			if k.plugins && p.pluginOK {
-				e.plugin, e.pluginOK = p.plugin, true
+			if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+				e.plugin, e.pluginOK, e.pluginKnown = d, true, true
 			}
 		}
 		if i+1 == len(refs) || refs[i+1].Snap.Source != r.Snap.Source {
@@ -661,7 +680,6 @@ func (h *Handler) plugins(ctx context.Context, v *view) {
 			}
 			sp.digest = s
 		}
-		v.allKnown = nil
 		v.pluginsDone.Store(true)
 	})
 }
