@@ -413,13 +413,25 @@ type body struct {
 	etag string
 }
 
-// bodyCache keeps a view's rendered documents, a bounded number of them.
-// Its keys come from the catalog (scopes) and the configured clients
-// (filters), never from request headers.
+// bodyCache keeps a view's rendered documents, a bounded number of them
+// within a byte budget (the first ones rendered; a document beyond is
+// served, not kept). Its keys come from the catalog (scopes) and the
+// configured clients (filters), never from request headers. A view no
+// longer current drops them (only its archives are still served).
 type bodyCache struct {
 	mu     sync.Mutex
 	m      map[string]body
+	size   int64
+	max    int64 // bytes kept at most; 0: maxBodyBytes
+	closed bool
 	builds atomic.Int64 // documents rendered (tests)
+}
+
+// drop forgets every document and keeps none from now on.
+func (bc *bodyCache) drop() {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	bc.m, bc.size, bc.closed = nil, 0, true
 }
 
 func etagOf(data []byte) string {
@@ -427,7 +439,10 @@ func etagOf(data []byte) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
-const maxBodies = 1024
+const (
+	maxBodies    = 1024
+	maxBodyBytes = 64 << 20 // the v0.2 index of 100,000 skills is about 30 MB
+)
 
 func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error) {
 	bc.mu.Lock()
@@ -446,8 +461,13 @@ func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error)
 	if bc.m == nil {
 		bc.m = map[string]body{}
 	}
-	if len(bc.m) < maxBodies {
+	limit := bc.max
+	if limit <= 0 {
+		limit = maxBodyBytes
+	}
+	if _, dup := bc.m[key]; !dup && !bc.closed && len(bc.m) < maxBodies && bc.size+int64(len(data)) <= limit {
 		bc.m[key] = b
+		bc.size += int64(len(data))
 	}
 	bc.mu.Unlock()
 	return b, nil

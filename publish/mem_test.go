@@ -272,3 +272,35 @@ func TestNewGenerationDigestsWhatChanged(t *testing.T) {
 		t.Fatalf("marketplace: %d", r.code)
 	}
 }
+
+// TestDocumentsBounded: rendered documents are kept within the view's
+// byte budget (one beyond is rendered again for each request, the same
+// bytes), and a view that is no longer current keeps none.
+func TestDocumentsBounded(t *testing.T) {
+	f := newFixture(t, defaultSources(), nil)
+	v := f.h.view(context.Background())
+	first := f.get("/.well-known/agent-skills/index.json")
+	if v.bodies.builds.Load() != 1 || v.bodies.size != int64(len(first.body)) {
+		t.Fatalf("kept %d bytes after %d renders", v.bodies.size, v.bodies.builds.Load())
+	}
+	v.bodies.max = int64(len(first.body)) + 1 // room for no second document
+	for range 2 {
+		if r := f.get("/.well-known/skills/index.json"); r.code != 200 {
+			t.Fatalf("v0.1 index: %d", r.code)
+		}
+	}
+	if n := v.bodies.builds.Load(); n != 3 || len(v.bodies.m) != 1 {
+		t.Fatalf("%d renders, %d kept: want the v0.1 index rendered twice, not kept", n, len(v.bodies.m))
+	}
+	if again := f.get("/.well-known/agent-skills/index.json"); string(again.body) != string(first.body) || v.bodies.builds.Load() != 3 {
+		t.Fatal("the kept index was rendered again or changed")
+	}
+	if err := os.WriteFile(filepath.Join(f.dirs["team"], "deploy", "references", "runbook.md"), []byte("# Runbook\nStep two.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("team")
+	f.h.Warm()
+	if f.h.prev != v || len(v.bodies.m) != 0 || v.bodies.size != 0 {
+		t.Fatalf("the view before keeps %d documents (%d bytes)", len(v.bodies.m), v.bodies.size)
+	}
+}

@@ -171,6 +171,7 @@ func (h *Handler) view(ctx context.Context) *view {
 		if h.cur == nil || h.cur.cat.Gen < cat.Gen || h.cur.cat == cat {
 			if h.cur != nil && h.cur.cat != cat {
 				h.prev = h.cur
+				h.prev.bodies.drop() // its documents are never served again
 			}
 			h.cur = v
 		}
