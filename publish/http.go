@@ -170,7 +170,7 @@ func (v *view) entriesFor(cl caller, sc scope) ([]*entry, error) {
 		if !ok {
 			return nil, hidden(cl)
 		}
-		return es, nil
+		return ptrs(es), nil
 	}
 	if cl.anonymous && len(cl.filter.Only) == 0 {
 		// Access control is on and nothing is public: say a token is needed
@@ -178,12 +178,21 @@ func (v *view) entriesFor(cl caller, sc scope) ([]*entry, error) {
 		return nil, hidden(cl)
 	}
 	var out []*entry
-	for _, e := range v.entries {
-		if cl.filter.Allows(e.source) {
+	for i := range v.entries {
+		if e := &v.entries[i]; cl.filter.Allows(e.source()) {
 			out = append(out, e)
 		}
 	}
 	return out, nil
+}
+
+// ptrs points at each of es.
+func ptrs(es []entry) []*entry {
+	out := make([]*entry, len(es))
+	for i := range es {
+		out[i] = &es[i]
+	}
+	return out
 }
 
 // unique keeps the first entry of each name among those ok accepts: the
@@ -196,13 +205,13 @@ func unique(es []*entry, ok func(*entry) bool, shadowed func(e, by *entry)) []*e
 		if !ok(e) {
 			continue
 		}
-		if by, dup := first[e.name]; dup {
+		if by, dup := first[e.name()]; dup {
 			if shadowed != nil {
 				shadowed(e, by)
 			}
 			continue
 		}
-		first[e.name] = e
+		first[e.name()] = e
 		out = append(out, e)
 	}
 	return out
@@ -235,8 +244,8 @@ type entryV1 struct {
 	Version     string   `json:"version"`
 }
 
-func okV2(e *entry) bool { return e.skip == "" }
-func okV1(e *entry) bool { return e.skip == "" && e.skipV1 == "" }
+func okV2(e *entry) bool { return e.skip() == "" }
+func okV1(e *entry) bool { return e.skip() == "" && e.skipV1() == "" }
 
 // scopeOf reads the scope of an index request: a source from the route, or
 // a skill from a skill-scoped path.
@@ -258,7 +267,7 @@ func (h *Handler) indexV2(c echo.Context, cl caller) error {
 		}
 		doc := indexV2{Schema: schemaV2, Skills: []entryV2{}}
 		for _, e := range unique(es, okV2, nil) {
-			doc.Skills = append(doc.Skills, entryV2{Name: e.name, Type: e.kind(), Description: e.desc, URL: e.artifactURL(), Digest: e.discoveryDigest()})
+			doc.Skills = append(doc.Skills, entryV2{Name: e.name(), Type: e.kind(), Description: e.desc(), URL: e.artifactURL(), Digest: e.discoveryDigest()})
 		}
 		return marshal(doc)
 	})
@@ -275,11 +284,11 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 		}
 		doc := indexV1{Skills: []entryV1{}}
 		for _, e := range unique(es, okV1, nil) {
-			files := make([]string, len(e.files))
-			for i, f := range e.files {
+			files := make([]string, len(e.files()))
+			for i, f := range e.files() {
 				files[i] = f.Path
 			}
-			doc.Skills = append(doc.Skills, entryV1{Name: e.name, Description: e.desc, Files: files, Version: e.zipDigest})
+			doc.Skills = append(doc.Skills, entryV1{Name: e.name(), Description: e.desc(), Files: files, Version: e.zipDigest()})
 		}
 		return marshal(doc)
 	})
@@ -287,7 +296,7 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 
 func scopeKey(sc scope) string {
 	if sc.skill != nil {
-		return "skill:" + sc.skill.source + "/" + sc.skill.ref.Skill.Path
+		return "skill:" + sc.skill.source() + "/" + sc.skill.ref.Skill.Path
 	}
 	return "source:" + sc.source
 }
@@ -312,7 +321,7 @@ func (h *Handler) fileV1(c echo.Context, cl caller) error {
 	}
 	var e *entry
 	for _, x := range unique(es, okV1, nil) {
-		if x.name == name {
+		if x.name() == name {
 			e = x
 			break
 		}
@@ -326,7 +335,7 @@ func (h *Handler) fileV1(c echo.Context, cl caller) error {
 	}
 	data, err := h.o.Catalog.ReadFile(c.Request().Context(), fileRef(e.ref, f))
 	if err != nil {
-		h.log.Warn("cannot read a published file", "source", e.source, "skill", e.ref.Skill.Path, "file", f.Path, "err", err)
+		h.log.Warn("cannot read a published file", "source", e.source(), "skill", e.ref.Skill.Path, "file", f.Path, "err", err)
 		return &httpError{http.StatusServiceUnavailable, "file changed; the source is resyncing"}
 	}
 	hd := c.Response().Header()
@@ -404,13 +413,25 @@ type body struct {
 	etag string
 }
 
-// bodyCache keeps a view's rendered documents, a bounded number of them.
-// Its keys come from the catalog (scopes) and the configured clients
-// (filters), never from request headers.
+// bodyCache keeps a view's rendered documents, a bounded number of them
+// within a byte budget (the first ones rendered; a document beyond is
+// served, not kept). Its keys come from the catalog (scopes) and the
+// configured clients (filters), never from request headers. A view no
+// longer current drops them (only its archives are still served).
 type bodyCache struct {
 	mu     sync.Mutex
 	m      map[string]body
+	size   int64
+	max    int64 // bytes kept at most; 0: maxBodyBytes
+	closed bool
 	builds atomic.Int64 // documents rendered (tests)
+}
+
+// drop forgets every document and keeps none from now on.
+func (bc *bodyCache) drop() {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	bc.m, bc.size, bc.closed = nil, 0, true
 }
 
 func etagOf(data []byte) string {
@@ -418,7 +439,10 @@ func etagOf(data []byte) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
-const maxBodies = 1024
+const (
+	maxBodies    = 1024
+	maxBodyBytes = 64 << 20 // the v0.2 index of 100,000 skills is about 30 MB
+)
 
 func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error) {
 	bc.mu.Lock()
@@ -437,8 +461,13 @@ func (bc *bodyCache) get(key string, build func() ([]byte, error)) (body, error)
 	if bc.m == nil {
 		bc.m = map[string]body{}
 	}
-	if len(bc.m) < maxBodies {
+	limit := bc.max
+	if limit <= 0 {
+		limit = maxBodyBytes
+	}
+	if _, dup := bc.m[key]; !dup && !bc.closed && len(bc.m) < maxBodies && bc.size+int64(len(data)) <= limit {
 		bc.m[key] = b
+		bc.size += int64(len(data))
 	}
 	bc.mu.Unlock()
 	return b, nil
@@ -472,11 +501,12 @@ func (h *Handler) skillScoped(c echo.Context, cl caller) error {
 		return hidden(cl)
 	}
 	v := h.view(c.Request().Context())
-	i := slices.IndexFunc(v.sources[source], func(e *entry) bool { return e.ref.Skill.Path == path })
+	es := v.sources[source]
+	i := slices.IndexFunc(es, func(e entry) bool { return e.ref.Skill.Path == path })
 	if i < 0 {
 		return hidden(cl)
 	}
-	c.Set(skillKey, v.sources[source][i])
+	c.Set(skillKey, &es[i])
 	switch {
 	case wk == "agent-skills/index.json":
 		return h.indexV2(c, cl)
@@ -571,7 +601,7 @@ func (h *Handler) streamArtifact(c echo.Context, hexd string, a *artifact) error
 			_, err = cw.Write(b)
 		}
 	} else {
-		err = writeZip(cw, a.entries)
+		err = writeZip(cw, h.servedEntries(c.Request().Context(), a))
 	}
 	if err == nil && (cw.n != a.size || hex.EncodeToString(sum.Sum(nil)) != hexd) {
 		err = fmt.Errorf("streamed %d bytes, digest %x: the bytes moved", cw.n, sum.Sum(nil))
@@ -639,7 +669,7 @@ func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) (
 	} else {
 		var buf bytes.Buffer
 		buf.Grow(int(a.size)) // at most the cache's budget
-		if err := writeZip(&buf, a.entries); err != nil {
+		if err := writeZip(&buf, h.servedEntries(ctx, a)); err != nil {
 			return nil, err
 		}
 		data = buf.Bytes()
@@ -650,4 +680,10 @@ func (h *Handler) artifactBytes(ctx context.Context, hexd string, a *artifact) (
 	}
 	h.cache.put(key, data)
 	return data, nil
+}
+
+// servedEntries are the zip entries of an archive being served, read
+// through the content cache (these are the files requests read).
+func (h *Handler) servedEntries(ctx context.Context, a *artifact) []zipEntry {
+	return zipEntries(a.layout, func(f catalog.FileRef) ([]byte, error) { return h.o.Catalog.ReadFile(ctx, f) })
 }

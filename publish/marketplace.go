@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/skillreg/skillreg/gitref"
 )
 
 // A Claude Code plugin marketplace: one plugin per skill (named as in the
@@ -99,12 +98,12 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 		for _, sp := range alls {
 			taken[sp.name] = true
 		}
-		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip == "" && !taken[e.name] }, nil) {
-			doc.Plugins = append(doc.Plugins, plugin{Name: e.name, Description: e.desc, Strict: false,
-				Source: archiveSource(base, e.pluginDigest)})
+		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip() == "" && !taken[e.name()] }, nil) {
+			doc.Plugins = append(doc.Plugins, plugin{Name: e.name(), Description: e.desc(), Strict: false,
+				Source: archiveSource(base, e.plugin)})
 		}
 		for _, sp := range alls {
-			doc.Plugins = append(doc.Plugins, plugin{Name: sp.name, Description: fmt.Sprintf("Every skill of %s (%d)", sp.source, len(sp.entries)), Strict: false,
+			doc.Plugins = append(doc.Plugins, plugin{Name: sp.name, Description: fmt.Sprintf("Every skill of %s (%d)", sp.source, sp.count), Strict: false,
 				Source: archiveSource(base, sp.digest)})
 		}
 		return marshal(doc)
@@ -153,7 +152,7 @@ func (v *view) allPlugins(cl caller, sc scope) []*sourcePlugin {
 	return out
 }
 
-func archiveSource(base, digest string) pluginSource {
-	hexd := gitref.Digest(digest).Hex() // an archive's: publish hashed it
+func archiveSource(base string, digest sum) pluginSource {
+	hexd := digest.hex() // an archive's: publish hashed it
 	return pluginSource{Source: "archive", URL: base + "/artifacts/sha256/" + hexd + ".zip", SHA256: hexd}
 }

@@ -34,36 +34,37 @@ type Note struct {
 func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []Note {
 	v := h.view(ctx)
 	h.plugins(ctx, v)
-	want := func(e *entry) bool { return f.Allows(e.source) && (source == "" || e.source == source) }
+	want := func(e *entry) bool { return f.Allows(e.source()) && (source == "" || e.source() == source) }
 	var out []Note
 	add := func(e *entry, ch, why string) {
-		out = append(out, Note{Source: e.source, Path: e.ref.Skill.Path, Name: e.name, Channel: ch, Reason: why})
+		out = append(out, Note{Source: e.source(), Path: e.ref.Skill.Path, Name: e.name(), Channel: ch, Reason: why})
 	}
-	for _, e := range v.entries {
+	for i := range v.entries {
+		e := &v.entries[i]
 		if !want(e) {
 			continue
 		}
 		switch {
-		case e.skip != "":
-			add(e, ChannelAgentSkills, e.skip)
-			add(e, ChannelSkillsV01, e.skip)
-		case e.skipV1 != "":
-			add(e, ChannelSkillsV01, e.skipV1)
+		case e.skip() != "":
+			add(e, ChannelAgentSkills, e.skip())
+			add(e, ChannelSkillsV01, e.skip())
+		case e.skipV1() != "":
+			add(e, ChannelSkillsV01, e.skipV1())
 		}
-		if e.pluginSkip != "" {
-			add(e, ChannelMarketplace, e.pluginSkip)
+		if e.pluginSkip() != "" {
+			add(e, ChannelMarketplace, e.pluginSkip())
 		}
 	}
 	visible := make([]*entry, 0, len(v.entries))
-	for _, e := range v.entries {
-		if f.Allows(e.source) {
+	for i := range v.entries {
+		if e := &v.entries[i]; f.Allows(e.source()) {
 			visible = append(visible, e)
 		}
 	}
 	shadow := func(ch string, scoped string) func(e, by *entry) {
 		return func(e, by *entry) {
 			if want(e) {
-				add(e, ch, fmt.Sprintf("duplicate-name: %s/%s took the name %q first; this skill is only in %s", by.source, by.ref.Skill.Path, e.name, scoped))
+				add(e, ch, fmt.Sprintf("duplicate-name: %s/%s took the name %q first; this skill is only in %s", by.source(), by.ref.Skill.Path, e.name(), scoped))
 			}
 		}
 	}
@@ -74,12 +75,12 @@ func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []
 		taken[sp.name] = sp.source
 	}
 	unique(visible, func(e *entry) bool {
-		if e.pluginSkip != "" {
+		if e.pluginSkip() != "" {
 			return false
 		}
-		if src, ok := taken[e.name]; ok {
+		if src, ok := taken[e.name()]; ok {
 			if want(e) {
-				add(e, ChannelMarketplace, fmt.Sprintf("duplicate-name: %q is the plugin of every skill of source %s", e.name, src))
+				add(e, ChannelMarketplace, fmt.Sprintf("duplicate-name: %q is the plugin of every skill of source %s", e.name(), src))
 			}
 			return false
 		}
@@ -89,8 +90,8 @@ func (h *Handler) Notes(ctx context.Context, f catalog.Filter, source string) []
 		if !f.Allows(src) || (source != "" && src != source) {
 			continue
 		}
-		unique(es, okV2, func(e, by *entry) {
-			add(e, ChannelAgentSkills, fmt.Sprintf("duplicate-name: %s took the name %q first in this source; this skill is only in its own scoped index", by.ref.Skill.Path, e.name))
+		unique(ptrs(es), okV2, func(e, by *entry) {
+			add(e, ChannelAgentSkills, fmt.Sprintf("duplicate-name: %s took the name %q first in this source; this skill is only in its own scoped index", by.ref.Skill.Path, e.name()))
 		})
 		if sp := v.all[src]; sp != nil && sp.skip != "" {
 			out = append(out, Note{Source: src, Name: sp.name, Channel: ChannelMarketplace, Reason: sp.skip})

@@ -81,6 +81,7 @@ type Options struct {
 	// "skillreg" and the base URL's host).
 	MarketplaceName, MarketplaceOwner string
 	// CacheBytes bounds the built archives kept in memory (default 256 MiB).
+	// Nothing else of an archive is kept between requests but its digest.
 	CacheBytes int64
 	// Limits are the skills CLI's (default 1,000 files, 50 MiB).
 	Limits Limits
@@ -92,7 +93,6 @@ type Options struct {
 type Handler struct {
 	o   Options
 	log *slog.Logger
-	dig *digester
 
 	mu    sync.Mutex
 	cur   *view // the current generation's, once built
@@ -137,7 +137,7 @@ func New(o Options) (*Handler, error) {
 		loopbackOnly := access.NewHosts(nil)
 		o.BaseURL = func(r *http.Request) string { return RequestBaseURL(r, "", loopbackOnly.Allowed) }
 	}
-	h := &Handler{o: o, log: o.Logger, dig: newDigester(o.Catalog), cache: newByteCache(o.CacheBytes)}
+	h := &Handler{o: o, log: o.Logger, cache: newByteCache(o.CacheBytes)}
 	h.baseMark, h.hostMark = newMarks()
 	return h, nil
 }
@@ -162,14 +162,16 @@ func (h *Handler) view(ctx context.Context) *view {
 			h.mu.Unlock()
 			return v, nil
 		}
+		prev := h.cur // digests of unchanged skills come from it
 		h.mu.Unlock()
 		// Built apart from the request, which may go away: the view
 		// serves every caller of the generation.
-		v := h.buildView(context.WithoutCancel(ctx), cat)
+		v := h.buildView(context.WithoutCancel(ctx), cat, prev)
 		h.mu.Lock()
 		if h.cur == nil || h.cur.cat.Gen < cat.Gen || h.cur.cat == cat {
 			if h.cur != nil && h.cur.cat != cat {
 				h.prev = h.cur
+				h.prev.bodies.drop() // its documents are never served again
 			}
 			h.cur = v
 		}

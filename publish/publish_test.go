@@ -276,7 +276,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	v := h2.view(context.Background())
 	for _, e := range ia.Skills {
-		i := slices.IndexFunc(v.entries, func(x *entry) bool { return x.name == e.Name && x.discoveryDigest() == e.Digest })
+		i := slices.IndexFunc(v.entries, func(x entry) bool { return x.name() == e.Name && x.discoveryDigest() == e.Digest })
 		if i < 0 {
 			t.Errorf("%s: digest moved across a restart", e.Name)
 		}
@@ -325,7 +325,7 @@ func TestZipGolden(t *testing.T) {
 
 func goldenEntry(name, data string, exec bool) zipEntry {
 	b := []byte(data)
-	return zipEntry{Name: name, Exec: exec, Size: int64(len(b)), CRC: crc(b), Data: func() ([]byte, error) { return b, nil }}
+	return zipEntry{Name: name, Exec: exec, Size: int64(len(b)), Data: func() ([]byte, error) { return b, nil }}
 }
 
 // TestLimits: a skill beyond the installer's limits is left out of its
@@ -368,7 +368,7 @@ func TestArchivePathRules(t *testing.T) {
 		}
 		sk := &skill.Skill{Frontmatter: &skill.Frontmatter{Name: "x", Description: "d"}, Files: files}
 		skip, _ := Limits{Files: 100, Bytes: 1 << 20}.rules(sk)
-		plug := pluginRules(&entry{name: "x", files: files})
+		plug := pluginRules(&entry{ref: catalog.Ref{Skill: sk}})
 		if (skip != "") != bad || (plug != "") != bad {
 			t.Errorf("%q: index skip %q, plugin skip %q, want bad=%v", p, skip, plug, bad)
 		}
@@ -450,10 +450,7 @@ func TestHostileNames(t *testing.T) {
 	// Every archive served, for either client, stays inside its root.
 	v := f.h.view(context.Background())
 	f.h.plugins(context.Background(), v)
-	for key, a := range v.artifacts {
-		if a.ext != "zip" {
-			continue
-		}
+	for _, key := range v.zipKeys() {
 		r := f.get("/artifacts/sha256/" + key)
 		unzip(t, r.body)
 	}
@@ -659,3 +656,23 @@ func TestByteCache(t *testing.T) {
 }
 
 func crc(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
+
+// zipKeys are every archive the view serves: hex digest + ".zip".
+func (v *view) zipKeys() []string {
+	var out []string
+	for i := range v.entries {
+		e := &v.entries[i]
+		if e.skip() == "" && e.zipOK {
+			out = append(out, e.zip.hex()+".zip")
+		}
+		if e.pluginOK {
+			out = append(out, e.plugin.hex()+".zip")
+		}
+	}
+	for _, sp := range v.all {
+		if sp.skip == "" {
+			out = append(out, sp.digest.hex()+".zip")
+		}
+	}
+	return out
+}

@@ -5,65 +5,137 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf16"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
 // view is what one catalog generation publishes: every skill's index
-// entry with its artifact digests, and the artifacts by digest. It is
+// entry with its archive digests, and indexes from digest to entry. It is
 // built once per generation (digests need every file's bytes) and then
 // only read; the marketplace's plugin archives are digested on first use.
+//
+// It keeps per skill what answering needs and nothing it can derive: the
+// skill's name, description and files are read from the catalog's skill
+// value; an archive's layout (which file goes where) and its zip entries
+// are made from the skill when that archive is built or streamed; the
+// bytes of an archive are computed once, for its digest, and only the
+// digest is kept.
 type view struct {
 	cat     *catalog.Catalog
-	entries []*entry            // catalog order: source, then skill path
-	sources map[string][]*entry // by source, catalog order
+	entries []entry            // catalog order: source, then skill path
+	sources map[string][]entry // by source: runs of entries, catalog order
 
-	mu        sync.RWMutex
-	artifacts map[string]*artifact // by hex digest + "." + extension
+	// byZip and byMD are the indexes of the listed entries (in the
+	// discovery indexes, archive digested), sorted by skill archive digest
+	// and by SKILL.md digest: the artifacts the indexes name.
+	byZip, byMD []int32
 
 	pluginsOnce sync.Once
+	pluginsDone atomic.Bool              // set once every plugin archive is digested
+	byPlugin    []int32                  // entries whose plugin archive is digested, by its digest
 	all         map[string]*sourcePlugin // by source
-	allKeys     []string                 // their layout keys
+	allKnown    map[sum]sum              // "-all" digests known when built (from the views before), by layout key
 
 	bodies bodyCache
 }
 
+// sum is a SHA-256 digest.
+type sum [sha256.Size]byte
+
+func (s sum) hex() string    { return hex.EncodeToString(s[:]) }
+func (s sum) digest() string { return "sha256:" + s.hex() }
+
 // entry is one skill as the installers see it.
 type entry struct {
-	ref    catalog.Ref
-	source string
-	name   string
-	desc   string
-	files  []skill.File
+	ref catalog.Ref
 
-	// mdDigest is SKILL.md's digest (the skill-md artifact's); zipDigest
-	// the skill archive's. Both are "sha256:" + hex. zipDigest is always
-	// valid (publish hashes the archive itself); mdDigest is the index's
-	// File.Digest, which may come from the digest cache unchecked, so its
-	// artifact path is cut with mdHex, never gitref.Digest.Hex (which would
-	// fold every invalid one into the same "").
-	mdDigest  string
-	zipDigest string
-	skillMD   bool // SKILL.md is the only file: type skill-md
+	// key identifies the skill's archives by what determines their bytes
+	// (name, file paths, modes and content digests): a new generation
+	// takes the digests of an entry with the same key from the one before.
+	key sum
+	// zip is the skill archive's digest (valid when zipOK: publish hashes
+	// the archive itself), plugin the one-skill plugin archive's (when
+	// pluginOK).
+	zip, plugin     sum
+	zipOK, pluginOK bool
+	// pluginKnown: the plugin digest came from the view before (so plugins
+	// never writes it): a view built before this one's plugins ran may
+	// read it, and pass it on.
+	pluginKnown bool
+	skillMD     bool // SKILL.md is the only file: type skill-md
 
-	// skip says why the skill is in no discovery index ("" when it is);
-	// skipV1 why it is not in the v0.1 index (skip included).
-	skip, skipV1 string
-
-	pluginDigest string // the one-skill plugin archive, once digested
-	pluginSkip   string // why it is not in the marketplace
-
-	zipLayout, pluginLayout []layoutFile
-	zipKey, pluginKey       string
+	why       *reasons // nil when the skill is in every index
+	pluginErr *string  // why its plugin archive could not be built (set by plugins)
 }
+
+// reasons say why a skill is left out: skip of every discovery index,
+// skipV1 of the v0.1 index only, plugin of the marketplace (by the rules).
+// Set while the view is built, never after.
+type reasons struct {
+	skip, skipV1, plugin string
+}
+
+func (e *entry) skip() string {
+	if e.why == nil {
+		return ""
+	}
+	return e.why.skip
+}
+
+func (e *entry) skipV1() string {
+	if e.why == nil {
+		return ""
+	}
+	return e.why.skipV1
+}
+
+// pluginRulesOK reports whether the skill may be a plugin by the rules
+// (pluginRules).
+func (e *entry) pluginRulesOK() bool { return e.why == nil || e.why.plugin == "" }
+
+// pluginSkip says why the skill is not in the marketplace; final once
+// plugins ran.
+func (e *entry) pluginSkip() string {
+	if e.why != nil && e.why.plugin != "" {
+		return e.why.plugin
+	}
+	if e.pluginErr != nil {
+		return *e.pluginErr
+	}
+	return ""
+}
+
+// setReasons sets why the skill is left out (nil when nowhere).
+func (e *entry) setReasons(r reasons) {
+	if r == (reasons{}) {
+		e.why = nil
+		return
+	}
+	e.why = &r
+}
+
+// mdDigest is SKILL.md's digest as the index holds it ("" without one),
+// which may come from the digest cache unchecked, so its artifact path is
+// cut with mdHex, never gitref.Digest.Hex (which would fold every invalid
+// one into the same "").
+func (e *entry) mdDigest() string {
+	if md, ok := e.ref.Skill.File("SKILL.md"); ok {
+		return md.Digest
+	}
+	return ""
+}
+
+func (e *entry) source() string      { return e.ref.Snap.Source }
+func (e *entry) name() string        { return e.ref.Skill.Name() }
+func (e *entry) desc() string        { return e.ref.Skill.Frontmatter.Description }
+func (e *entry) files() []skill.File { return e.ref.Skill.Files }
 
 func (e *entry) kind() string {
 	if e.skillMD {
@@ -72,12 +144,15 @@ func (e *entry) kind() string {
 	return "archive"
 }
 
+// zipDigest is the skill archive's digest, "sha256:" + hex.
+func (e *entry) zipDigest() string { return e.zip.digest() }
+
 // artifactURL is the entry's discovery artifact, root-relative.
 func (e *entry) artifactURL() string {
 	if e.skillMD {
-		return "/artifacts/sha256/" + mdHex(e.mdDigest) + ".md"
+		return "/artifacts/sha256/" + mdHex(e.mdDigest()) + ".md"
 	}
-	return "/artifacts/sha256/" + gitref.Digest(e.zipDigest).Hex() + ".zip"
+	return "/artifacts/sha256/" + e.zip.hex() + ".zip"
 }
 
 // mdHex is SKILL.md's digest without its "sha256:" prefix: whatever the
@@ -88,28 +163,58 @@ func mdHex(d string) string { return strings.TrimPrefix(d, "sha256:") }
 // discoveryDigest is the digest the v0.2 index states.
 func (e *entry) discoveryDigest() string {
 	if e.skillMD {
-		return e.mdDigest
+		return e.mdDigest()
 	}
-	return e.zipDigest
+	return e.zipDigest()
 }
 
-// sourcePlugin is a source's "<source>-all" plugin.
+// pluginPrefix is where a skill's files lie in its plugin archives.
+func (e *entry) pluginPrefix() string { return "skills/" + e.name() }
+
+// sourcePlugin is a source's "<source>-all" plugin: every skill of the
+// source that may be a plugin, the first of each name (pluginMembers).
 type sourcePlugin struct {
-	source  string
-	name    string
-	digest  string   // "sha256:" + hex, "" when skipped
-	skip    string   // why it is not in the marketplace
-	entries []*entry // the skills it holds
-	layout  []layoutFile
-	key     string
+	source string
+	name   string
+	count  int    // skills it holds
+	key    sum    // layoutKey of its archive
+	digest sum    // valid when skip == "" (once plugins ran)
+	skip   string // why it is not in the marketplace
 }
 
-// artifact is one servable archive or SKILL.md, found by its digest.
+// pluginMembers are the skills of a source's "-all" plugin, in catalog
+// order.
+func (v *view) pluginMembers(source string) []*entry {
+	es := v.sources[source]
+	seen := map[string]bool{}
+	var out []*entry
+	for i := range es {
+		e := &es[i]
+		if !e.pluginRulesOK() || seen[e.name()] {
+			continue
+		}
+		seen[e.name()] = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// allLayout is the layout of a source's "-all" plugin archive.
+func (v *view) allLayout(source string) []layoutFile {
+	var out []layoutFile
+	for _, e := range v.pluginMembers(source) {
+		out = append(out, skillLayout(e.ref, e.pluginPrefix())...)
+	}
+	return out
+}
+
+// artifact is one servable archive or SKILL.md, found by its digest. It
+// is made for the request from the view's entries.
 type artifact struct {
 	ext     string // "md" or "zip"
 	size    int64
-	sources []string   // whose skills it holds: it is visible to whoever sees one
-	entries []zipEntry // for ext "zip"
+	sources []string     // whose skills it holds: it is visible to whoever sees one
+	layout  []layoutFile // for ext "zip"
 	// For ext "md": the SKILL.md and its skill.
 	md    *skill.File
 	mdRef catalog.Ref
@@ -120,94 +225,88 @@ func (a *artifact) visibleTo(f catalog.Filter) bool {
 	return slices.ContainsFunc(a.sources, f.Allows)
 }
 
-func (v *view) addArtifact(key string, a *artifact) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if old, ok := v.artifacts[key]; ok {
-		// The same bytes in several skills or sources: visible to whoever
-		// sees any of them.
-		for _, s := range a.sources {
-			if !slices.Contains(old.sources, s) {
-				old.sources = append(old.sources, s)
-			}
-		}
-		return
+func (a *artifact) addSource(s string) {
+	if !slices.Contains(a.sources, s) {
+		a.sources = append(a.sources, s)
 	}
-	v.artifacts[key] = a
 }
 
+// search returns the run of idx (sorted by key) whose key is want.
+func (v *view) search(idx []int32, key func(*entry) string, want string) []int32 {
+	lo, _ := slices.BinarySearchFunc(idx, want, func(i int32, w string) int { return strings.Compare(key(&v.entries[i]), w) })
+	hi := lo
+	for hi < len(idx) && key(&v.entries[idx[hi]]) == want {
+		hi++
+	}
+	return idx[lo:hi]
+}
+
+func zipKeyOf(e *entry) string    { return string(e.zip[:]) }
+func pluginKeyOf(e *entry) string { return string(e.plugin[:]) }
+func mdKeyOf(e *entry) string     { return mdHex(e.mdDigest()) }
+
+// sortIndex sorts entry indexes by key.
+func (v *view) sortIndex(idx []int32, key func(*entry) string) {
+	type keyed struct {
+		key string
+		i   int32
+	}
+	ks := make([]keyed, len(idx)) // each key made once, for the sort only
+	for j, i := range idx {
+		ks[j] = keyed{key(&v.entries[i]), i}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for j := range ks {
+		idx[j] = ks[j].i
+	}
+}
+
+// artifact finds the artifact of key (hex digest + "." + extension): the
+// discovery artifacts, and the plugin archives once they are digested.
+// Several skills (or sources) with the same bytes make one artifact,
+// visible to whoever sees any of them.
 func (v *view) artifact(key string) (*artifact, bool) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	a, ok := v.artifacts[key]
-	return a, ok
-}
-
-// digester holds what outlives one generation: the CRC-32 of file bytes
-// and the digest of archives, by content, so a new generation digests only
-// what changed. prune drops what the current generation no longer holds.
-type digester struct {
-	cat Catalog
-
-	mu      sync.Mutex
-	crcs    map[string]uint32 // by file digest
-	digests map[string]string // archive digest by layout key
-}
-
-func newDigester(cat Catalog) *digester {
-	return &digester{cat: cat, crcs: map[string]uint32{}, digests: map[string]string{}}
-}
-
-// prune keeps only the CRCs and archive digests of v's files and layouts.
-func (d *digester) prune(v *view) {
-	crcs := map[string]uint32{}
-	digests := map[string]string{}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, e := range v.entries {
-		for _, f := range e.files {
-			if c, ok := d.crcs[f.Digest]; ok {
-				crcs[f.Digest] = c
+	hexd, ext, _ := strings.Cut(key, ".")
+	var a *artifact
+	switch ext {
+	case "md":
+		for _, i := range v.search(v.byMD, mdKeyOf, hexd) {
+			e := &v.entries[i]
+			if a == nil {
+				md, _ := e.ref.Skill.File("SKILL.md")
+				a = &artifact{ext: "md", size: md.Size, md: md, mdRef: e.ref}
 			}
+			a.addSource(e.source())
 		}
-		for _, k := range []string{e.zipKey, e.pluginKey} {
-			if s, ok := d.digests[k]; ok {
-				digests[k] = s
+	case "zip":
+		var d sum
+		if n, err := hex.Decode(d[:], []byte(hexd)); err != nil || n != len(d) {
+			return nil, false
+		}
+		add := func(src string, layout func() []layoutFile) {
+			if a == nil {
+				l := layout()
+				a = &artifact{ext: "zip", size: layoutSize(l), layout: l}
+			}
+			a.addSource(src)
+		}
+		for _, i := range v.search(v.byZip, zipKeyOf, string(d[:])) {
+			e := &v.entries[i]
+			add(e.source(), func() []layoutFile { return skillLayout(e.ref, "") })
+		}
+		if v.pluginsDone.Load() {
+			for _, i := range v.search(v.byPlugin, pluginKeyOf, string(d[:])) {
+				e := &v.entries[i]
+				add(e.source(), func() []layoutFile { return skillLayout(e.ref, e.pluginPrefix()) })
+			}
+			for _, snap := range v.cat.Sources(catalog.Filter{}) {
+				if sp := v.all[snap.Source]; sp != nil && sp.skip == "" && sp.digest == d {
+					add(sp.source, func() []layoutFile { return v.allLayout(sp.source) })
+				}
 			}
 		}
 	}
-	for _, k := range v.allKeys {
-		if s, ok := d.digests[k]; ok {
-			digests[k] = s
-		}
-	}
-	d.crcs, d.digests = crcs, digests
-}
-
-func (d *digester) crc(digest string) (uint32, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c, ok := d.crcs[digest]
-	return c, ok
-}
-
-func (d *digester) putCRC(digest string, c uint32) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.crcs[digest] = c
-}
-
-func (d *digester) archiveDigest(key string) (string, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.digests[key]
-	return s, ok
-}
-
-func (d *digester) putArchiveDigest(key, s string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.digests[key] = s
+	return a, a != nil
 }
 
 // fileRef names one file of a skill for the registry's verified read.
@@ -224,78 +323,69 @@ type layoutFile struct {
 
 // layoutKey identifies an archive by what determines its bytes: names,
 // modes and content digests.
-func layoutKey(files []layoutFile) string {
+func layoutKey(files []layoutFile) sum {
 	h := sha256.New()
 	for _, lf := range files {
 		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", lf.name, lf.file.Exec, lf.file.Digest)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var s sum
+	h.Sum(s[:0])
+	return s
 }
 
-// digestLayout returns the archive of files (its entries, sorted, CRCs
-// known) and its digest: from memory when the same layout was digested
-// before, else by writing the archive into a hash, reading every file
-// through the registry (which checks the bytes against the manifest).
-// These reads go around the content cache when the catalog allows it
-// (ReadFileCold): a new generation's digests read every new file once,
-// which for a large catalog is many times the cache, and would push out
-// the files requests read. A small layout's bytes are read once for both
-// its CRCs and its digest.
-func (d *digester) digestLayout(ctx context.Context, key string, files []layoutFile) (string, []zipEntry, error) {
-	read := d.cat.ReadFile
-	if c, ok := d.cat.(coldReader); ok {
-		read = c.ReadFileCold
+// entryKey identifies a skill's archives (the skill archive and its
+// plugin archive): its name, and its files' paths, modes and digests.
+func entryKey(sk *skill.Skill) sum {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", sk.Name())
+	for _, f := range sk.Files {
+		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", f.Path, f.Exec, f.Digest)
 	}
-	var total int64
+	var s sum
+	h.Sum(s[:0])
+	return s
+}
+
+// layoutSize is the exact size of the archive of files.
+func layoutSize(files []layoutFile) int64 {
+	n := int64(zipEndLen)
 	for _, lf := range files {
-		total += lf.file.Size
+		n += zipLocalLen + zipCentralLen + 2*int64(len(lf.name)) + lf.file.Size
 	}
-	var held map[*skill.File][]byte // bytes read for CRCs, reused by the digest
-	if total <= maxHeldLayout {
-		held = map[*skill.File][]byte{}
-	}
+	return n
+}
+
+// zipEntries are the entries of the archive of files, sorted by name, each
+// read through read when written.
+func zipEntries(files []layoutFile, read func(catalog.FileRef) ([]byte, error)) []zipEntry {
 	out := make([]zipEntry, len(files))
 	for i, lf := range files {
-		crc, ok := d.crc(lf.file.Digest)
-		if !ok {
-			b, err := read(ctx, fileRef(lf.ref, lf.file))
-			if err != nil {
-				return "", nil, err
-			}
-			crc = crc32.ChecksumIEEE(b)
-			d.putCRC(lf.file.Digest, crc)
-			if held != nil {
-				held[lf.file] = b
-			}
-		}
-		out[i] = zipEntry{Name: lf.name, Exec: lf.file.Exec, Size: lf.file.Size, CRC: crc,
-			Data: func() ([]byte, error) { return d.cat.ReadFile(context.Background(), fileRef(lf.ref, lf.file)) }}
+		out[i] = zipEntry{Name: lf.name, Exec: lf.file.Exec, Size: lf.file.Size,
+			Data: func() ([]byte, error) { return read(fileRef(lf.ref, lf.file)) }}
 	}
 	slices.SortFunc(out, func(a, b zipEntry) int { return strings.Compare(a.Name, b.Name) })
-	if s, ok := d.archiveDigest(key); ok {
-		return s, out, nil
+	return out
+}
+
+// digestLayout returns the digest of the archive of files, writing it
+// into a hash and reading every file once through the registry (which
+// checks the bytes against the manifest). These reads go around the
+// content cache when the catalog allows it (ReadFileCold): a new
+// generation's digests read every new file once, which for a large
+// catalog is many times the cache, and would push out the files requests
+// read.
+func (h *Handler) digestLayout(ctx context.Context, files []layoutFile) (sum, error) {
+	read := h.o.Catalog.ReadFile
+	if c, ok := h.o.Catalog.(coldReader); ok {
+		read = c.ReadFileCold
 	}
-	byName := make(map[string]layoutFile, len(files))
-	for _, lf := range files {
-		byName[lf.name] = lf
+	hash := sha256.New()
+	if err := writeZip(hash, zipEntries(files, func(f catalog.FileRef) ([]byte, error) { return read(ctx, f) })); err != nil {
+		return sum{}, err
 	}
-	hashed := slices.Clone(out)
-	for i := range hashed {
-		lf := byName[hashed[i].Name]
-		hashed[i].Data = func() ([]byte, error) {
-			if b, ok := held[lf.file]; ok {
-				return b, nil
-			}
-			return read(ctx, fileRef(lf.ref, lf.file))
-		}
-	}
-	h := sha256.New()
-	if err := writeZip(h, hashed); err != nil {
-		return "", nil, err
-	}
-	s := gitref.SumHash(h).String()
-	d.putArchiveDigest(key, s)
-	return s, out, nil
+	var s sum
+	hash.Sum(s[:0])
+	return s, nil
 }
 
 // coldReader is a catalog that reads files without keeping them in its
@@ -303,10 +393,6 @@ func (d *digester) digestLayout(ctx context.Context, key string, files []layoutF
 type coldReader interface {
 	ReadFileCold(ctx context.Context, f catalog.FileRef) ([]byte, error)
 }
-
-// maxHeldLayout bounds the bytes of a layout held between its CRCs and
-// its digest; a larger one (a source's whole plugin) is read twice.
-const maxHeldLayout = 4 << 20
 
 // skillLayout places a skill's files at the archive root (prefix "") or
 // under prefix + "/".
@@ -367,10 +453,10 @@ func (l Limits) rules(sk *skill.Skill) (skip, skipV1 string) {
 
 // pluginRules says why a skill cannot be a marketplace plugin, or "".
 func pluginRules(e *entry) string {
-	if !skill.ValidName(e.name) {
-		return fmt.Sprintf("name: %q is not kebab-case", e.name)
+	if !skill.ValidName(e.name()) {
+		return fmt.Sprintf("name: %q is not kebab-case", e.name())
 	}
-	return pathProblem(e.files)
+	return pathProblem(e.files())
 }
 
 // pathProblem holds every file path to the registry's own rule
@@ -388,56 +474,114 @@ func pathProblem(files []skill.File) string {
 	return ""
 }
 
-// buildView indexes a generation: the rules and layouts first, then every
-// discovery artifact's digest, on all cores.
-func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog) *view {
-	v := &view{cat: cat, sources: map[string][]*entry{}, artifacts: map[string]*artifact{}, all: map[string]*sourcePlugin{}}
-	for _, r := range cat.All(catalog.Filter{}) {
-		e := &entry{ref: r, source: r.Snap.Source, name: r.Skill.Name(), desc: r.Skill.Frontmatter.Description, files: r.Skill.Files}
-		e.skip, e.skipV1 = h.o.Limits.rules(r.Skill)
-		if md, ok := r.Skill.File("SKILL.md"); ok {
-			e.mdDigest = md.Digest
-		} else if e.skip == "" {
-			e.skip = "skill-md: no SKILL.md in the manifest"
+// known is what a new generation takes from the view before: the digests
+// of the entries (by key) and of the "-all" plugins (by layout key).
+//
+// The view before may be digesting its plugin archives meanwhile: until
+// it is done, only what it had when it was built is read (its own
+// pluginKnown digests and allKnown), so that digests still pass on across
+// generations nobody asked the marketplace of.
+type known struct {
+	entries map[sum]*entry
+	all     map[sum]sum
+	plugins bool // the entries' plugin digests are final (read them)
+}
+
+func knownOf(prev *view) known {
+	k := known{entries: map[sum]*entry{}, all: map[sum]sum{}}
+	if prev == nil {
+		return k
+	}
+	k.plugins = prev.pluginsDone.Load()
+	for i := range prev.entries {
+		if e := &prev.entries[i]; e.zipOK {
+			k.entries[e.key] = e
 		}
-		e.skillMD = len(r.Skill.Files) == 1 && e.mdDigest != ""
-		e.zipLayout = skillLayout(r, "")
-		e.zipKey = layoutKey(e.zipLayout)
-		if e.pluginSkip = pluginRules(e); e.pluginSkip == "" {
-			e.pluginLayout = skillLayout(r, "skills/"+e.name)
-			e.pluginKey = layoutKey(e.pluginLayout)
+	}
+	if k.plugins {
+		for _, sp := range prev.all {
+			if sp.skip == "" {
+				k.all[sp.key] = sp.digest
+			}
 		}
-		v.entries = append(v.entries, e)
-		v.sources[e.source] = append(v.sources[e.source], e)
+	} else {
+		k.all = prev.allKnown // never written after prev was built
+	}
+	return k
+}
+
+// pluginOf is p's plugin digest, if k may read it.
+func (k known) pluginOf(p *entry) (sum, bool) {
+	if p.pluginKnown || (k.plugins && p.pluginOK) {
+		return p.plugin, true
+	}
+	return sum{}, false
+}
+
+// buildView indexes a generation: the rules first, then every discovery
+// archive's digest (taken from prev when the same skill had it), on all
+// cores.
+func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *view) *view {
+	refs := cat.All(catalog.Filter{})
+	v := &view{cat: cat, entries: make([]entry, len(refs)), sources: map[string][]entry{}, all: map[string]*sourcePlugin{}}
+	k := knownOf(prev)
+	start := 0
+	for i, r := range refs {
+		e := &v.entries[i]
+		*e = entry{ref: r, key: entryKey(r.Skill)}
+		var why reasons
+		why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
+		md, ok := r.Skill.File("SKILL.md")
+		if !ok && why.skip == "" {
+			why.skip = "skill-md: no SKILL.md in the manifest"
+		}
+		e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
+		why.plugin = pluginRules(e)
+		e.setReasons(why)
+		if p := k.entries[e.key]; p != nil {
+			e.zip, e.zipOK = p.zip, true
+			if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+				e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+			}
+		}
+		if i+1 == len(refs) || refs[i+1].Snap.Source != r.Snap.Source {
+			// All lists a source's skills together (source, then path).
+			v.sources[r.Snap.Source] = v.entries[start : i+1 : i+1]
+			start = i + 1
+		}
 	}
 	for _, snap := range cat.Sources(catalog.Filter{}) {
 		sp := &sourcePlugin{source: snap.Source, name: allPluginName(snap.Source)}
 		v.all[snap.Source] = sp
-		seen := map[string]bool{}
-		for _, e := range v.sources[snap.Source] {
-			if e.pluginSkip != "" || seen[e.name] {
-				continue
-			}
-			seen[e.name] = true
-			sp.entries = append(sp.entries, e)
-			sp.layout = append(sp.layout, e.pluginLayout...)
-		}
+		members := v.pluginMembers(snap.Source)
+		sp.count = len(members)
 		switch {
 		case !skill.ValidName(sp.name):
 			sp.skip = fmt.Sprintf("plugin name %q is not kebab-case of at most 64 characters", sp.name)
-		case len(sp.entries) == 0:
+		case len(members) == 0:
 			sp.skip = "no skill of the source can be a plugin"
 		default:
-			sp.key = layoutKey(sp.layout)
-			v.allKeys = append(v.allKeys, sp.key)
+			sp.key = layoutKey(v.allLayout(snap.Source))
 		}
 	}
-	parallel(v.entries, func(e *entry) {
-		if e.skip == "" {
-			h.digestEntry(ctx, v, e)
+	idx := make([]int, len(v.entries))
+	for i := range idx {
+		idx[i] = i
+	}
+	parallel(idx, func(i int) {
+		if e := &v.entries[i]; e.skip() == "" {
+			h.digestEntry(ctx, e)
 		}
 	})
-	h.dig.prune(v)
+	for i := range v.entries {
+		if e := &v.entries[i]; e.skip() == "" && e.zipOK {
+			v.byZip = append(v.byZip, int32(i))
+		}
+	}
+	v.byMD = slices.Clone(v.byZip)
+	v.sortIndex(v.byZip, zipKeyOf)
+	v.sortIndex(v.byMD, mdKeyOf)
+	v.allKnown = k.all
 	return v
 }
 
@@ -461,17 +605,21 @@ func parallel[T any](items []T, fn func(T)) {
 	wg.Wait()
 }
 
-func (h *Handler) digestEntry(ctx context.Context, v *view, e *entry) {
-	s, entries, err := h.dig.digestLayout(ctx, e.zipKey, e.zipLayout)
-	if err != nil {
-		e.skip = "unreadable: " + err.Error()
-		h.log.Warn("cannot build a skill's archive; leaving it out of the indexes", "source", e.source, "skill", e.ref.Skill.Path, "err", err)
+func (h *Handler) digestEntry(ctx context.Context, e *entry) {
+	if e.zipOK {
 		return
 	}
-	e.zipDigest = s
-	v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
-	md, _ := e.ref.Skill.File("SKILL.md")
-	v.addArtifact(mdHex(e.mdDigest)+".md", &artifact{ext: "md", size: md.Size, sources: []string{e.source}, md: md, mdRef: e.ref})
+	s, err := h.digestLayout(ctx, skillLayout(e.ref, ""))
+	if err != nil {
+		why := reasons{skip: "unreadable: " + err.Error(), skipV1: e.skipV1()}
+		if e.why != nil {
+			why.plugin = e.why.plugin
+		}
+		e.setReasons(why)
+		h.log.Warn("cannot build a skill's archive; leaving it out of the indexes", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
+		return
+	}
+	e.zip, e.zipOK = s, true
 }
 
 // plugins digests the marketplace's archives on first use: one per skill
@@ -483,41 +631,56 @@ func (h *Handler) digestEntry(ctx context.Context, v *view, e *entry) {
 func (h *Handler) plugins(ctx context.Context, v *view) {
 	ctx = context.WithoutCancel(ctx)
 	v.pluginsOnce.Do(func() {
-		parallel(v.entries, func(e *entry) {
-			if e.pluginSkip != "" {
+		idx := make([]int, len(v.entries))
+		for i := range idx {
+			idx[i] = i
+		}
+		parallel(idx, func(i int) {
+			e := &v.entries[i]
+			if !e.pluginRulesOK() || e.pluginOK {
 				return
 			}
-			s, entries, err := h.dig.digestLayout(ctx, e.pluginKey, e.pluginLayout)
+			s, err := h.digestLayout(ctx, skillLayout(e.ref, e.pluginPrefix()))
 			if err != nil {
-				e.pluginSkip = "unreadable: " + err.Error()
-				h.log.Warn("cannot build a skill's plugin archive; leaving it out of the marketplace", "source", e.source, "skill", e.ref.Skill.Path, "err", err)
+				why := "unreadable: " + err.Error()
+				e.pluginErr = &why
+				h.log.Warn("cannot build a skill's plugin archive; leaving it out of the marketplace", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
 				return
 			}
-			e.pluginDigest = s
-			v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{e.source}, entries: entries})
+			e.plugin, e.pluginOK = s, true
 		})
+		for i := range v.entries {
+			if v.entries[i].pluginOK {
+				v.byPlugin = append(v.byPlugin, int32(i))
+			}
+		}
+		v.sortIndex(v.byPlugin, pluginKeyOf)
 		for _, snap := range v.cat.Sources(catalog.Filter{}) {
 			sp := v.all[snap.Source]
 			if sp.skip != "" {
 				continue
 			}
-			for _, e := range sp.entries {
-				if e.pluginSkip != "" {
-					sp.skip = fmt.Sprintf("skill %s: %s", e.ref.Skill.Path, e.pluginSkip)
+			for _, e := range v.pluginMembers(snap.Source) {
+				if e.pluginSkip() != "" {
+					sp.skip = fmt.Sprintf("skill %s: %s", e.ref.Skill.Path, e.pluginSkip())
 				}
 			}
 			if sp.skip != "" {
 				continue
 			}
-			s, entries, err := h.dig.digestLayout(ctx, sp.key, sp.layout)
+			if d, ok := v.allKnown[sp.key]; ok {
+				sp.digest = d
+				continue
+			}
+			s, err := h.digestLayout(ctx, v.allLayout(snap.Source))
 			if err != nil {
 				sp.skip = "cannot build: " + err.Error()
 				h.log.Warn("cannot build a source's plugin archive; leaving it out of the marketplace", "source", snap.Source, "err", err)
 				continue
 			}
 			sp.digest = s
-			v.addArtifact(gitref.Digest(s).Hex()+".zip", &artifact{ext: "zip", size: zipSize(entries), sources: []string{snap.Source}, entries: entries})
 		}
+		v.pluginsDone.Store(true)
 	})
 }
 

@@ -19,9 +19,8 @@ type zipEntry struct {
 	Name string // slash path inside the archive
 	Exec bool   // git mode 100755
 	Size int64
-	CRC  uint32
-	// Data returns the file's bytes (exactly Size of them, whose CRC-32
-	// is CRC).
+	// Data returns the file's bytes (exactly Size of them), read once
+	// when the entry is written: its CRC-32 is computed from them.
 	Data func() ([]byte, error)
 }
 
@@ -65,11 +64,22 @@ func writeZip(w io.Writer, entries []zipEntry) error {
 	var hdr [zipCentralLen]byte
 	var off int64
 	offsets := make([]int64, len(entries))
+	crcs := make([]uint32, len(entries))
 	for i, e := range entries {
 		if len(e.Name) > zipMaxName {
 			return fmt.Errorf("archive entry name of %d bytes", len(e.Name))
 		}
 		offsets[i] = off
+		// The header holds the CRC, so the bytes are read first (one
+		// file in memory at a time).
+		data, err := e.Data()
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) != e.Size {
+			return fmt.Errorf("%s: %d bytes, the manifest says %d", e.Name, len(data), e.Size)
+		}
+		crcs[i] = crc32.ChecksumIEEE(data)
 		h := hdr[:zipLocalLen]
 		le := binary.LittleEndian
 		le.PutUint32(h[0:], zipLocalSig)
@@ -78,7 +88,7 @@ func writeZip(w io.Writer, entries []zipEntry) error {
 		le.PutUint16(h[8:], 0) // Store
 		le.PutUint16(h[10:], zipTime)
 		le.PutUint16(h[12:], zipDate)
-		le.PutUint32(h[14:], e.CRC)
+		le.PutUint32(h[14:], crcs[i])
 		le.PutUint32(h[18:], uint32(e.Size))
 		le.PutUint32(h[22:], uint32(e.Size))
 		le.PutUint16(h[26:], uint16(len(e.Name)))
@@ -88,13 +98,6 @@ func writeZip(w io.Writer, entries []zipEntry) error {
 		}
 		if _, err := io.WriteString(w, e.Name); err != nil {
 			return err
-		}
-		data, err := e.Data()
-		if err != nil {
-			return err
-		}
-		if int64(len(data)) != e.Size || crc32.ChecksumIEEE(data) != e.CRC {
-			return fmt.Errorf("%s: bytes differ from the manifest", e.Name)
 		}
 		if _, err := w.Write(data); err != nil {
 			return err
@@ -116,7 +119,7 @@ func writeZip(w io.Writer, entries []zipEntry) error {
 		le.PutUint16(h[10:], 0)
 		le.PutUint16(h[12:], zipTime)
 		le.PutUint16(h[14:], zipDate)
-		le.PutUint32(h[16:], e.CRC)
+		le.PutUint32(h[16:], crcs[i])
 		le.PutUint32(h[20:], uint32(e.Size))
 		le.PutUint32(h[24:], uint32(e.Size))
 		le.PutUint16(h[28:], uint16(len(e.Name)))
