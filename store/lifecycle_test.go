@@ -561,3 +561,31 @@ func TestReadOnly(t *testing.T) {
 		t.Fatalf("read-only open of a missing file: %v", err)
 	}
 }
+
+// TestCloseDuringSaves: a save whose transaction ends as the store closes
+// (a persist retry during shutdown) neither races Close over the file nor
+// fails in any way but "database not open".
+func TestCloseDuringSaves(t *testing.T) {
+	for range 20 {
+		s, _ := openTemp(t, Options{})
+		snap := corpusSnapshot(t, "src", 3)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				st := stateOf(snap)
+				st.Failures = i
+				if err := s.SaveState(st); err != nil {
+					return
+				}
+			}
+		}()
+		if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+}

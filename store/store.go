@@ -113,6 +113,10 @@ type Store struct {
 
 	file     *os.File     // the file bbolt writes (nil when read-only)
 	reserved atomic.Int64 // bytes preallocated by the last reserve
+	// fileMu orders reserve (which uses file outside any transaction)
+	// before Close (which closes it); closed is set by Close.
+	fileMu sync.RWMutex
+	closed bool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex  // per source: orders saves and deletes
@@ -167,6 +171,11 @@ const ReserveBytes = 512 << 10
 func (s *Store) reserve() {
 	if s.file == nil {
 		return
+	}
+	s.fileMu.RLock()
+	defer s.fileMu.RUnlock()
+	if s.closed {
+		return // a save that finished as the store closed
 	}
 	var used int64
 	if err := s.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
@@ -290,6 +299,9 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the file, waiting for running transactions.
 func (s *Store) Close() error {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	s.closed = true
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", s.path, err)
 	}
