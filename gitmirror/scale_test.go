@@ -1,0 +1,126 @@
+package gitmirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/skill"
+)
+
+// memCatalog is a Catalog over one synthetic git snapshot held in memory:
+// the mirror's cost measured alone, without a registry or object store.
+type memCatalog struct {
+	cur   atomic.Pointer[catalog.Catalog]
+	data  map[string][]byte // blob id -> bytes
+	reads atomic.Int64
+}
+
+func (c *memCatalog) Current() *catalog.Catalog { return c.cur.Load() }
+
+func (c *memCatalog) ReadFile(_ context.Context, f catalog.FileRef) ([]byte, error) {
+	c.reads.Add(1)
+	b, ok := c.data[f.File.ID]
+	if !ok {
+		return nil, fmt.Errorf("%s: no blob %s", f.URI, f.File.ID)
+	}
+	return b, nil
+}
+
+// scaleSkill is skill i of the issue-19 corpus shape (version v of its
+// SKILL.md), as a git source indexes it: blob ids from the bytes.
+func scaleSkill(o corpus.Options, i, v int, data map[string][]byte) *skill.Skill {
+	files := corpus.Skill(i, o)
+	sk := &skill.Skill{Path: o.SkillDir(i), Frontmatter: &skill.Frontmatter{
+		Name: o.SkillName(i), Description: "Use when skill " + strconv.Itoa(i) + " is needed.",
+	}}
+	for _, f := range files {
+		b := f.Data
+		if f.Path == "SKILL.md" && v > 0 {
+			b = append(append([]byte{}, b...), fmt.Sprintf("\nversion %d\n", v)...)
+		}
+		id := objectID(typeBlob, b)
+		if data != nil {
+			data[id] = b
+		}
+		d := sha256.Sum256(b)
+		sk.Files = append(sk.Files, skill.File{Path: f.Path, Size: int64(len(b)), Digest: "sha256:" + hex.EncodeToString(d[:]), ID: id, Exec: f.Path == "scripts/run.sh"})
+		sk.Size += int64(len(b))
+	}
+	return sk
+}
+
+func scaleSnapshot(skills []*skill.Skill, commit string, at time.Time) *catalog.Snapshot {
+	return catalog.NewSnapshot(&catalog.Snapshot{
+		Source: "big", Kind: catalog.KindGit, Repository: "https://example.invalid/big.git", Ref: "refs/heads/main",
+		Commit: commit, Committed: at, Skills: skills, IndexedAt: at,
+	}, nil)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestMirrorScaleFigures prints the mirror's live heap per skill and the
+// cost of the swap after a one-skill change. Opt in: MIRROR_SCALE=10000.
+//
+//	MIRROR_SCALE=10000 go test ./gitmirror -run TestMirrorScaleFigures -v
+func TestMirrorScaleFigures(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("MIRROR_SCALE"))
+	if n <= 0 {
+		t.Skip("set MIRROR_SCALE=N to measure")
+	}
+	o := corpus.Options{Skills: n, Shape: corpus.Scale, Seed: 19}
+	skills := make([]*skill.Skill, n)
+	for i := range skills {
+		skills[i] = scaleSkill(o, i, 0, nil)
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	snap := scaleSnapshot(skills, "c0", at)
+	cat := &memCatalog{}
+	cat.cur.Store(catalog.NewCatalog(1, at, []*catalog.Snapshot{snap}))
+	m, err := New(Options{Catalog: cat, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := liveHeap()
+	start := time.Now()
+	m.Update(context.Background())
+	first := time.Since(start)
+	after := liveHeap()
+	t.Logf("%d skills: first build %v, mirror live heap %d bytes (%.0f bytes/skill)", n, first, after-base, float64(after-base)/float64(n))
+
+	// Held generations: Held swaps each changing one skill.
+	var swaps []time.Duration
+	for k := 1; k <= DefaultHeld; k++ {
+		next := append([]*skill.Skill(nil), skills...)
+		new := scaleSkill(o, k*7%n, k, nil)
+		next[slices.IndexFunc(next, func(s *skill.Skill) bool { return s.Path == new.Path })] = new
+		skills = next
+		at = at.Add(time.Minute)
+		snap = scaleSnapshot(skills, fmt.Sprintf("c%d", k), at)
+		cat.cur.Store(catalog.NewCatalog(uint64(k+1), at, []*catalog.Snapshot{snap}))
+		start := time.Now()
+		m.Update(context.Background())
+		swaps = append(swaps, time.Since(start))
+	}
+	held := liveHeap()
+	t.Logf("%d skills: one-skill-change swaps %v; with %d generations held: %d bytes (%.0f bytes/skill)", n, swaps, DefaultHeld+1, held-base, float64(held-base)/float64(n))
+	t.Logf("held %d, history %d", len(m.sources["big"].held), len(m.sources["big"].history))
+	runtime.KeepAlive(m)
+}
