@@ -124,3 +124,94 @@ func TestMirrorScaleFigures(t *testing.T) {
 	t.Logf("held %d, history %d", len(m.sources["big"].held), len(m.sources["big"].history))
 	runtime.KeepAlive(m)
 }
+
+// changeOne returns skills with the skill of corpus index i replaced by
+// its version v, and the snapshot of them.
+func changeOne(o corpus.Options, skills []*skill.Skill, i, v int, data map[string][]byte, at time.Time) ([]*skill.Skill, *catalog.Snapshot) {
+	next := append([]*skill.Skill(nil), skills...)
+	nw := scaleSkill(o, i, v, data)
+	next[slices.IndexFunc(next, func(s *skill.Skill) bool { return s.Path == nw.Path })] = nw
+	return next, scaleSnapshot(next, fmt.Sprintf("c%d", v), at)
+}
+
+// TestHeldGenerationsCostLittle: the mirror of 2,000 skills with every
+// generation held it may hold (Held one-skill changes) retains under
+// 1 KB a skill. (When each generation kept its trees, ids and file
+// references, that was about 16 KB a skill.)
+func TestHeldGenerationsCostLittle(t *testing.T) {
+	const n = 2000
+	o := corpus.Options{Skills: n, Shape: corpus.Scale, Seed: 19}
+	skills := make([]*skill.Skill, n)
+	for i := range skills {
+		skills[i] = scaleSkill(o, i, 0, nil)
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	cat := &memCatalog{}
+	cat.cur.Store(catalog.NewCatalog(1, at, []*catalog.Snapshot{scaleSnapshot(skills, "c0", at)}))
+	m, err := New(Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snaps []*catalog.Snapshot // every generation's snapshot, kept alive either way
+	base := liveHeap()
+	m.Update(context.Background())
+	for k := 1; k <= DefaultHeld; k++ {
+		at = at.Add(time.Minute)
+		var snap *catalog.Snapshot
+		skills, snap = changeOne(o, skills, k*13%n, k, nil, at)
+		snaps = append(snaps, snap)
+		cat.cur.Store(catalog.NewCatalog(uint64(k+1), at, []*catalog.Snapshot{snap}))
+		m.Update(context.Background())
+	}
+	if got := len(m.sources["big"].held); got != DefaultHeld {
+		t.Fatalf("held %d generations, want %d", got, DefaultHeld)
+	}
+	retained := int64(liveHeap()) - int64(base)
+	if per := retained / n; per > 1024 {
+		t.Errorf("the mirror retains %d bytes a skill with %d generations held, want at most 1024", per, DefaultHeld)
+	}
+	runtime.KeepAlive(snaps)
+	runtime.KeepAlive(m)
+}
+
+// TestOneSkillChangeEncodesOneSkill: a generation that changed one skill
+// encodes that skill's trees only; the other skills' tree ids are reused
+// by skill value. A listing for a fetch still finds every object.
+func TestOneSkillChangeEncodesOneSkill(t *testing.T) {
+	const n = 500
+	o := corpus.Options{Skills: n, Shape: corpus.Scale, Seed: 19}
+	data := map[string][]byte{}
+	skills := make([]*skill.Skill, n)
+	for i := range skills {
+		skills[i] = scaleSkill(o, i, 0, data)
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	cat := &memCatalog{data: data}
+	cat.cur.Store(catalog.NewCatalog(1, at, []*catalog.Snapshot{scaleSnapshot(skills, "c0", at)}))
+	m, err := New(Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Update(context.Background())
+	if got := m.encoded.Load(); got != n {
+		t.Fatalf("first generation encoded %d skill trees, want %d", got, n)
+	}
+	at = at.Add(time.Minute)
+	skills, snap := changeOne(o, skills, 42, 1, data, at)
+	cat.cur.Store(catalog.NewCatalog(2, at, []*catalog.Snapshot{snap}))
+	m.Update(context.Background())
+	if got := m.encoded.Load() - n; got != 1 {
+		t.Errorf("a one-skill change encoded %d skill trees, want 1", got)
+	}
+	st := m.sources["big"]
+	if len(st.held) != 2 || len(st.skills) != n {
+		t.Fatalf("held %d generations and %d skill entries, want 2 and %d", len(st.held), len(st.skills), n)
+	}
+	objs, err := m.objects(context.Background(), st.held[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.blobs) != 3*n {
+		t.Errorf("listed %d blobs, want %d", len(objs.blobs), 3*n)
+	}
+}
