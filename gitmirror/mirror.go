@@ -365,7 +365,6 @@ func (m *Mirror) walk(ctx context.Context, snap *catalog.Snapshot, prev, memo ma
 		}
 		return nil
 	}
-	plugins := make([]plugin, 0, len(snap.Skills))
 	for i, sk := range snap.Skills {
 		e, ok := prev[sk]
 		if !ok {
@@ -396,13 +395,27 @@ func (m *Mirror) walk(ctx context.Context, snap *catalog.Snapshot, prev, memo ma
 				}
 			}
 		}
-		plugins = append(plugins, pluginFor(sk, "./"+sk.Path))
 	}
-	mp, err := marketplaceJSON(snap.Source, m.o.Owner, plugins)
-	if err != nil {
-		return oid{}, err
+	var mp []byte
+	var mpID oid
+	if enc, ok := sourceMarketplace(snap.Source, m.o.Owner, snap.Skills); ok {
+		if out != nil {
+			mp = enc.bytes()
+			mpID = objectSum(typeBlob, mp)
+		} else {
+			mpID = enc.id()
+		}
+	} else {
+		plugins := make([]plugin, 0, len(snap.Skills))
+		for _, sk := range snap.Skills {
+			plugins = append(plugins, pluginFor(sk, "./"+sk.Path))
+		}
+		var err error
+		if mp, err = marketplaceJSON(snap.Source, m.o.Owner, plugins); err != nil {
+			return oid{}, err
+		}
+		mpID = objectSum(typeBlob, mp)
 	}
-	mpID := objectSum(typeBlob, mp)
 	if out != nil {
 		out.objs = append(out.objs, packObject{id: hex.EncodeToString(mpID[:]), typ: typeBlob, data: mp})
 	}
