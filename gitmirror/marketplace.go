@@ -18,6 +18,7 @@ type marketplace struct {
 	name, owner string
 	n           int
 	plugin      func(i int, b []byte) []byte // appends plugin i's object
+	size        func(i int) int              // plugin i's length, when known (nil: encode to learn)
 }
 
 // sourceMarketplace is the marketplace of a snapshot's skills at their
@@ -32,12 +33,22 @@ func sourceMarketplace(name, owner string, skills []*skill.Skill) (*marketplace,
 	}
 	return &marketplace{name: name, owner: owner, n: len(skills), plugin: func(i int, b []byte) []byte {
 		sk := skills[i]
-		src := "./"
-		if sk.Path != "" {
-			src = "./" + sk.Path
-		}
-		return appendPlugin(b, sk.Name(), sk.Frontmatter.Description, src)
+		return appendPlugin(b, sk.Name(), sk.Frontmatter.Description, skillSource(sk))
 	}}, true
+}
+
+// skillSource is a skill's plugin source in its source's marketplace.
+func skillSource(sk *skill.Skill) string {
+	if sk.Path == "" {
+		return "./"
+	}
+	return "./" + sk.Path
+}
+
+// pluginLen is the length of a skill's plugin object in its source's
+// marketplace.
+func pluginLen(sk *skill.Skill) int {
+	return len(appendPlugin(nil, sk.Name(), sk.Frontmatter.Description, skillSource(sk)))
 }
 
 // write encodes the document to w.
@@ -75,7 +86,18 @@ func (mp *marketplace) write(w io.Writer) error {
 // length first, as the object header needs it).
 func (mp *marketplace) id() oid {
 	var c counter
-	mp.write(&c)
+	if mp.size != nil && mp.n > 0 {
+		// The frame around the plugins, then each plugin's known length
+		// and its separator.
+		frame := marketplace{name: mp.name, owner: mp.owner}
+		frame.write(&c)
+		c += counter(len("\n  ]\n}\n") - len("]\n}\n") + (mp.n - 1))
+		for i := range mp.n {
+			c += counter(len("\n    ") + mp.size(i))
+		}
+	} else {
+		mp.write(&c)
+	}
 	h := sha1.New()
 	io.WriteString(h, "blob "+strconv.FormatInt(int64(c), 10)+"\x00")
 	mp.write(h)

@@ -38,6 +38,10 @@ func TestMarketplaceEncodingMatches(t *testing.T) {
 		if mp.id() != objectSum(typeBlob, want) {
 			t.Fatalf("%d skills: id differs", n)
 		}
+		mp.size = func(i int) int { return pluginLen(skills[i]) }
+		if mp.id() != objectSum(typeBlob, want) {
+			t.Fatalf("%d skills: id from known lengths differs", n)
+		}
 	}
 	if _, ok := sourceMarketplace("s", "o", []*skill.Skill{{Path: "a//b"}}); ok {
 		t.Error("an unclean path streamed")

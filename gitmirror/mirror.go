@@ -98,6 +98,7 @@ type sourceState struct {
 type skillMemo struct {
 	tree  oid   // the tree of the skill's own files
 	blobs []oid // by file index; directory sources only (a git file's ID is its blob id)
+	mpLen int   // the length of its plugin object in the source's marketplace
 }
 
 // histEntry is one persisted mirror commit.
@@ -348,6 +349,10 @@ func (m *Mirror) objects(ctx context.Context, g *generation) (*objSet, error) {
 func (m *Mirror) walk(ctx context.Context, snap *catalog.Snapshot, prev, memo map[*skill.Skill]skillMemo, out *objSet) (oid, error) {
 	root := newDir()
 	nodes := make([]*dirNode, len(snap.Skills))
+	var lens []int // plugin lengths, to hash the marketplace in one pass
+	if out == nil {
+		lens = make([]int, len(snap.Skills))
+	}
 	for i, sk := range snap.Skills {
 		n, err := root.mkdir(sk.Path)
 		if err != nil {
@@ -376,6 +381,9 @@ func (m *Mirror) walk(ctx context.Context, snap *catalog.Snapshot, prev, memo ma
 		if memo != nil {
 			memo[sk] = e
 		}
+		if lens != nil {
+			lens[i] = e.mpLen
+		}
 		if out != nil {
 			for j := range sk.Files {
 				f := &sk.Files[j]
@@ -403,6 +411,7 @@ func (m *Mirror) walk(ctx context.Context, snap *catalog.Snapshot, prev, memo ma
 			mp = enc.bytes()
 			mpID = objectSum(typeBlob, mp)
 		} else {
+			enc.size = func(i int) int { return lens[i] }
 			mpID = enc.id()
 		}
 	} else {
@@ -458,6 +467,7 @@ func (m *Mirror) skillEntry(ctx context.Context, snap *catalog.Snapshot, sk *ski
 		}
 	}
 	m.encoded.Add(1)
+	e.mpLen = pluginLen(sk)
 	var err error
 	e.tree, err = skillTree(snap, sk, e, nil)
 	return e, err

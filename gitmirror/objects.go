@@ -5,7 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,13 +162,7 @@ func (d *dirNode) write(out *objSet, sealed func(d *dirNode, out *objSet) error)
 // writeTree encodes entries (any order) as a tree object, hands it to out
 // (nil: nowhere) and returns its id.
 func writeTree(entries []treeEntry, out *objSet) oid {
-	key := func(e treeEntry) string {
-		if e.mode == modeDir {
-			return e.name + "/"
-		}
-		return e.name
-	}
-	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
+	slices.SortFunc(entries, compareEntries)
 	n := 0
 	for _, e := range entries {
 		n += len(e.mode) + 1 + len(e.name) + 1 + sha1.Size
@@ -186,6 +180,34 @@ func writeTree(entries []treeEntry, out *objSet) oid {
 		out.objs = append(out.objs, packObject{id: hex.EncodeToString(id[:]), typ: typeTree, data: data})
 	}
 	return id
+}
+
+// compareEntries is git's tree order: names compared as if directories
+// ended in "/" (without building that string).
+func compareEntries(a, b treeEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := strings.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	at, bt := entryByte(a, n), entryByte(b, n)
+	switch {
+	case at < bt:
+		return -1
+	case at > bt:
+		return 1
+	}
+	return 0
+}
+
+// entryByte is the n-th byte of e's sort key; 0 past its end.
+func entryByte(e treeEntry, n int) int {
+	if n < len(e.name) {
+		return int(e.name[n])
+	}
+	if n == len(e.name) && e.mode == modeDir {
+		return '/'
+	}
+	return -1
 }
 
 // Signature is the fixed author and committer of every mirror commit, so
