@@ -116,7 +116,7 @@ type histEntry struct {
 type generation struct {
 	commit, tree, parent string
 	raw                  []byte            // the commit object
-	snap                 *catalog.Snapshot // what it serves (a source's generation)
+	snap                 *catalog.Snapshot // what it serves (a source's generation; m.mu)
 	st                   *sourceState      // whose skill cache a listing reads
 
 	// The repository of every source: the sources' generations and the
@@ -193,8 +193,10 @@ func (m *Mirror) head(ctx context.Context, snap *catalog.Snapshot) (*generation,
 	}
 	switch {
 	case last != nil && last.Tree == g.tree && len(st.held) > 0 && st.held[0].commit == last.Commit:
-		// A new generation that did not change what this source serves.
+		// A new generation that did not change what this source serves:
+		// the held one now lists from it, as the skill cache does.
 		st.snap, st.skills = snap, memo
+		st.held[0].snap = snap
 		return st.held[0], nil
 	case last != nil && last.Tree == g.tree && len(last.Raw) > 0 && objectID(typeCommit, last.Raw) == last.Commit:
 		// The same content after a restart: the recorded commit, byte for byte.
@@ -316,7 +318,7 @@ func (s *objSet) sorted() {
 // objects lists what g reaches besides its commit, each list sorted by id.
 func (m *Mirror) objects(ctx context.Context, g *generation) (*objSet, error) {
 	out := &objSet{}
-	if g.parts != nil || g.snap == nil {
+	if g.parts != nil {
 		for _, p := range g.parts {
 			po, err := m.objects(ctx, p)
 			if err != nil {
@@ -329,13 +331,13 @@ func (m *Mirror) objects(ctx context.Context, g *generation) (*objSet, error) {
 		out.sorted()
 		return out, nil
 	}
-	var memo map[*skill.Skill]skillMemo
+	m.mu.Lock()
+	snap, memo := g.snap, map[*skill.Skill]skillMemo(nil)
 	if g.st != nil {
-		m.mu.Lock()
 		memo = g.st.skills
-		m.mu.Unlock()
 	}
-	if _, err := m.walk(ctx, g.snap, memo, nil, out); err != nil {
+	m.mu.Unlock()
+	if _, err := m.walk(ctx, snap, memo, nil, out); err != nil {
 		return nil, err
 	}
 	out.sorted()
