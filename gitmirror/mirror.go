@@ -92,6 +92,9 @@ type sourceState struct {
 	// holds only snap's skills; it is replaced, never changed, so walks
 	// outside the lock read it freely.
 	skills map[*skill.Skill]skillMemo
+	// dirs are the ids of the directories above snap's skills, by path,
+	// when shallowTree named its tree (nil otherwise).
+	dirs map[string]oid
 }
 
 // skillMemo is what the mirror remembers of one skill value.
@@ -182,7 +185,7 @@ func (m *Mirror) head(ctx context.Context, snap *catalog.Snapshot) (*generation,
 		// request that read the catalog just before a swap): never go back.
 		return st.held[0], nil
 	}
-	g, memo, err := m.build(ctx, snap, st.skills)
+	g, memo, dirs, err := m.build(ctx, snap, st)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +198,7 @@ func (m *Mirror) head(ctx context.Context, snap *catalog.Snapshot) (*generation,
 	case last != nil && last.Tree == g.tree && len(st.held) > 0 && st.held[0].commit == last.Commit:
 		// A new generation that did not change what this source serves:
 		// the held one now lists from it, as the skill cache does.
-		st.snap, st.skills = snap, memo
+		st.snap, st.skills, st.dirs = snap, memo, dirs
 		st.held[0].snap = snap
 		return st.held[0], nil
 	case last != nil && last.Tree == g.tree && len(last.Raw) > 0 && objectID(typeCommit, last.Raw) == last.Commit:
@@ -209,7 +212,7 @@ func (m *Mirror) head(ctx context.Context, snap *catalog.Snapshot) (*generation,
 		g.seal(parent, snap)
 		m.record(st, snap, g)
 	}
-	st.snap, st.skills = snap, memo
+	st.snap, st.skills, st.dirs = snap, memo, dirs
 	st.held = append([]*generation{g}, st.held...)
 	keep := m.o.Held
 	if snap.Kind != catalog.KindGit {
@@ -292,13 +295,16 @@ func (g *generation) seal(parent string, snap *catalog.Snapshot) {
 // build names the tree of what a snapshot serves: the generation (not
 // yet sealed) and the skill cache for snap. Only skills whose values are
 // not in prev have their trees encoded.
-func (m *Mirror) build(ctx context.Context, snap *catalog.Snapshot, prev map[*skill.Skill]skillMemo) (*generation, map[*skill.Skill]skillMemo, error) {
+func (m *Mirror) build(ctx context.Context, snap *catalog.Snapshot, st *sourceState) (*generation, map[*skill.Skill]skillMemo, map[string]oid, error) {
 	memo := make(map[*skill.Skill]skillMemo, len(snap.Skills))
-	tree, err := m.walk(ctx, snap, prev, memo, nil)
-	if err != nil {
-		return nil, nil, err
+	tree, dirs, ok, err := m.shallowTree(ctx, snap, st.skills, memo, st.snap, st.dirs)
+	if err == nil && !ok {
+		tree, err = m.walk(ctx, snap, st.skills, memo, nil)
 	}
-	return &generation{tree: hex.EncodeToString(tree[:]), snap: snap}, memo, nil
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &generation{tree: hex.EncodeToString(tree[:]), snap: snap}, memo, dirs, nil
 }
 
 // objSet is what a generation reaches, listed for a fetch.

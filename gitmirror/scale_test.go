@@ -215,3 +215,56 @@ func TestOneSkillChangeEncodesOneSkill(t *testing.T) {
 		t.Errorf("listed %d blobs, want %d", len(objs.blobs), 3*n)
 	}
 }
+
+// TestShallowTreeMatchesWalk: the tree named from the directories that
+// changed is the tree the full walk encodes, through changes, additions
+// (in a new directory too) and removals.
+func TestShallowTreeMatchesWalk(t *testing.T) {
+	const n = 300
+	o := corpus.Options{Skills: n, Shape: corpus.Scale, Seed: 19}
+	skills := make([]*skill.Skill, n)
+	for i := range skills {
+		skills[i] = scaleSkill(o, i, 0, nil)
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	cat := &memCatalog{}
+	m, err := New(Options{Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := func(p string, v int) *skill.Skill {
+		sk := scaleSkill(o, 7, v, nil)
+		sk.Path = p
+		return sk
+	}
+	steps := []func([]*skill.Skill) []*skill.Skill{
+		func(s []*skill.Skill) []*skill.Skill { return s },
+		func(s []*skill.Skill) []*skill.Skill { next, _ := changeOne(o, s, 42, 1, nil, at); return next },
+		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("group-003/added", 2)) },
+		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("new-group/deep/added", 3)) },
+		func(s []*skill.Skill) []*skill.Skill { return slices.Delete(slices.Clone(s), 10, 11) },
+		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("top-level", 4)) },
+		func(s []*skill.Skill) []*skill.Skill { return slices.Delete(slices.Clone(s), 0, 50) },
+	}
+	for k, step := range steps {
+		skills = step(skills)
+		at = at.Add(time.Minute)
+		snap := scaleSnapshot(skills, fmt.Sprintf("c%d", k), at)
+		skills = snap.Skills
+		cat.cur.Store(catalog.NewCatalog(uint64(k+1), at, []*catalog.Snapshot{snap}))
+		g, err := m.head(context.Background(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.sources["big"].dirs == nil {
+			t.Fatalf("step %d: not named by shallowTree", k)
+		}
+		want, err := m.walk(context.Background(), snap, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.tree != hex.EncodeToString(want[:]) {
+			t.Fatalf("step %d: tree %s, the walk gives %x", k, g.tree, want)
+		}
+	}
+}
