@@ -241,7 +241,9 @@ func TestShallowTreeMatchesWalk(t *testing.T) {
 		func(s []*skill.Skill) []*skill.Skill { return s },
 		func(s []*skill.Skill) []*skill.Skill { next, _ := changeOne(o, s, 42, 1, nil, at); return next },
 		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("group-003/added", 2)) },
-		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("new-group/deep/added", 3)) },
+		func(s []*skill.Skill) []*skill.Skill {
+			return append(slices.Clone(s), extra("new-group/deep/added", 3))
+		},
 		func(s []*skill.Skill) []*skill.Skill { return slices.Delete(slices.Clone(s), 10, 11) },
 		func(s []*skill.Skill) []*skill.Skill { return append(slices.Clone(s), extra("top-level", 4)) },
 		func(s []*skill.Skill) []*skill.Skill { return slices.Delete(slices.Clone(s), 0, 50) },
