@@ -27,6 +27,11 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 			i > 0 && skills[i-1].Path >= p {
 			return tree, nil, false, nil
 		}
+		// A path inside p sorts after p and after whatever else starts
+		// with p: when the next path does not, none is inside.
+		if i+1 < len(skills) && !strings.HasPrefix(skills[i+1].Path, p) {
+			continue
+		}
 		if j, _ := slices.BinarySearchFunc(skills, p+"/", func(s *skill.Skill, t string) int { return strings.Compare(s.Path, t) }); j < len(skills) && strings.HasPrefix(skills[j].Path, p+"/") {
 			return tree, nil, false, nil // a nested skill
 		}
@@ -132,7 +137,7 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 		entries = append(entries, treeEntry{name: seg, mode: modeDir, id: id})
 		i = j
 	}
-	enc, _ := sourceMarketplace(snap.Source, m.o.Owner, skills) // sorted, clean paths: checked above
+	enc := skillsMarketplace(snap.Source, m.o.Owner, skills) // sorted, clean paths: checked above
 	enc.size = func(i int) int { return lens[i] }
 	claude := writeTree([]treeEntry{{name: "marketplace.json", mode: modeFile, id: enc.id()}}, nil)
 	entries = append(entries, treeEntry{name: ".claude-plugin", mode: modeDir, id: claude})

@@ -31,10 +31,16 @@ func sourceMarketplace(name, owner string, skills []*skill.Skill) (*marketplace,
 			return nil, false
 		}
 	}
+	return skillsMarketplace(name, owner, skills), true
+}
+
+// skillsMarketplace is sourceMarketplace for skills known to be sorted
+// by clean paths.
+func skillsMarketplace(name, owner string, skills []*skill.Skill) *marketplace {
 	return &marketplace{name: name, owner: owner, n: len(skills), plugin: func(i int, b []byte) []byte {
 		sk := skills[i]
 		return appendPlugin(b, sk.Name(), sk.Frontmatter.Description, skillSource(sk))
-	}}, true
+	}}
 }
 
 // skillSource is a skill's plugin source in its source's marketplace.
