@@ -18,14 +18,17 @@ import (
 // are) keeps its id, so a one-skill change encodes that skill's tree and
 // the directories above it. ok is false for any other snapshot; walk
 // names those.
-func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, memo map[*skill.Skill]skillMemo,
-	prevSnap *catalog.Snapshot, prevDirs map[string]oid) (tree oid, dirs map[string]oid, ok bool, err error) {
+//
+// The skill cache (st.skills) is changed in place for the skills that
+// changed, and the marketplace's length kept by difference, so a swap
+// looks up what changed, not every skill.
+func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, st *sourceState) (tree oid, memo map[*skill.Skill]skillMemo, dirs map[string]oid, body int64, ok bool, err error) {
 	skills := snap.Skills
 	for i, sk := range skills {
 		p := sk.Path
 		if p == "" || path.Clean(p) != p || p == ".claude-plugin" || strings.HasPrefix(p, ".claude-plugin/") ||
 			i > 0 && skills[i-1].Path >= p {
-			return tree, nil, false, nil
+			return tree, nil, nil, 0, false, nil
 		}
 		// A path inside p sorts after p and after whatever else starts
 		// with p: when the next path does not, none is inside.
@@ -33,21 +36,22 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 			continue
 		}
 		if j, _ := slices.BinarySearchFunc(skills, p+"/", func(s *skill.Skill, t string) int { return strings.Compare(s.Path, t) }); j < len(skills) && strings.HasPrefix(skills[j].Path, p+"/") {
-			return tree, nil, false, nil // a nested skill
+			return tree, nil, nil, 0, false, nil // a nested skill
 		}
 	}
-	ids := make([]oid, len(skills))
-	lens := make([]int, len(skills))
-	for i, sk := range skills {
-		e, found := prev[sk]
-		if !found {
-			if e, err = m.skillEntry(ctx, snap, sk); err != nil {
-				return tree, nil, false, err
-			}
+	entry := func(sk *skill.Skill) (skillMemo, error) {
+		if e, found := memo[sk]; found {
+			return e, nil
 		}
-		memo[sk] = e
-		ids[i], lens[i] = e.tree, e.mpLen
+		e, err := m.skillEntry(ctx, snap, sk)
+		if err == nil {
+			memo[sk] = e
+		}
+		return e, err
 	}
+	// plugin is a plugin's share of the marketplace's length: its
+	// object, the indent before it and the comma after it.
+	plugin := func(e skillMemo) int64 { return int64(len("\n    ") + e.mpLen + 1) }
 	// The directories above a skill that is not the same value as in
 	// the last build (or no longer there) are encoded again.
 	dirty := map[string]bool{}
@@ -60,22 +64,57 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 			dirty[p] = true
 		}
 	}
-	if prevSnap == nil || prevDirs == nil {
+	prevDirs := st.dirs
+	if st.snap == nil || st.dirs == nil || st.skills == nil || st.mpBody < 0 {
 		prevDirs = nil
+		memo = make(map[*skill.Skill]skillMemo, len(skills))
+		for _, sk := range skills {
+			e, found := st.skills[sk]
+			if !found {
+				if e, err = m.skillEntry(ctx, snap, sk); err != nil {
+					return tree, nil, nil, 0, false, err
+				}
+			}
+			memo[sk] = e
+			body += plugin(e)
+		}
 	} else {
-		old := prevSnap.Skills
+		memo, body = st.skills, st.mpBody
+		// From here on the cache is being changed: a failure must not
+		// leave it believed.
+		st.skills, st.dirs, st.mpBody = nil, nil, -1
+		drop := func(sk *skill.Skill) {
+			if e, found := memo[sk]; found {
+				body -= plugin(e)
+				delete(memo, sk)
+			}
+		}
+		add := func(sk *skill.Skill) error {
+			e, err := entry(sk)
+			body += plugin(e)
+			return err
+		}
+		old := st.snap.Skills
 		i, j := 0, 0
 		for i < len(old) || j < len(skills) {
 			switch {
 			case j == len(skills) || i < len(old) && old[i].Path < skills[j].Path:
 				touch(old[i].Path)
+				drop(old[i])
 				i++
 			case i == len(old) || skills[j].Path < old[i].Path:
 				touch(skills[j].Path)
+				if err := add(skills[j]); err != nil {
+					return tree, nil, nil, 0, false, err
+				}
 				j++
 			default:
 				if old[i] != skills[j] {
 					touch(skills[j].Path)
+					drop(old[i])
+					if err := add(skills[j]); err != nil {
+						return tree, nil, nil, 0, false, err
+					}
 				}
 				i++
 				j++
@@ -83,6 +122,7 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 		}
 	}
 	dirs = map[string]oid{}
+	var fail error
 	var dir func(d string, lo, hi int) oid
 	dir = func(d string, lo, hi int) oid {
 		prefix := ""
@@ -94,7 +134,11 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 			rel := skills[i].Path[len(prefix):]
 			seg, _, deeper := strings.Cut(rel, "/")
 			if !deeper {
-				entries = append(entries, treeEntry{name: seg, mode: modeDir, id: ids[i]})
+				e, err := entry(skills[i])
+				if err != nil {
+					fail = err
+				}
+				entries = append(entries, treeEntry{name: seg, mode: modeDir, id: e.tree})
 				i++
 				continue
 			}
@@ -121,7 +165,11 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 	for i := 0; i < len(skills); {
 		seg, _, deeper := strings.Cut(skills[i].Path, "/")
 		if !deeper {
-			entries = append(entries, treeEntry{name: seg, mode: modeDir, id: ids[i]})
+			e, err := entry(skills[i])
+			if err != nil {
+				return tree, nil, nil, 0, false, err
+			}
+			entries = append(entries, treeEntry{name: seg, mode: modeDir, id: e.tree})
 			i++
 			continue
 		}
@@ -137,9 +185,12 @@ func (m *Mirror) shallowTree(ctx context.Context, snap *catalog.Snapshot, prev, 
 		entries = append(entries, treeEntry{name: seg, mode: modeDir, id: id})
 		i = j
 	}
+	if fail != nil {
+		return tree, nil, nil, 0, false, fail
+	}
 	enc := skillsMarketplace(snap.Source, m.o.Owner, skills) // sorted, clean paths: checked above
-	enc.size = func(i int) int { return lens[i] }
+	enc.body = body
 	claude := writeTree([]treeEntry{{name: "marketplace.json", mode: modeFile, id: enc.id()}}, nil)
 	entries = append(entries, treeEntry{name: ".claude-plugin", mode: modeDir, id: claude})
-	return writeTree(entries, nil), dirs, true, nil
+	return writeTree(entries, nil), memo, dirs, body, true, nil
 }

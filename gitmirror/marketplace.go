@@ -19,6 +19,7 @@ type marketplace struct {
 	n           int
 	plugin      func(i int, b []byte) []byte // appends plugin i's object
 	size        func(i int) int              // plugin i's length, when known (nil: encode to learn)
+	body        int64                        // or: the plugins' length, each with "\n    " and a comma (0: unknown)
 }
 
 // sourceMarketplace is the marketplace of a snapshot's skills at their
@@ -92,7 +93,11 @@ func (mp *marketplace) write(w io.Writer) error {
 // length first, as the object header needs it).
 func (mp *marketplace) id() oid {
 	var c counter
-	if mp.size != nil && mp.n > 0 {
+	if mp.body > 0 && mp.n > 0 {
+		frame := marketplace{name: mp.name, owner: mp.owner}
+		frame.write(&c)
+		c += counter(int64(len("\n  ]\n}\n")-len("]\n}\n")-1) + mp.body) // no comma after the last
+	} else if mp.size != nil && mp.n > 0 {
 		// The frame around the plugins, then each plugin's known length
 		// and its separator.
 		frame := marketplace{name: mp.name, owner: mp.owner}

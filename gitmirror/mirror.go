@@ -95,6 +95,9 @@ type sourceState struct {
 	// dirs are the ids of the directories above snap's skills, by path,
 	// when shallowTree named its tree (nil otherwise).
 	dirs map[string]oid
+	// mpBody is the length of the plugins in snap's marketplace (-1:
+	// not known), kept by difference as skills change.
+	mpBody int64
 }
 
 // skillMemo is what the mirror remembers of one skill value.
@@ -251,7 +254,7 @@ func (m *Mirror) state(source string) (*sourceState, error) {
 	if st, ok := m.sources[source]; ok {
 		return st, nil
 	}
-	st := &sourceState{}
+	st := &sourceState{mpBody: -1}
 	if m.o.History != nil {
 		data, err := m.o.History.LoadMirror(source)
 		if err != nil {
@@ -296,14 +299,17 @@ func (g *generation) seal(parent string, snap *catalog.Snapshot) {
 // yet sealed) and the skill cache for snap. Only skills whose values are
 // not in prev have their trees encoded.
 func (m *Mirror) build(ctx context.Context, snap *catalog.Snapshot, st *sourceState) (*generation, map[*skill.Skill]skillMemo, map[string]oid, error) {
-	memo := make(map[*skill.Skill]skillMemo, len(snap.Skills))
-	tree, dirs, ok, err := m.shallowTree(ctx, snap, st.skills, memo, st.snap, st.dirs)
+	prev := st.skills
+	tree, memo, dirs, body, ok, err := m.shallowTree(ctx, snap, st)
 	if err == nil && !ok {
-		tree, err = m.walk(ctx, snap, st.skills, memo, nil)
+		memo, body = make(map[*skill.Skill]skillMemo, len(snap.Skills)), -1
+		tree, err = m.walk(ctx, snap, prev, memo, nil)
 	}
 	if err != nil {
+		st.skills, st.dirs, st.mpBody = nil, nil, -1
 		return nil, nil, nil, err
 	}
+	st.mpBody = body
 	return &generation{tree: hex.EncodeToString(tree[:]), snap: snap}, memo, dirs, nil
 }
 
@@ -337,10 +343,17 @@ func (m *Mirror) objects(ctx context.Context, g *generation) (*objSet, error) {
 		out.sorted()
 		return out, nil
 	}
+	// The skill cache changes in place under m.mu: copy what a directory
+	// source's listing needs (its blob ids); a git source's are its IDs.
 	m.mu.Lock()
 	snap, memo := g.snap, map[*skill.Skill]skillMemo(nil)
-	if g.st != nil {
-		memo = g.st.skills
+	if g.st != nil && snap.Kind != catalog.KindGit && g.st.skills != nil {
+		memo = make(map[*skill.Skill]skillMemo, len(snap.Skills))
+		for _, sk := range snap.Skills {
+			if e, ok := g.st.skills[sk]; ok {
+				memo[sk] = e
+			}
+		}
 	}
 	m.mu.Unlock()
 	if _, err := m.walk(ctx, snap, memo, nil, out); err != nil {

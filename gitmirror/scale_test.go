@@ -258,8 +258,8 @@ func TestShallowTreeMatchesWalk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.sources["big"].dirs == nil {
-			t.Fatalf("step %d: not named by shallowTree", k)
+		if st := m.sources["big"]; st.dirs == nil || len(st.skills) != len(snap.Skills) {
+			t.Fatalf("step %d: not named by shallowTree, or %d skill entries for %d skills", k, len(st.skills), len(snap.Skills))
 		}
 		want, err := m.walk(context.Background(), snap, nil, nil, nil)
 		if err != nil {
