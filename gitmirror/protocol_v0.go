@@ -145,7 +145,7 @@ func (h *Handler) uploadPackV0(ctx context.Context, w http.ResponseWriter, s *se
 	if err != nil {
 		return &httpError{http.StatusBadRequest, err.Error()}
 	}
-	p, err := plan(s, &r.FetchRequest, h.available(ctx))
+	p, err := plan(s, &r.FetchRequest, h.list(ctx), h.available(ctx))
 	if err != nil {
 		return err
 	}

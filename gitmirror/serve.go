@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -263,7 +264,7 @@ func (m *Mirror) chain(source string, g *generation) *served {
 // all builds the repository of every visible source: one folder per
 // source, one marketplace over them all, a single commit (no history).
 func (m *Mirror) all(ctx context.Context, cat *catalog.Catalog, allow catalog.Filter) (*served, error) {
-	all := &generation{objects: map[string][]byte{}, types: map[string]int{}, blobs: map[string]catalog.FileRef{}}
+	all := &generation{parts: []*generation{}}
 	var entries []treeEntry
 	var plugins []plugin
 	var when time.Time
@@ -272,16 +273,10 @@ func (m *Mirror) all(ctx context.Context, cat *catalog.Catalog, allow catalog.Fi
 		if err != nil {
 			return nil, err
 		}
-		for id, d := range g.objects {
-			if g.types[id] == typeCommit {
-				continue
-			}
-			all.objects[id], all.types[id] = d, g.types[id]
-		}
-		for id, f := range g.blobs {
-			all.blobs[id] = f
-		}
-		entries = append(entries, treeEntry{name: snap.Source, mode: modeDir, id: g.tree})
+		all.parts = append(all.parts, g)
+		var id oid
+		hex.Decode(id[:], []byte(g.tree))
+		entries = append(entries, treeEntry{name: snap.Source, mode: modeDir, id: id})
 		for _, sk := range snap.Skills {
 			plugins = append(plugins, pluginFor(sk, path.Join(snap.Source, sk.Path)))
 		}
@@ -297,25 +292,16 @@ func (m *Mirror) all(ctx context.Context, cat *catalog.Catalog, allow catalog.Fi
 	if err != nil {
 		return nil, err
 	}
-	mpID := objectID(typeBlob, mp)
-	all.objects[mpID], all.types[mpID] = mp, typeBlob
+	mpID := objectSum(typeBlob, mp)
+	own := &objSet{objs: []packObject{{id: hex.EncodeToString(mpID[:]), typ: typeBlob, data: mp}}}
 	claude := []treeEntry{{name: "marketplace.json", mode: modeFile, id: mpID}}
-	objs := map[string][]byte{}
-	cid, err := writeTree(claude, objs)
-	if err != nil {
-		return nil, err
-	}
+	cid := writeTree(claude, own)
 	entries = append(entries, treeEntry{name: ".claude-plugin", mode: modeDir, id: cid})
-	all.tree, err = writeTree(entries, objs)
-	if err != nil {
-		return nil, err
-	}
-	for id, d := range objs {
-		all.objects[id], all.types[id] = d, typeTree
-	}
-	body := commitBody(all.tree, "", when.UTC().Truncate(time.Second), "skillreg mirror of every source you may see\n")
-	all.commit = objectID(typeCommit, body)
-	all.objects[all.commit], all.types[all.commit] = body, typeCommit
+	tree := writeTree(entries, own)
+	all.own = own.objs
+	all.tree = hex.EncodeToString(tree[:])
+	all.raw = commitBody(all.tree, "", when.UTC().Truncate(time.Second), "skillreg mirror of every source you may see\n")
+	all.commit = objectID(typeCommit, all.raw)
 	return &served{gens: []*generation{all}}, nil
 }
 
@@ -436,7 +422,22 @@ type fetchPlan struct {
 // avail reports whether an older generation can still be sent (its blobs
 // that the newer one lacks are still in the object store: a prune may
 // have removed them); one that cannot becomes the boundary's far side.
-func plan(s *served, req *FetchRequest, avail func(older, newer *generation) bool) (*fetchPlan, error) {
+//
+// list returns what a generation reaches (Mirror.objects); plan asks once
+// per generation.
+func plan(s *served, req *FetchRequest, list func(*generation) (*objSet, error), avail func(older, newer *objSet) bool) (*fetchPlan, error) {
+	listed := map[*generation]*objSet{}
+	objects := func(g *generation) (*objSet, error) {
+		if o, ok := listed[g]; ok {
+			return o, nil
+		}
+		o, err := list(g)
+		if err != nil {
+			return nil, err
+		}
+		listed[g] = o
+		return o, nil
+	}
 	haves := map[string]bool{}
 	for _, c := range req.Haves {
 		// A commit of the history the client has is common even when its
@@ -468,7 +469,19 @@ func plan(s *served, req *FetchRequest, avail func(older, newer *generation) boo
 				break
 			}
 			p, held := s.find(g.parent)
-			if !held || (req.Depth > 0 && depth >= req.Depth) || (avail != nil && !avail(p, g)) {
+			ok := held && (req.Depth <= 0 || depth < req.Depth)
+			if ok && avail != nil {
+				po, err := objects(p)
+				if err != nil {
+					return nil, err
+				}
+				newer, err := objects(g)
+				if err != nil {
+					return nil, err
+				}
+				ok = avail(po, newer)
+			}
+			if !ok {
 				boundary = append(boundary, g.commit)
 				break
 			}
@@ -479,11 +492,16 @@ func plan(s *served, req *FetchRequest, avail func(older, newer *generation) boo
 	has := map[string]bool{}
 	for c := range haves {
 		if g, ok := s.find(c); ok {
-			for id := range g.objects {
-				has[id] = true
+			o, err := objects(g)
+			if err != nil {
+				return nil, err
 			}
-			for id := range g.blobs {
-				has[id] = true
+			has[g.commit] = true
+			for _, x := range o.objs {
+				has[x.id] = true
+			}
+			for _, x := range o.blobs {
+				has[x.id] = true
 			}
 		}
 	}
@@ -495,27 +513,18 @@ func plan(s *served, req *FetchRequest, avail func(older, newer *generation) boo
 		}
 	}
 	for _, g := range send {
-		add(packObject{id: g.commit, typ: typeCommit, data: g.objects[g.commit]})
+		add(packObject{id: g.commit, typ: typeCommit, data: g.raw})
 	}
 	for _, g := range send {
-		ids := make([]string, 0, len(g.objects))
-		for id := range g.objects {
-			ids = append(ids, id)
+		o, err := objects(g)
+		if err != nil {
+			return nil, err
 		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			if g.types[id] != typeCommit {
-				add(packObject{id: id, typ: g.types[id], data: g.objects[id]})
-			}
+		for _, x := range o.objs {
+			add(x)
 		}
-		bids := make([]string, 0, len(g.blobs))
-		for id := range g.blobs {
-			bids = append(bids, id)
-		}
-		slices.Sort(bids)
-		for _, id := range bids {
-			f := g.blobs[id]
-			add(packObject{id: id, typ: typeBlob, file: &f})
+		for _, x := range o.blobs {
+			add(x)
 		}
 	}
 
@@ -542,7 +551,7 @@ func plan(s *served, req *FetchRequest, avail func(older, newer *generation) boo
 // still negotiating (always ready: the history is short), shallow-info,
 // and the pack streamed in side-band-64k.
 func (h *Handler) fetch(ctx context.Context, w http.ResponseWriter, s *served, req *FetchRequest) error {
-	p, err := plan(s, req, h.available(ctx))
+	p, err := plan(s, req, h.list(ctx), h.available(ctx))
 	if err != nil {
 		return err
 	}
@@ -590,15 +599,20 @@ func (h *Handler) sendPack(ctx context.Context, bw *bufio.Writer, objs []packObj
 	return bw.Flush()
 }
 
+// list returns plan's listing of a generation's objects.
+func (h *Handler) list(ctx context.Context) func(*generation) (*objSet, error) {
+	return func(g *generation) (*objSet, error) { return h.m.objects(ctx, g) }
+}
+
 // available returns plan's check: the blobs an older generation adds are
 // read (verified, and cached by the registry) before any byte is sent.
-func (h *Handler) available(ctx context.Context) func(older, newer *generation) bool {
-	return func(older, newer *generation) bool {
-		for id, f := range older.blobs {
-			if _, ok := newer.blobs[id]; ok {
+func (h *Handler) available(ctx context.Context) func(older, newer *objSet) bool {
+	return func(older, newer *objSet) bool {
+		for _, b := range older.blobs {
+			if _, ok := slices.BinarySearchFunc(newer.blobs, b.id, func(x packObject, id string) int { return strings.Compare(x.id, id) }); ok {
 				continue
 			}
-			if _, err := h.m.o.Catalog.ReadFile(ctx, f); err != nil {
+			if _, err := h.m.o.Catalog.ReadFile(ctx, *b.file); err != nil {
 				return false
 			}
 		}
