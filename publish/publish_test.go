@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash/crc32"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -654,8 +653,6 @@ func TestByteCache(t *testing.T) {
 		t.Errorf("over budget: %d", c.bytes())
 	}
 }
-
-func crc(b []byte) uint32 { return crc32.ChecksumIEEE(b) }
 
 // zipKeys are every archive the view serves: hex digest + ".zip".
 func (v *view) zipKeys() []string {
