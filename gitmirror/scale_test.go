@@ -197,7 +197,7 @@ func TestOneSkillChangeEncodesOneSkill(t *testing.T) {
 		t.Fatalf("first generation encoded %d skill trees, want %d", got, n)
 	}
 	at = at.Add(time.Minute)
-	skills, snap := changeOne(o, skills, 42, 1, data, at)
+	_, snap := changeOne(o, skills, 42, 1, data, at)
 	cat.cur.Store(catalog.NewCatalog(2, at, []*catalog.Snapshot{snap}))
 	m.Update(context.Background())
 	if got := m.encoded.Load() - n; got != 1 {
