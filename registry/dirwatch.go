@@ -52,8 +52,33 @@ func (r *Registry) retryWatch() time.Duration {
 type dirRescan struct {
 	paths map[string]struct{}
 	full  bool
-	// lastFull is when the last whole rescan began.
-	lastFull time.Time
+	// lastFull is when the last whole rescan began, lastFullTook how long
+	// it took.
+	lastFull     time.Time
+	lastFullTook time.Duration
+}
+
+// rescanPace bounds the share of time polls keep a source's whole rescans
+// running while its watches are incomplete: after a whole rescan that
+// took d, a poll asks for the next one no sooner than rescanPace*d after
+// it ended (at most a fifth of the time). A poll interval of 2s (the
+// default) against a tree whose rescan takes 10 s (100,000 skills)
+// would otherwise rescan without pause.
+const rescanPace = 4
+
+// pacedLocked reports whether a poll of a directory source comes too soon
+// after its last whole rescan (see rescanPace).
+func (r *Registry) pacedLocked(run *sourceRun) bool {
+	d := run.rescan.lastFullTook
+	if run.src.Kind != catalog.KindDir || run.rescan.lastFull.IsZero() || d <= 0 {
+		return false
+	}
+	next := run.rescan.lastFull.Add(d + rescanPace*d)
+	if !r.o.Now().Before(next) {
+		return false
+	}
+	r.log.Debug("poll skipped: the last whole rescan was recent for its length", "source", run.src.Name, "took", d, "next", next)
+	return true
 }
 
 // WatchedPoll is the shortest interval between the whole rescans a poll

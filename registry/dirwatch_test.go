@@ -486,3 +486,33 @@ func TestDirSyncsKeepNoDigestMap(t *testing.T) {
 		t.Errorf("the digest map holds %d keys after syncs of a directory source, want 0", n)
 	}
 }
+
+// TestPollsPaceWholeRescans: while watches are incomplete, a poll asks
+// for a whole rescan no sooner than rescanPace times the last one's length
+// after it ended, so a 2 s poll never keeps a tree whose rescan takes 10 s
+// rescanning without pause; other sources and unmeasured rescans are not
+// paced.
+func TestPollsPaceWholeRescans(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	r := New(Options{Now: func() time.Time { return now }})
+	run := &sourceRun{src: catalog.Source{Name: "big", Kind: catalog.KindDir}}
+	run.rescan.lastFull, run.rescan.lastFullTook = t0, 10*time.Second
+	for _, tt := range []struct {
+		after time.Duration
+		paced bool
+	}{{2 * time.Second, true}, {10 * time.Second, true}, {49 * time.Second, true}, {50 * time.Second, false}, {time.Hour, false}} {
+		now = t0.Add(tt.after)
+		if got := r.pacedLocked(run); got != tt.paced {
+			t.Errorf("%v after a 10 s rescan began: paced %v, want %v", tt.after, got, tt.paced)
+		}
+	}
+	now = t0.Add(2 * time.Second)
+	git := &sourceRun{src: catalog.Source{Name: "g", Kind: catalog.KindGit}}
+	git.rescan.lastFull, git.rescan.lastFullTook = t0, 10*time.Second
+	unmeasured := &sourceRun{src: catalog.Source{Name: "u", Kind: catalog.KindDir}}
+	unmeasured.rescan.lastFull = t0
+	if r.pacedLocked(git) || r.pacedLocked(unmeasured) {
+		t.Error("a git source, or a rescan not measured yet, was paced")
+	}
+}

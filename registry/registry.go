@@ -415,6 +415,9 @@ func (r *Registry) requestPoll(run *sourceRun) {
 	if r.watchedLocked(run) {
 		return // dirwatch.go: the watch sees each change
 	}
+	if r.pacedLocked(run) {
+		return // dirwatch.go: polls never keep a large tree rescanning
+	}
 	r.requestLocked(run, catalog.TriggerPoll)
 }
 

@@ -77,6 +77,11 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	before, start, scan := r.begin(run)
 	prev, _ := r.Current().Snapshot(src.Name)
 	snap, err := r.produce(sctx, &src, prev, scan)
+	if scan.full && src.Kind == catalog.KindDir {
+		r.mu.Lock()
+		run.rescan.lastFullTook = r.o.Now().Sub(start)
+		r.mu.Unlock()
+	}
 	if snap != nil && snap.Kind == catalog.KindGit {
 		// Held since its fetch; once swapped in (or dropped) a retained
 		// generation keeps it, or nothing needs it.
