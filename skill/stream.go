@@ -93,16 +93,7 @@ func (d DirTree) walkTops(ctx context.Context, rootfd int, tops []string, n int)
 		if child < 0 {
 			continue // no longer a directory: described as what it is
 		}
-		w.wg.Add(1)
-		select {
-		case w.sem <- struct{}{}:
-			go func() {
-				defer func() { <-w.sem }()
-				w.walk(child, e.Path)
-			}()
-		default:
-			w.walk(child, e.Path)
-		}
+		w.descend(child, e.Path)
 	}
 	w.wg.Wait()
 	if w.err != nil {

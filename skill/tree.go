@@ -103,10 +103,24 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 	}
 }
 
+// descend walks the directory open as fd (rel to the root; descend closes
+// fd) on a goroutine of its own while the semaphore has room, or inline
+// when it does not (so the walk never waits on itself).
+func (w *dirWalker) descend(fd int, rel string) {
+	w.wg.Add(1)
+	select {
+	case w.sem <- struct{}{}:
+		go func() {
+			defer func() { <-w.sem }()
+			w.walk(fd, rel)
+		}()
+	default:
+		w.walk(fd, rel)
+	}
+}
+
 // walk lists the directory open as fd (rel to the root; walk closes fd)
-// and hands each subdirectory to a goroutine of its own while the
-// semaphore has room, or walks it inline when it does not (so the walk
-// never waits on itself).
+// and descends into each subdirectory. The caller has added it to w.wg.
 func (w *dirWalker) walk(fd int, rel string) {
 	defer w.wg.Done()
 	defer unix.Close(fd)
@@ -155,16 +169,7 @@ func (w *dirWalker) walk(fd int, rel string) {
 			if child < 0 {
 				continue
 			}
-			w.wg.Add(1)
-			select {
-			case w.sem <- struct{}{}:
-				go func() {
-					defer func() { <-w.sem }()
-					w.walk(child, e.Path)
-				}()
-			default:
-				w.walk(child, e.Path)
-			}
+			w.descend(child, e.Path)
 		}
 	}
 	w.mu.Lock()
