@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,11 +80,18 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	waitUntil(t, func() bool { return first.Registry.Current().Len(catalog.Filter{}) == 6 })
 	free := fulldisk.Fill(t, mnt)
 	big := strings.Repeat("Text that takes room in the store. ", 400)
+	// Written beside the source, then moved in by one rename: the watcher
+	// would otherwise sync (and store, while room lasts) the first few
+	// alone, and the stored catalog would be 5 skills or a few more.
+	staging := t.TempDir()
 	for i := 5; i < 305; i++ {
 		name := fmt.Sprintf("s%03d", i)
 		// A long metadata value: the store keeps frontmatter (not bodies),
 		// so 300 of them need room.
-		writeSkill(t, filepath.Join(root, name), name, map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: Skill " + name + ".\nmetadata:\n  notes: " + big + "\n---\n# " + name + "\n"})
+		writeSkill(t, filepath.Join(staging, "more", name), name, map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: Skill " + name + ".\nmetadata:\n  notes: " + big + "\n---\n# " + name + "\n"})
+	}
+	if err := os.Rename(filepath.Join(staging, "more"), filepath.Join(root, "more")); err != nil {
+		t.Fatal(err)
 	}
 	first.Registry.RequestSync("local", catalog.TriggerManual)
 	waitUntil(t, func() bool {
