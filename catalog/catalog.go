@@ -340,6 +340,30 @@ type Ref struct {
 // URI is the skill's SKILL.md URI.
 func (r Ref) URI() string { return r.Snap.SkillURI(r.Skill) }
 
+// ManifestFile is one file of a skill's manifest as entries state it.
+type ManifestFile struct {
+	URI    string `json:"uri"`
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// Manifest lists the skill's files with their URIs (SKILL.md's is the
+// skill's own), digests and sizes, in file order.
+func (r Ref) Manifest() []ManifestFile {
+	sk := r.Skill
+	uri := r.URI()
+	out := make([]ManifestFile, len(sk.Files))
+	for i := range sk.Files {
+		f := &sk.Files[i]
+		u := uri
+		if f.Path != "SKILL.md" {
+			u = r.Snap.FileURI(sk, f)
+		}
+		out[i] = ManifestFile{URI: u, Digest: f.Digest, Size: f.Size}
+	}
+	return out
+}
+
 // Len is the number of skills the filter allows.
 func (c *Catalog) Len(allow Filter) int {
 	n := 0

@@ -25,11 +25,7 @@ type Entry struct {
 }
 
 // ResourceRef is one file of an entry's manifest.
-type ResourceRef struct {
-	URI    string `json:"uri"`
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
-}
+type ResourceRef = catalog.ManifestFile
 
 // EntryMeta is the _meta skillreg attaches to skill content.
 type EntryMeta struct {
@@ -40,20 +36,10 @@ type EntryMeta struct {
 // NewEntry renders one skill as its extension entry.
 func NewEntry(ref catalog.Ref) Entry {
 	sk := ref.Skill
-	uri := ref.URI()
-	res := make([]ResourceRef, len(sk.Files))
-	for i := range sk.Files {
-		f := &sk.Files[i]
-		u := uri // SKILL.md's URI is the entry's own
-		if f.Path != "SKILL.md" {
-			u = ref.Snap.FileURI(sk, f)
-		}
-		res[i] = ResourceRef{URI: u, Digest: f.Digest, Size: f.Size}
-	}
 	return Entry{
-		URI:         uri,
+		URI:         ref.URI(),
 		Frontmatter: sk.Frontmatter.JSON,
-		Resources:   res,
+		Resources:   ref.Manifest(),
 		Meta:        EntryMeta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
 	}
 }

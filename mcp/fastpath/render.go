@@ -40,12 +40,8 @@ type WireEntry struct {
 	Meta        Meta       `json:"_meta"`
 }
 
-// Resource is one file of an entry's manifest (mcp.ResourceRef's JSON).
-type Resource struct {
-	URI    string `json:"uri"`
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
-}
+// Resource is one file of an entry's manifest.
+type Resource = catalog.ManifestFile
 
 // Meta is the _meta of an entry (mcp.EntryMeta's JSON).
 type Meta struct {
@@ -59,24 +55,14 @@ type Meta struct {
 // answers, which are most of them, are written by appendEntry instead.
 func Wire(ref catalog.Ref) WireEntry {
 	sk := ref.Skill
-	uri := ref.URI()
-	res := make([]Resource, len(sk.Files))
-	for i := range sk.Files {
-		f := &sk.Files[i]
-		u := uri // SKILL.md's URI is the entry's own
-		if f.Path != "SKILL.md" {
-			u = ref.Snap.FileURI(sk, f)
-		}
-		res[i] = Resource{URI: u, Digest: f.Digest, Size: f.Size}
-	}
 	var fm any = json.RawMessage(sk.Frontmatter.JSON)
 	if v, ok := nativeJSON(sk.Frontmatter.JSON); ok {
 		fm = v
 	}
 	return WireEntry{
-		URI:         uri,
+		URI:         ref.URI(),
 		Frontmatter: fm,
-		Resources:   res,
+		Resources:   ref.Manifest(),
 		Meta:        Meta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
 	}
 }
