@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,77 +61,89 @@ func TestPerCallerCatalogs(t *testing.T) {
 	d := startDaemon(t, "sources:\n  - name: acme\n    dir: "+root+"/acme\n  - name: platform\n    dir: "+root+"/platform\nclients:\n"+clients.String(), "")
 
 	see := map[string][]string{"alice": {"acme"}, "eve": {"platform"}, "bob": {"acme", "platform"}}
-	acmeSkill, acmeFile, acmeDir := "skill://acme/deploy/SKILL.md", "skill://acme/deploy/ref.md", "skill://acme/deploy"
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		for caller, sources := range see {
-			cs := connectAs(t, d.URL, v, toks[caller])
-			seesAcme := sources[0] == "acme"
-			label := v + " " + caller
-
-			list, err := sdk.CallCustomMethod[*mcp.ListSkillsParams, *mcp.ListSkillsResult](context.Background(), cs, "skills/list", &mcp.ListSkillsParams{})
-			if err != nil || len(list.Skills) != len(sources) {
-				t.Errorf("%s skills/list: %d entries, %v", label, len(list.Skills), err)
-			}
-			if v == "2026-07-28" && list.CacheScope != "private" {
-				t.Errorf("%s skills/list cacheScope %q, want private", label, list.CacheScope)
-			}
-			res, _ := cs.ListResources(context.Background(), nil)
-			skillMDs := 0
-			for _, r := range res.Resources {
-				if strings.HasSuffix(r.URI, "/SKILL.md") {
-					skillMDs++
-				}
-			}
-			if skillMDs != len(sources) {
-				t.Errorf("%s resources/list: %d SKILL.md", label, skillMDs)
-			}
-			prompts, _ := cs.ListPrompts(context.Background(), nil)
-			if len(prompts.Prompts) != len(sources) {
-				t.Errorf("%s prompts/list: %d", label, len(prompts.Prompts))
-			}
-			var tl mcp.ListSkillsOutput
-			callTool(t, cs, "list_skills", map[string]any{}, &tl)
-			if len(tl.Skills) != len(sources) {
-				t.Errorf("%s list_skills: %d", label, len(tl.Skills))
-			}
-			var diag mcp.DiagnoseOutput
-			callTool(t, cs, "diagnose", map[string]any{}, &diag)
-			if len(diag.Sources) != len(sources) {
-				t.Errorf("%s diagnose: %d sources", label, len(diag.Sources))
-			}
-			cat, _ := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "skillreg://catalog.json"})
-			if got := strings.Contains(cat.Contents[0].Text, "skill://acme/"); got != seesAcme {
-				t.Errorf("%s catalog.json mentions acme: %v", label, got)
-			}
-
-			// Every way of reaching acme's skill: allowed, or answered
-			// exactly like a skill that does not exist.
-			ghost := map[string]string{
-				"skills/get": "skill://acme/ghost/SKILL.md", "resources/read": "skill://acme/ghost/ref.md", "resources/directory/read": "skill://acme/ghost",
-			}
-			for _, probe := range []struct{ method, uri string }{{"skills/get", acmeSkill}, {"resources/read", acmeFile}, {"resources/directory/read", acmeDir}} {
-				errReal := callErr(cs, probe.method, probe.uri)
-				errGhost := callErr(cs, probe.method, ghost[probe.method])
-				if seesAcme && errReal != "" {
-					t.Errorf("%s %s %s: %s", label, probe.method, probe.uri, errReal)
-				}
-				if !seesAcme && strings.ReplaceAll(errReal, "deploy", "ghost") != errGhost {
-					t.Errorf("%s %s: hidden answers %q, missing answers %q", label, probe.method, errReal, errGhost)
-				}
-			}
-			for _, tool := range []struct {
-				name string
-				args map[string]any
-			}{{"get_skill", map[string]any{"uri": acmeSkill}}, {"read_skill_file", map[string]any{"uri": acmeFile}}, {"get_skill", map[string]any{"name": "deploy"}}} {
-				got := callTool(t, cs, tool.name, tool.args, nil)
-				if seesAcme != (got == "") {
-					t.Errorf("%s %s %v: %q", label, tool.name, tool.args, got)
-				}
-			}
-			if _, err := cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "deploy"}); seesAcme != (err == nil) {
-				t.Errorf("%s prompts/get deploy: %v", label, err)
-			}
+			checkSees(t, connectAs(t, d.URL, v, toks[caller]), v+" "+caller, v, sources)
 		}
+	}
+}
+
+// checkSees checks, for a caller connected at a protocol version, each
+// method and tool of the catalog of sources acme (skill deploy) and
+// platform (skill lint): the caller sees exactly the sources in sees, and
+// acme's skill, when outside them, answers exactly like one that does not
+// exist.
+func checkSees(t *testing.T, cs *sdk.ClientSession, label, v string, sources []string) {
+	t.Helper()
+	acmeSkill, acmeFile, acmeDir := "skill://acme/deploy/SKILL.md", "skill://acme/deploy/ref.md", "skill://acme/deploy"
+	seesAcme := slices.Contains(sources, "acme")
+
+	list, err := sdk.CallCustomMethod[*mcp.ListSkillsParams, *mcp.ListSkillsResult](context.Background(), cs, "skills/list", &mcp.ListSkillsParams{})
+	if err != nil || len(list.Skills) != len(sources) {
+		t.Errorf("%s skills/list: %v, want %d entries", label, err, len(sources))
+	} else if v == "2026-07-28" && list.CacheScope != "private" {
+		t.Errorf("%s skills/list cacheScope %q, want private", label, list.CacheScope)
+	}
+	res, _ := cs.ListResources(context.Background(), nil)
+	skillMDs := 0
+	for _, r := range res.Resources {
+		if strings.HasSuffix(r.URI, "/SKILL.md") {
+			skillMDs++
+		}
+	}
+	if skillMDs != len(sources) {
+		t.Errorf("%s resources/list: %d SKILL.md", label, skillMDs)
+	}
+	prompts, _ := cs.ListPrompts(context.Background(), nil)
+	if len(prompts.Prompts) != len(sources) {
+		t.Errorf("%s prompts/list: %d", label, len(prompts.Prompts))
+	}
+	var tl mcp.ListSkillsOutput
+	callTool(t, cs, "list_skills", map[string]any{}, &tl)
+	if len(tl.Skills) != len(sources) {
+		t.Errorf("%s list_skills: %d", label, len(tl.Skills))
+	}
+	var found mcp.SearchSkillsOutput
+	callTool(t, cs, "search_skills", map[string]any{"query": "test skill"}, &found)
+	if len(found.Hits) != len(sources) {
+		t.Errorf("%s search_skills: %d hits", label, len(found.Hits))
+	}
+	var diag mcp.DiagnoseOutput
+	callTool(t, cs, "diagnose", map[string]any{}, &diag)
+	if len(diag.Sources) != len(sources) {
+		t.Errorf("%s diagnose: %d sources", label, len(diag.Sources))
+	}
+	cat, _ := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "skillreg://catalog.json"})
+	if got := strings.Contains(cat.Contents[0].Text, "skill://acme/"); got != seesAcme {
+		t.Errorf("%s catalog.json mentions acme: %v", label, got)
+	}
+
+	// Every way of reaching acme's skill: allowed, or answered
+	// exactly like a skill that does not exist.
+	ghost := map[string]string{
+		"skills/get": "skill://acme/ghost/SKILL.md", "resources/read": "skill://acme/ghost/ref.md", "resources/directory/read": "skill://acme/ghost",
+	}
+	for _, probe := range []struct{ method, uri string }{{"skills/get", acmeSkill}, {"resources/read", acmeFile}, {"resources/directory/read", acmeDir}} {
+		errReal := callErr(cs, probe.method, probe.uri)
+		errGhost := callErr(cs, probe.method, ghost[probe.method])
+		if seesAcme && errReal != "" {
+			t.Errorf("%s %s %s: %s", label, probe.method, probe.uri, errReal)
+		}
+		if !seesAcme && strings.ReplaceAll(errReal, "deploy", "ghost") != errGhost {
+			t.Errorf("%s %s: hidden answers %q, missing answers %q", label, probe.method, errReal, errGhost)
+		}
+	}
+	for _, tool := range []struct {
+		name string
+		args map[string]any
+	}{{"get_skill", map[string]any{"uri": acmeSkill}}, {"read_skill_file", map[string]any{"uri": acmeFile}}, {"get_skill", map[string]any{"name": "deploy"}}} {
+		got := callTool(t, cs, tool.name, tool.args, nil)
+		if seesAcme != (got == "") {
+			t.Errorf("%s %s %v: %q", label, tool.name, tool.args, got)
+		}
+	}
+	if _, err := cs.GetPrompt(context.Background(), &sdk.GetPromptParams{Name: "deploy"}); seesAcme != (err == nil) {
+		t.Errorf("%s prompts/get deploy: %v", label, err)
 	}
 }
 
