@@ -457,7 +457,7 @@ func (d *Daemon) routes() *echo.Echo {
 	// door has already set to the forwarded client behind trusted proxies;
 	// echo must not read forwarding headers on its own.
 	e.IPExtractor = echo.ExtractIPDirect()
-	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.currentClients, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP)))
+	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.currentGate, remoteHost)(d.MCP)))
 	e.Any("/mcp", mcpH)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
