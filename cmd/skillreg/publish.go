@@ -17,7 +17,7 @@ import (
 func (d *Daemon) setupPublish(cfg *config.Config) error {
 	publicURL := cfg.PublicURL
 	p, err := publish.New(publish.Options{
-		Catalog:       d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
+		Catalog:    d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
 		Gate:       d.currentGate,
 		Public:     d.currentPublic,
 		RemoteAddr: remoteHost,
