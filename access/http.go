@@ -76,12 +76,11 @@ func (g *Gate) RetryAfter(err error) string {
 	return "5"
 }
 
-// WriteError answers a request the gate refused with err: the status,
-// the challenge or Retry-After, and a body that says only the standard
-// code.
-func (g *Gate) WriteError(w http.ResponseWriter, err error) {
+// ErrorHeaders sets the headers answering a request the gate refused
+// with err (the challenge, or Retry-After; never cached) and returns the
+// status.
+func (g *Gate) ErrorHeaders(h http.Header, err error) int {
 	code := HTTPStatus(err)
-	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
@@ -89,17 +88,28 @@ func (g *Gate) WriteError(w http.ResponseWriter, err error) {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		h.Set("Retry-After", g.RetryAfter(err))
 	}
-	msg := ErrorCode(err)
-	switch {
-	case msg != "":
-	case code == http.StatusUnauthorized:
-		msg = "a bearer token is required"
-	case code == http.StatusTooManyRequests:
-		msg = "too many failed authentication attempts"
-	default:
-		msg = "temporarily unavailable"
+	return code
+}
+
+// ErrorMessage is the body of a refusal: the standard code, or a phrase
+// that says no more than the status.
+func ErrorMessage(err error) string {
+	if code := ErrorCode(err); code != "" {
+		return code
 	}
-	http.Error(w, msg, code)
+	switch HTTPStatus(err) {
+	case http.StatusUnauthorized:
+		return "a bearer token is required"
+	case http.StatusTooManyRequests:
+		return "too many failed authentication attempts"
+	}
+	return "temporarily unavailable"
+}
+
+// WriteError answers a request the gate refused with err, in plain text.
+func (g *Gate) WriteError(w http.ResponseWriter, err error) {
+	code := g.ErrorHeaders(w.Header(), err)
+	http.Error(w, ErrorMessage(err), code)
 }
 
 type identityKey struct{}

@@ -97,8 +97,8 @@ func (d *Daemon) install(rt *runtimeConfig) {
 			d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(rt.hookSecrets))
 		}
 	}
-	if len(rt.public) > 0 && !rt.clients.Required() {
-		d.log.Warn("public: true has no effect without clients: every skill is already visible to everyone")
+	if len(rt.public) > 0 && !rt.gate.Required() {
+		d.log.Warn("public: true has no effect without clients or oidc: every skill is already visible to everyone")
 	}
 	if old == nil {
 		return
