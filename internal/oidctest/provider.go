@@ -94,6 +94,10 @@ type Provider struct {
 	introID  string
 	introSec string
 	foreign  *signingKey // Sign's KeyForeign, made on first use
+	// transport carries the helpers' own requests (Login, ClientCredentials,
+	// AuthCode); Stop drops its idle connections so that no POST after a
+	// Restart lands on a connection the stopped server closed.
+	transport *http.Transport
 }
 
 // Start runs a provider on loopback; t.Cleanup stops it.
@@ -117,11 +121,12 @@ func Start(t testing.TB, o Options) *Provider {
 		t.Fatalf("oidctest: listen %s: %v", o.Addr, err)
 	}
 	p := &Provider{
-		opts:     o,
-		addr:     ln.Addr().String(),
-		logger:   logger,
-		introID:  "oidctest-introspector",
-		introSec: randomString(t, 24),
+		opts:      o,
+		addr:      ln.Addr().String(),
+		logger:    logger,
+		introID:   "oidctest-introspector",
+		introSec:  randomString(t, 24),
+		transport: http.DefaultTransport.(*http.Transport).Clone(),
 	}
 	p.issuer = "http://" + p.addr
 	st, err := newStorage(o, p.issuer, p.introID, p.introSec)
@@ -202,6 +207,7 @@ func (p *Provider) shutdown() {
 	if srv != nil {
 		_ = srv.Close()
 	}
+	p.transport.CloseIdleConnections()
 }
 
 // Issuer is the provider's issuer URL (http://127.0.0.1:PORT); discovery is
