@@ -90,6 +90,7 @@ type Provider struct {
 	logger   *slog.Logger
 	mu       sync.Mutex
 	srv      *http.Server
+	ln       net.Listener
 	stopped  bool
 	introID  string
 	introSec string
@@ -188,7 +189,7 @@ func (p *Provider) build(t testing.TB) (http.Handler, error) {
 func (p *Provider) serve(ln net.Listener) {
 	srv := &http.Server{Handler: p.handler, ReadHeaderTimeout: 10 * time.Second}
 	p.mu.Lock()
-	p.srv = srv
+	p.srv, p.ln = srv, ln
 	p.stopped = false
 	p.mu.Unlock()
 	go func() {
@@ -200,12 +201,16 @@ func (p *Provider) serve(ln net.Listener) {
 
 func (p *Provider) shutdown() {
 	p.mu.Lock()
-	srv := p.srv
-	p.srv = nil
+	srv, ln := p.srv, p.ln
+	p.srv, p.ln = nil, nil
 	p.stopped = true
 	p.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
+		// Serve may not have taken the listener yet, so Close may not
+		// have closed it: close it here, so the port is free when Stop
+		// returns.
+		_ = ln.Close()
 	}
 	p.transport.CloseIdleConnections()
 }
