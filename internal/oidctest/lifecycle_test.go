@@ -195,8 +195,11 @@ func TestJWTIntrospection(t *testing.T) {
 
 func TestSign(t *testing.T) {
 	p := Start(t, testOptions())
+	if c := p.Claims("robot", resource); c["client_id"] != "robot" || c["sub"] != "robot" || !slices.Equal(c["groups"].([]string), []string{"bots"}) || c["email"] != nil {
+		t.Errorf("Claims of a client %v", c)
+	}
 	claims := p.Claims("u-alice", resource)
-	if claims["email"] != "alice@example.test" || !slices.Equal(claims["groups"].([]string), []string{"eng", "ops"}) || claims["iss"] != p.Issuer() {
+	if claims["client_id"] != "web" || claims["email"] != "alice@example.test" || !slices.Equal(claims["groups"].([]string), []string{"eng", "ops"}) || claims["iss"] != p.Issuer() {
 		t.Fatalf("Claims %v", claims)
 	}
 	claims["exp"] = time.Now().Add(-time.Hour).Unix()

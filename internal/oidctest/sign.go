@@ -34,25 +34,29 @@ const (
 
 // Claims are the claims of an access token the provider would issue now to
 // subject (a user's Subject or a client ID) for audience, expiring after
-// Options.AccessTokenTTL: iss, sub, aud, iat, nbf, exp, jti, client_id,
-// scope "", groups, and the user's email. Change them (exp, aud, ...) and
-// Sign the result for a negative case.
+// Options.AccessTokenTTL: iss, sub, aud, iat, nbf, exp, jti, client_id
+// (the client itself, or for a user the first of Options.Clients), scope
+// "", groups, and the user's email. Change them (exp, aud, ...) and Sign
+// the result for a negative case.
 func (p *Provider) Claims(subject, audience string) map[string]any {
 	now := time.Now()
 	c := map[string]any{
-		"iss":       p.issuer,
-		"sub":       subject,
-		"aud":       audience,
-		"iat":       now.Unix(),
-		"nbf":       now.Unix(),
-		"exp":       now.Add(p.opts.AccessTokenTTL).Unix(),
-		"jti":       newID(),
-		"client_id": subject,
-		"scope":     "",
+		"iss":   p.issuer,
+		"sub":   subject,
+		"aud":   audience,
+		"iat":   now.Unix(),
+		"nbf":   now.Unix(),
+		"exp":   now.Add(p.opts.AccessTokenTTL).Unix(),
+		"jti":   newID(),
+		"scope": "",
 	}
 	if cl, ok := p.storage.clients[subject]; ok {
+		c["client_id"] = subject
 		c["groups"] = groupsClaim(cl.Groups)
 		return c
+	}
+	if len(p.opts.Clients) > 0 {
+		c["client_id"] = p.opts.Clients[0].ID
 	}
 	if u, ok := p.storage.user(subject); ok {
 		c["groups"] = groupsClaim(u.Groups)

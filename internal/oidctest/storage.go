@@ -57,7 +57,7 @@ func newStorage(o Options, issuer, introID, introSecret string) (*storage, error
 		issuer:   issuer,
 		keys:     keys,
 		clients:  map[string]*client{},
-		users:    o.Users,
+		users:    slices.Clone(o.Users),
 		requests: map[string]*authRequest{},
 		codes:    map[string]string{},
 		tokens:   map[string]*token{},
@@ -72,6 +72,9 @@ func newStorage(o Options, issuer, introID, introSecret string) (*storage, error
 		if !c.Public && c.Secret == "" {
 			return nil, fmt.Errorf("confidential client %q without a secret", c.ID)
 		}
+		c.RedirectURIs = slices.Clone(c.RedirectURIs)
+		c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
+		c.Groups = slices.Clone(c.Groups)
 		s.clients[c.ID] = &client{Client: c, opaque: o.Opaque}
 	}
 	s.clients[introID] = &client{Client: Client{ID: introID, Secret: introSecret}, opaque: o.Opaque, introspectOnly: true}
