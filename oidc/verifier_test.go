@@ -29,7 +29,9 @@ func TestAccessTokenChecks(t *testing.T) {
 	es := ecSigner(t, "ec-1", elliptic.P256(), jwt.SigningMethodES256)
 	es384 := ecSigner(t, "ec-2", elliptic.P384(), jwt.SigningMethodES384)
 	ed := edSigner(t, "ed-1")
-	p := newIDP(t, rs, rsOnly, es, es384, ed)
+	es384Bare := ecSigner(t, "ec-3", elliptic.P384(), jwt.SigningMethodES384)
+	es384Bare.alg = "" // no "alg" in the JWK: only the curve ties it to ES384
+	p := newIDP(t, rs, rsOnly, es, es384, ed, es384Bare)
 	var logs bytes.Buffer
 	v := p.verifier(t, c, &logs)
 	now := c.Now()
@@ -40,8 +42,10 @@ func TestAccessTokenChecks(t *testing.T) {
 	esAsRSA.kid = "rsa-1"
 	psPinned := rsOnly
 	psPinned.method = jwt.SigningMethodPS256
-	es256OnP384 := es // an ES256 token naming the P-384 key
-	es256OnP384.kid = es384.kid
+	es256OnP384 := es // an ES256 token naming a P-384 key
+	es256OnP384.kid = es384Bare.kid
+	es256OnPinned := es // an ES256 token naming the P-384 key whose JWK says ES384
+	es256OnPinned.kid = es384.kid
 	noKID := es
 	noKID.kid = ""
 
@@ -106,6 +110,8 @@ func TestAccessTokenChecks(t *testing.T) {
 		{name: "EC signature under an RSA key's kid", raw: esAsRSA.sign(t, p.claims(now)), reason: "fits"},
 		{name: "PS256 under a JWK pinned to RS256", raw: psPinned.sign(t, p.claims(now)), reason: "fits"},
 		{name: "ES256 under a P-384 key", raw: es256OnP384.sign(t, p.claims(now)), reason: "fits"},
+		{name: "ES256 under a JWK pinned to ES384", raw: es256OnPinned.sign(t, p.claims(now)), reason: "fits"},
+		{name: "ES384 under a P-384 key without alg", raw: es384Bare.sign(t, p.claims(now))},
 		{name: "alg none", raw: none(), reason: "algorithm not allowed"},
 		{name: "HS256 keyed with the RSA public key (alg confusion)", raw: hmacWithPublicKey("HS256", pubDER), reason: "algorithm not allowed"},
 		{name: "HS512 keyed with the RSA public key", raw: hmacWithPublicKey("HS512", pubDER), reason: "algorithm not allowed"},
