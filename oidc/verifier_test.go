@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 func TestAccessTokenChecks(t *testing.T) {
@@ -324,9 +326,7 @@ func TestUnknownKIDRefreshLimit(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() { _, errs[i] = v.VerifyAccessToken(ctx, tok) })
 	}
-	for p.jwksHits.Load() != 4 {
-		time.Sleep(time.Millisecond) // the first caller's fetch reaches the provider
-	}
+	testkit.WaitUntil(t, "the first caller's fetch reaching the provider", func() bool { return p.jwksHits.Load() == 4 })
 	close(release)
 	wg.Wait()
 	for i, err := range errs {
@@ -434,9 +434,7 @@ func TestStartRetries(t *testing.T) {
 	defer cancel()
 	v.Start(ctx)
 	v.Start(ctx) // a second call does nothing
-	for p.discoveryHits.Load() < 3 {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitUntil(t, "three discovery attempts", func() bool { return p.discoveryHits.Load() >= 3 })
 	p.setDown(false)
 	select {
 	case <-v.Ready():
@@ -452,6 +450,45 @@ func TestStartRetries(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "oidc provider unreachable; retrying") {
 		t.Fatalf("the outage is not logged:\n%s", logs.String())
+	}
+}
+
+// Start refetches the key set every KeysMaxAge: a key the provider
+// withdrew stops validating, and a failed refetch keeps the cache.
+func TestStartKeepsKeysFresh(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	k1, k2 := edSigner(t, "k1"), edSigner(t, "k2")
+	p := newIDP(t, k1, k2)
+	var logs syncBuffer
+	v := p.verifier(t, c, nil, func(cfg *Config) {
+		cfg.KeysMaxAge = 5 * time.Millisecond
+		cfg.Logger = slogTo(&logs)
+	})
+	v.backoffMin, v.backoffMax = time.Millisecond, 5*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v.Start(ctx)
+	<-v.Ready()
+	if _, err := v.VerifyAccessToken(ctx, k2.sign(t, p.claims(c.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	p.publish(k1)
+	hits := p.jwksHits.Load()
+	testkit.WaitUntil(t, "two refetches after k2 was withdrawn", func() bool { return p.jwksHits.Load() >= hits+2 })
+	if _, err := v.VerifyAccessToken(ctx, k2.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("token of a withdrawn key: %v", err)
+	}
+	p.setDown(true)
+	hits = p.jwksHits.Load()
+	testkit.WaitUntil(t, "two failed refetches", func() bool { return p.jwksHits.Load() >= hits+2 })
+	if _, err := v.VerifyAccessToken(ctx, k1.sign(t, p.claims(c.Now()))); err != nil {
+		t.Fatalf("cached key after failed refetches: %v", err)
+	}
+	cancel()
+	out := logs.String()
+	if !strings.Contains(out, "oidc signing keys") || !strings.Contains(out, "kids=[k1]") {
+		t.Fatalf("the key change is not logged:\n%s", out)
 	}
 }
 
