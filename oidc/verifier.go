@@ -366,6 +366,11 @@ func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token) (any, error) {
 	if !slices.Contains(v.algs, alg) {
 		return nil, refuse("algorithm not allowed")
 	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 section 4.1.11: extensions the verifier does not
+		// understand must be refused, and it understands none.
+		return nil, refuse("critical header extensions are not supported")
+	}
 	kid, ok := t.Header["kid"].(string)
 	if _, present := t.Header["kid"]; present && !ok {
 		return nil, refuse("malformed: kid is not a string")

@@ -78,6 +78,17 @@ func TestAccessTokenChecks(t *testing.T) {
 		}
 		return raw
 	}
+	crit := func() string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims(now))
+		tok.Header["kid"] = "rsa-1"
+		tok.Header["crit"] = []string{"exp-ext"}
+		tok.Header["exp-ext"] = true
+		raw, err := tok.SignedString(rs.priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
 	// Tokens whose signature is replaced: an unsigned token with a valid
 	// header, and a real token with its signature dropped.
 	valid := rs.sign(t, p.claims(now))
@@ -115,6 +126,7 @@ func TestAccessTokenChecks(t *testing.T) {
 		{name: "ES256 under a JWK pinned to ES384", raw: es256OnPinned.sign(t, p.claims(now)), reason: "fits"},
 		{name: "ES384 under a P-384 key without alg", raw: es384Bare.sign(t, p.claims(now))},
 		{name: "alg none", raw: none(), reason: "algorithm not allowed"},
+		{name: "a critical header extension", raw: crit(), reason: "critical"},
 		{name: "HS256 keyed with the RSA public key (alg confusion)", raw: hmacWithPublicKey("HS256", pubDER), reason: "algorithm not allowed"},
 		{name: "HS512 keyed with the RSA public key", raw: hmacWithPublicKey("HS512", pubDER), reason: "algorithm not allowed"},
 		{name: "signature stripped", raw: stripped, reason: "bad signature"},
