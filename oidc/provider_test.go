@@ -242,3 +242,53 @@ func TestRealProviderConcurrentRefresh(t *testing.T) {
 		}
 	}
 }
+
+// The negative cases, minted by the real provider's keys (and a foreign
+// one): each is refused as ErrInvalidToken, naming its check.
+func TestRealProviderRefusals(t *testing.T) {
+	t.Parallel()
+	for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.ES256} {
+		t.Run(string(alg), func(t *testing.T) {
+			t.Parallel()
+			o := realOptions()
+			o.Algorithm = alg
+			p := oidctest.Start(t, o)
+			c := realClock()
+			v := realVerifier(t, p, c)
+			ctx := context.Background()
+			claims := func(edit func(map[string]any)) map[string]any {
+				m := p.Claims("u-ada", realResource)
+				if edit != nil {
+					edit(m)
+				}
+				return m
+			}
+			now := c.Now()
+			tests := []struct {
+				name   string
+				raw    string
+				reason string // empty: valid
+			}{
+				{name: "current key", raw: p.Sign(t, claims(nil), oidctest.KeyCurrent)},
+				{name: "expired within the skew", raw: p.Sign(t, claims(func(m map[string]any) { m["exp"] = now.Add(-50 * time.Second).Unix() }), oidctest.KeyCurrent)},
+				{name: "expired", raw: p.Sign(t, claims(func(m map[string]any) { m["exp"] = now.Add(-2 * time.Minute).Unix() }), oidctest.KeyCurrent), reason: "expired"},
+				{name: "not yet valid", raw: p.Sign(t, claims(func(m map[string]any) { m["nbf"] = now.Add(2 * time.Minute).Unix() }), oidctest.KeyCurrent), reason: "not valid yet"},
+				{name: "another audience", raw: p.Sign(t, claims(func(m map[string]any) { m["aud"] = "https://other.example.test/mcp" }), oidctest.KeyCurrent), reason: "wrong audience"},
+				{name: "another issuer", raw: p.Sign(t, claims(func(m map[string]any) { m["iss"] = "https://evil.example.test" }), oidctest.KeyCurrent), reason: "wrong issuer"},
+				{name: "foreign key, its own kid", raw: p.Sign(t, claims(nil), oidctest.KeyForeign), reason: "unknown key id"},
+				{name: "foreign key under the provider's kid", raw: p.Sign(t, claims(nil), oidctest.KeyForeignSameKID), reason: "bad signature"},
+				{name: "alg none", raw: p.Sign(t, claims(nil), oidctest.KeyNone), reason: "algorithm not allowed"},
+				{name: "HS256 keyed with the public key", raw: p.Sign(t, claims(nil), oidctest.KeyHS256), reason: "algorithm not allowed"},
+			}
+			for _, tt := range tests {
+				got, err := v.VerifyAccessToken(ctx, tt.raw)
+				switch {
+				case tt.reason == "" && (err != nil || got.Subject != "u-ada"):
+					t.Errorf("%s: %+v, %v", tt.name, got, err)
+				case tt.reason != "" && (!errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), tt.reason)):
+					t.Errorf("%s: err = %v, want ErrInvalidToken saying %q", tt.name, err, tt.reason)
+				}
+			}
+		})
+	}
+}
