@@ -16,13 +16,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,22 +116,29 @@ func defaultProviderOptions() oidctest.Options {
 func startOIDCWorld(t *testing.T, o oidctest.Options, extra string) *oidcWorld {
 	t.Helper()
 	p := oidctest.Start(t, o)
-	return startOIDCDaemon(t, p, p.Issuer(), extra)
+	return startOIDCWorldOn(t, p, p.Issuer(), extra)
 }
 
-func startOIDCDaemon(t *testing.T, p *oidctest.Provider, issuer, extra string) *oidcWorld {
+// startOIDCWorldOn starts the daemon of startOIDCWorld against provider
+// p at issuer. Its public_url is its own loopback address, bound before
+// the configuration is made and served as it is.
+func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, issuer, extra string) *oidcWorld {
 	t.Helper()
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "acme", "deploy"), "deploy", map[string]string{"ref.md": "acme ref"})
 	writeSkill(t, filepath.Join(root, "platform", "lint"), "lint", map[string]string{"ref.md": "platform ref"})
-	port := strconv.Itoa(freePort(t))
-	origin := "http://127.0.0.1:" + port
-	yaml := "listen: 127.0.0.1:" + port + "\npublic_url: " + origin + "\n" +
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := "http://" + ln.Addr().String()
+	yaml := "listen: " + ln.Addr().String() + "\npublic_url: " + origin + "\n" +
 		"http:\n  metrics_networks: []\n" +
 		"sources:\n  - name: acme\n    dir: " + root + "/acme\n  - name: platform\n    dir: " + root + "/platform\n" +
 		"oidc:\n  issuer: " + issuer + "\n" + extra
 	cfg, err := config.Parse([]byte(yaml), "")
 	if err != nil {
+		ln.Close()
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
 	cfg.DataDir = t.TempDir()
@@ -139,9 +146,21 @@ func startOIDCDaemon(t *testing.T, p *oidctest.Provider, issuer, extra string) *
 	log := slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := NewDaemon(cfg, log)
 	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
-	w.d = serveDaemon(t, d)
+	d.ln = d.limitListener(ln) // what Listen does, on the address the URL names
+	d.listener.Store(d.ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	w.d = &testDaemon{d, origin}
 	waitUntil(t, func() bool { return d.Registry.Ready() })
 	t.Cleanup(func() {
 		logged := w.log.String()
@@ -403,6 +422,78 @@ func (w *oidcWorld) getURL(t *testing.T, u, token string) (int, []byte) {
 	return w.get(t, u, token)
 }
 
+// TestOIDCRefusedTokens: an expired token, one for another audience, one
+// signed by a key the provider never published, alg none, HS256 with the
+// provider's public key as the secret, a token of another issuer and
+// garbage are each refused with 401 invalid_token (only the code: the
+// reason is in the log, the token is not), and each is a failed attempt;
+// requests without any credential are not, however many come.
+func TestOIDCRefusedTokens(t *testing.T) {
+	t.Parallel()
+	w := startOIDCWorld(t, defaultProviderOptions(), oidcAccess)
+	good := w.userToken(t, "alice")
+	if code, ch, _ := w.mcpStatus(t, good); code != 200 {
+		t.Fatalf("a good token: %d %q", code, ch)
+	}
+	now := time.Now()
+	claims := func(mod map[string]any) map[string]any {
+		c := w.p.Claims("alice", w.resource)
+		for k, v := range mod {
+			c[k] = v
+		}
+		return c
+	}
+	// Signed by the provider's own current key: valid but for the claim
+	// each changes.
+	if code, ch, _ := w.mcpStatus(t, w.keep(w.p.Sign(t, claims(nil), oidctest.KeyCurrent))); code != 200 {
+		t.Fatalf("a token Sign made valid: %d %q", code, ch)
+	}
+	// No credential, many times over: never a failed attempt.
+	for range 30 {
+		if code, _, _ := w.mcpStatus(t, ""); code != http.StatusUnauthorized {
+			t.Fatalf("no credential: %d, want 401 every time", code)
+		}
+	}
+	refused := []struct{ name, token string }{
+		{"expired beyond the skew", w.p.Sign(t, claims(map[string]any{"iat": now.Add(-2 * time.Hour).Unix(), "exp": now.Add(-2 * time.Minute).Unix()}), oidctest.KeyCurrent)},
+		{"not valid yet beyond the skew", w.p.Sign(t, claims(map[string]any{"nbf": now.Add(5 * time.Minute).Unix()}), oidctest.KeyCurrent)},
+		{"another audience (a real token)", w.p.ClientCredentials(t, robotClient, robotSecret, "https://other.example/mcp")},
+		{"another issuer", w.p.Sign(t, claims(map[string]any{"iss": "https://other-idp.example"}), oidctest.KeyCurrent)},
+		{"a key the provider never published", w.p.Sign(t, claims(nil), oidctest.KeyForeign)},
+		{"a key the provider never published, under its key's id", w.p.Sign(t, claims(nil), oidctest.KeyForeignSameKID)},
+		{"alg none", w.p.Sign(t, claims(nil), oidctest.KeyNone)},
+		{"HS256 keyed with the public key", w.p.Sign(t, claims(nil), oidctest.KeyHS256)},
+		{"garbage", "not.a.token"},
+	}
+	for _, r := range refused {
+		code, ch, body := w.mcpStatus(t, w.keep(r.token))
+		if code != http.StatusUnauthorized || !strings.Contains(ch, `error="invalid_token"`) || !strings.Contains(ch, "resource_metadata=") {
+			t.Errorf("%s: %d %q", r.name, code, ch)
+		}
+		if strings.TrimSpace(body) != "invalid_token" {
+			t.Errorf("%s: the body says more than the code: %q", r.name, body)
+		}
+	}
+	if !strings.Contains(w.log.String(), "credential refused") {
+		t.Errorf("the log does not say why tokens were refused")
+	}
+	// Eight failed attempts so far, and the burst is ten: the next wrong
+	// ones exhaust it, and then even the good token waits.
+	limited := false
+	for range 5 {
+		if code, _, _ := w.mcpStatus(t, "not.a.token"); code == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("wrong tokens were not rate-limited")
+	}
+	if code, _, _ := w.mcpStatus(t, good); code != http.StatusTooManyRequests {
+		t.Errorf("the good token after the budget is spent: %d, want 429", code)
+	}
+}
+
 // TestOIDCKeyRotation: the provider rotates its signing key while the
 // daemon runs. A token signed by the new key validates at once (its
 // unknown key id makes the daemon fetch the keys again), and one signed by
@@ -442,6 +533,68 @@ func kidOf(t *testing.T, jwt string) string {
 	return h.Kid
 }
 
+// TestOIDCProviderDown: with the provider down, a token signed by a key
+// the daemon has cached validates (even one it never saw before) until its
+// exp, an expired one does not, and a token whose key the daemon does not
+// know cannot be decided: 503, not a failed attempt. The provider back up,
+// new sign-ins work.
+func TestOIDCProviderDown(t *testing.T) {
+	t.Parallel()
+	o := defaultProviderOptions()
+	w := startOIDCWorld(t, o, oidcAccess)
+	seen := w.userToken(t, "alice")
+	unseen := w.userToken(t, "eve")
+	expiredClaims := w.p.Claims("alice", w.resource)
+	expiredClaims["iat"], expiredClaims["nbf"], expiredClaims["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(-time.Hour).Unix(), time.Now().Add(-2*time.Minute).Unix()
+	expired := w.keep(w.p.Sign(t, expiredClaims, oidctest.KeyCurrent))
+	foreign := w.keep(w.p.Sign(t, w.p.Claims("alice", w.resource), oidctest.KeyForeign))
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", seen), "before the outage", "2025-11-25", []string{"acme"})
+
+	w.p.Stop(t)
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", seen), "during the outage, a token seen before", "2025-11-25", []string{"acme"})
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", unseen), "during the outage, a token first seen now", "2025-11-25", []string{"platform"})
+	if code, ch, _ := w.mcpStatus(t, expired); code != http.StatusUnauthorized || !strings.Contains(ch, "invalid_token") {
+		t.Errorf("during the outage, an expired token: %d %q", code, ch)
+	}
+	for range 15 { // more than the failed-attempt burst: none of them counts
+		if code, _, _ := w.mcpStatus(t, foreign); code != http.StatusServiceUnavailable {
+			t.Fatalf("during the outage, a token of an unknown key: %d, want 503", code)
+		}
+	}
+	if code, ch, _ := w.mcpStatus(t, ""); code != http.StatusUnauthorized || !strings.Contains(ch, "resource_metadata=") {
+		t.Errorf("during the outage, no credential: %d %q", code, ch)
+	}
+
+	w.p.Restart(t)
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", w.userToken(t, "bob")), "after the outage, a new sign-in", "2025-11-25", []string{"acme", "platform"})
+}
+
+// TestOIDCDaemonStartsWhileProviderDown: a daemon started while the
+// provider is unreachable serves (the probes, the challenge), answers 503
+// to a token it cannot check yet (not a failed attempt), and accepts it
+// once the provider is back (discovery is retried in the background).
+func TestOIDCDaemonStartsWhileProviderDown(t *testing.T) {
+	t.Parallel()
+	p := oidctest.Start(t, defaultProviderOptions())
+	p.Stop(t)
+	w := startOIDCWorldOn(t, p, p.Issuer(), oidcAccess)
+	signed := w.keep(p.Sign(t, p.Claims("alice", w.resource), oidctest.KeyCurrent))
+	if code, ch, _ := w.mcpStatus(t, ""); code != http.StatusUnauthorized || !strings.Contains(ch, "resource_metadata=") {
+		t.Errorf("provider down, no credential: %d %q", code, ch)
+	}
+	for range 15 { // more than the failed-attempt burst: none of them counts
+		if code, _, _ := w.mcpStatus(t, signed); code != http.StatusServiceUnavailable {
+			t.Fatalf("provider down since the start, a token: %d, want 503", code)
+		}
+	}
+	p.Restart(t)
+	waitUntil(t, func() bool {
+		code, _, _ := w.mcpStatus(t, signed)
+		return code == 200
+	})
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", signed), "once the provider is back", "2025-11-25", []string{"acme"})
+}
+
 // TestOIDCOpaqueTokens: a provider that issues opaque access tokens; the
 // daemon asks its introspection endpoint, and the identity sees its
 // sources; a made-up opaque token is refused.
@@ -451,7 +604,7 @@ func TestOIDCOpaqueTokens(t *testing.T) {
 	p := oidctest.Start(t, o)
 	id, secret := p.IntrospectionClient()
 	t.Setenv("SKILLREG_TEST_INTROSPECTION_SECRET", secret)
-	w := startOIDCDaemon(t, p, p.Issuer(), "  introspection:\n    client_id: "+id+"\n    client_secret_env: SKILLREG_TEST_INTROSPECTION_SECRET\n"+oidcAccess)
+	w := startOIDCWorldOn(t, p, p.Issuer(), "  introspection:\n    client_id: "+id+"\n    client_secret_env: SKILLREG_TEST_INTROSPECTION_SECRET\n"+oidcAccess)
 	w.keep(secret)
 	tok := w.robotToken(t)
 	if strings.Count(tok, ".") == 2 {
