@@ -477,7 +477,7 @@ func TestOIDCRefusedTokens(t *testing.T) {
 	if !strings.Contains(w.log.String(), "credential refused") {
 		t.Errorf("the log does not say why tokens were refused")
 	}
-	// Eight failed attempts so far, and the burst is ten: the next wrong
+	// Nine failed attempts so far, and the burst is ten: the next wrong
 	// ones exhaust it, and then even the good token waits.
 	limited := false
 	for range 5 {
@@ -551,15 +551,17 @@ func TestOIDCProviderDown(t *testing.T) {
 	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", seen), "before the outage", "2025-11-25", []string{"acme"})
 
 	w.p.Stop(t)
-	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", seen), "during the outage, a token seen before", "2025-11-25", []string{"acme"})
-	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", unseen), "during the outage, a token first seen now", "2025-11-25", []string{"platform"})
-	if code, ch, _ := w.mcpStatus(t, expired); code != http.StatusUnauthorized || !strings.Contains(ch, "invalid_token") {
-		t.Errorf("during the outage, an expired token: %d %q", code, ch)
-	}
+	// First a token whose key the daemon does not know: it tries the
+	// provider, fails, and must not drop the keys it has.
 	for range 15 { // more than the failed-attempt burst: none of them counts
 		if code, _, _ := w.mcpStatus(t, foreign); code != http.StatusServiceUnavailable {
 			t.Fatalf("during the outage, a token of an unknown key: %d, want 503", code)
 		}
+	}
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", seen), "during the outage, a token seen before", "2025-11-25", []string{"acme"})
+	checkSees(t, connectAs(t, w.d.URL, "2025-11-25", unseen), "during the outage, a token first seen now", "2025-11-25", []string{"platform"})
+	if code, ch, _ := w.mcpStatus(t, expired); code != http.StatusUnauthorized || !strings.Contains(ch, "invalid_token") {
+		t.Errorf("during the outage, an expired token: %d %q", code, ch)
 	}
 	if code, ch, _ := w.mcpStatus(t, ""); code != http.StatusUnauthorized || !strings.Contains(ch, "resource_metadata=") {
 		t.Errorf("during the outage, no credential: %d %q", code, ch)
