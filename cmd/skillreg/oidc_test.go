@@ -698,8 +698,8 @@ func TestOIDCHeadersHelper(t *testing.T) {
 	}
 	w := startOIDCWorld(t, defaultProviderOptions(), oidcAccess)
 	cache := t.TempDir()
-	run := func(env ...string) (map[string]string, string, error) {
-		cmd := exec.Command(script)
+	runArgs := func(args []string, env ...string) (map[string]string, string, error) {
+		cmd := exec.Command(script, args...)
 		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SKILLREG_CACHE_DIR=" + cache}, env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -712,6 +712,7 @@ func TestOIDCHeadersHelper(t *testing.T) {
 		}
 		return headers, stderr.String(), err
 	}
+	run := func(env ...string) (map[string]string, string, error) { return runArgs(nil, env...) }
 	machine := []string{"SKILLREG_OIDC_ISSUER=" + w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID=" + robotClient,
 		"SKILLREG_OIDC_CLIENT_SECRET=" + robotSecret, "SKILLREG_RESOURCE=" + w.resource}
 	marketplace := func(headers map[string]string) map[string]bool {
@@ -775,6 +776,11 @@ func TestOIDCHeadersHelper(t *testing.T) {
 	// helper fails and says so.
 	if _, stderr, err := run(`SKILLREG_TOKEN_COMMAND=echo 'x", "Cookie": "y'`); err == nil || !strings.Contains(stderr, "not a bearer token") {
 		t.Errorf("a command printing junk: %v %q", err, stderr)
+	}
+	// The provider here has no device flow: login says so rather than
+	// waiting for a person.
+	if _, stderr, err := runArgs([]string{"login"}, "SKILLREG_OIDC_ISSUER="+w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID="+hostsClient, "SKILLREG_RESOURCE="+w.resource); err == nil || !strings.Contains(stderr, "no device flow") {
+		t.Errorf("login without a device flow at the provider: %v %q", err, stderr)
 	}
 	// Without a token and without a secret, it does not wait for a person.
 	if _, stderr, err := run("SKILLREG_OIDC_ISSUER="+w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID="+hostsClient, "SKILLREG_RESOURCE="+w.resource,
