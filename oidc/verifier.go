@@ -74,7 +74,7 @@ type Verifier struct {
 // New checks cfg and returns a Verifier. It does no network I/O: discovery
 // and the JWKS are fetched by Start, or on first use.
 func New(cfg Config) (*Verifier, error) {
-	if err := checkURL("oidc issuer", cfg.Issuer); err != nil {
+	if err := checkURL("issuer", cfg.Issuer); err != nil {
 		return nil, err
 	}
 	if cfg.Audience == "" {
@@ -127,7 +127,7 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	if in := cfg.Introspection; in != nil {
 		if in.URL != "" {
-			if err := checkURL("oidc introspection url", in.URL); err != nil {
+			if err := checkURL("introspection url", in.URL); err != nil {
 				return nil, err
 			}
 		}
