@@ -203,4 +203,61 @@ func TestOIDCGate(t *testing.T) {
 	if got := list(sales); !slices.Equal(got, []string{"skill://acme/deploy/SKILL.md"}) {
 		t.Fatalf("after the reload sales sees %v", got)
 	}
+
+	// A reload onto another provider: a new verifier, and the first
+	// provider's tokens are refused from then on.
+	p2 := oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{{ID: "agent-platform", Secret: "secret-2", Groups: []string{"platform"}}}})
+	if err := os.WriteFile(path, []byte("listen: "+d.Addr()+"\ndata_dir: "+d.running().cfg.DataDir+"\n"+sources+
+		"public_url: "+d.URL+"\noidc:\n  issuer: "+p2.Issuer()+"\naccess:\n  - groups: [platform]\n    sources: [platform]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = config.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d.running().oidc.verifier == v {
+		t.Fatal("a new issuer kept the old verifier")
+	}
+	if r := postInitialize(t, d.URL, platform); r.StatusCode != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("the old provider's token after the switch: %d %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+	if got := list(p2.ClientCredentials(t, "agent-platform", "secret-2", resource)); !slices.Equal(got, []string{"skill://platform/lint/SKILL.md"}) {
+		t.Fatalf("the new provider's token sees %v", got)
+	}
+}
+
+// TestOIDCSecretsRequired: a serving daemon refuses to start when an
+// environment variable the oidc section names is empty, naming the key
+// (sync and stdio read no such setting: TestSyncBuildsNoSurface).
+func TestOIDCSecretsRequired(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"  introspection:\n    client_id: c\n    client_secret_env: SKILLREG_TEST_UNSET_SECRET\n", "oidc.introspection.client_secret_env: the environment variable SKILLREG_TEST_UNSET_SECRET is empty"},
+		{"  client_id: web\n  client_secret_env: SKILLREG_TEST_UNSET_SECRET\n", "oidc.client_secret_env: the environment variable SKILLREG_TEST_UNSET_SECRET is empty"},
+	} {
+		cfg, err := config.Parse([]byte("public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n"+tc.yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = t.TempDir()
+		_, err = NewDaemon(cfg, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewDaemon = %v, want %q", err, tc.want)
+		}
+	}
+	t.Setenv("SKILLREG_TEST_SET_SECRET", "s3cr3t-value")
+	cfg, err := config.Parse([]byte("public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n  client_id: web\n  client_secret_env: SKILLREG_TEST_SET_SECRET\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	d, err := NewDaemon(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if or := d.running().oidc; or.clientSecret != "s3cr3t-value" || !slices.Contains(or.secrets, "s3cr3t-value") {
+		t.Fatalf("web client secret %q, scrubbed %v", or.clientSecret, len(or.secrets))
+	}
 }
