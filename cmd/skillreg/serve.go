@@ -284,7 +284,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			InstallBase: func(r *http.Request) string {
 				return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
 			},
-			Authenticate: func(tok string) (web.Viewer, bool) {
+			Authenticate: func(_ context.Context, tok string) (web.Viewer, bool) {
 				c, ok := d.currentClients().Check(tok)
 				return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
 			},
