@@ -50,8 +50,9 @@ type Config struct {
 	// HTTPClient fetches discovery, the JWKS and introspection. Nil: a
 	// client with FetchTimeout. Its own Timeout, if any, also applies.
 	HTTPClient *http.Client
-	// Logger receives the provider's state changes and why tokens were
-	// refused (never the token). Nil: slog.Default().
+	// Logger receives the provider's state changes (discovery, key
+	// fetches, outages). Refusals are not logged here: they are returned,
+	// for the caller to log once. Nil: discarded.
 	Logger *slog.Logger
 	// Now is the clock; nil: time.Now. Tests set it.
 	Now func() time.Time
