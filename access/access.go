@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +134,10 @@ func (l *Limiter) WithClock(now func() time.Time) *Limiter {
 	return l
 }
 
+// RetryAfter is how long an address over its budget waits for its next
+// attempt.
+func (l *Limiter) RetryAfter() time.Duration { return l.every }
+
 // Allow reports whether addr may try again; it spends nothing.
 func (l *Limiter) Allow(addr string) bool {
 	l.mu.Lock()
@@ -174,41 +177,5 @@ func (l *Limiter) evict(now time.Time) {
 	}
 	if len(l.byAddr) >= l.maxKeys && oldest != "" {
 		delete(l.byAddr, oldest)
-	}
-}
-
-// Middleware requires a valid bearer token when clients are configured:
-// 401 with WWW-Authenticate otherwise, 429 once an address has failed too
-// often. clients is read at every request, so a reload takes effect at once.
-func Middleware(clients func() *Clients, lim *Limiter, remote func(*http.Request) string, onFailure func()) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			cs := clients()
-			if !cs.Required() {
-				next.ServeHTTP(w, r)
-				return
-			}
-			addr := remote(r)
-			if !lim.Allow(addr) {
-				w.Header().Set("Retry-After", fmt.Sprint(int(lim.every.Seconds())))
-				http.Error(w, "too many failed authentication attempts", http.StatusTooManyRequests)
-				return
-			}
-			tok := Bearer(r.Header.Get("Authorization"))
-			if _, ok := cs.Check(tok); !ok {
-				lim.Failed(addr)
-				if onFailure != nil {
-					onFailure()
-				}
-				challenge := `Bearer realm="skillreg"`
-				if tok != "" {
-					challenge += `, error="invalid_token"`
-				}
-				w.Header().Set("WWW-Authenticate", challenge)
-				http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
 	}
 }

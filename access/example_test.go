@@ -32,33 +32,42 @@ func ExampleNewToken() {
 }
 
 // Middleware answers 401 without a valid token and 429 once an address
-// has failed too often; clients is read at every request, so a reload
-// takes effect at once.
+// has failed too often; the gate is read at every request, so a reload
+// takes effect at once. A request without a token is not a failed
+// attempt: OAuth discovery starts that way.
 func ExampleMiddleware() {
 	token, hash, _ := access.NewToken()
 	h, _ := access.ParseHash(hash)
-	clients := access.New([]access.Client{{Name: "ci", Hash: h, Sources: []string{"*"}}})
-	lim := access.NewLimiter(time.Minute, 2)
+	gate := access.NewGate(access.GateOptions{
+		Clients: access.New([]access.Client{{Name: "ci", Hash: h, Sources: []string{"*"}}}),
+		Limiter: access.NewLimiter(time.Minute, 2),
+	})
 	remote := func(r *http.Request) string { return r.RemoteAddr }
-	mw := access.Middleware(func() *access.Clients { return clients }, lim, remote, nil)
-	handler := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "catalog") }))
+	mw := access.Middleware(func() *access.Gate { return gate }, remote)
+	handler := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _ := access.IdentityFrom(r.Context())
+		fmt.Fprint(w, id.Name)
+	}))
 
 	// The limiter allows two failures, then one a minute, even for a
 	// right token: the address, not the token, is what is slowed.
-	for _, auth := range []string{"Bearer " + token, "", "Bearer wrong", "Bearer " + token} {
+	for _, auth := range []string{"Bearer " + token, "", "", "", "Bearer wrong", "Bearer wrong", "Bearer " + token} {
 		req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
-		fmt.Println(strings.TrimSpace(fmt.Sprint(rec.Code, " ", rec.Header().Get("WWW-Authenticate"))))
+		fmt.Println(strings.TrimSpace(fmt.Sprint(rec.Code, " ", rec.Header().Get("WWW-Authenticate"), " ", strings.TrimSpace(rec.Body.String()))))
 	}
 	// Output:
-	// 200
-	// 401 Bearer realm="skillreg"
-	// 401 Bearer realm="skillreg", error="invalid_token"
-	// 429
+	// 200  ci
+	// 401 Bearer realm="skillreg" a bearer token is required
+	// 401 Bearer realm="skillreg" a bearer token is required
+	// 401 Bearer realm="skillreg" a bearer token is required
+	// 401 Bearer realm="skillreg", error="invalid_token" invalid_token
+	// 401 Bearer realm="skillreg", error="invalid_token" invalid_token
+	// 429  too many failed authentication attempts
 }
 
 // The Host check keeps DNS rebinding out: only listed names, IP literals

@@ -35,7 +35,11 @@ type Config struct {
 	Sources []Source    `yaml:"sources"`
 	Meta    []SkillMeta `yaml:"skill_meta"`
 	Clients []Client    `yaml:"clients"`
-	HTTP    HTTP        `yaml:"http"`
+	// OIDC and Access: the organisation's provider and who of its
+	// identities sees which sources (see oidc.go).
+	OIDC   *OIDC        `yaml:"oidc"`
+	Access []AccessRule `yaml:"access"`
+	HTTP   HTTP         `yaml:"http"`
 	// Publishing to installers: see the Publish block at the end.
 	PublicURL   string      `yaml:"public_url"`
 	Marketplace Marketplace `yaml:"marketplace"`
@@ -311,6 +315,11 @@ func Parse(data []byte, base string) (*Config, error) {
 	// Line numbers of the sources, for messages.
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) == 1 {
+		// "oidc:" with nothing under it (every key commented out, say)
+		// must not turn access control off without a word.
+		if n := mapValue(doc.Content[0], "oidc"); n != nil && c.OIDC == nil {
+			return nil, fmt.Errorf("line %d: oidc: empty; set oidc.issuer, or remove the key", n.Line)
+		}
 		if srcs := mapValue(doc.Content[0], "sources"); srcs != nil && srcs.Kind == yaml.SequenceNode {
 			for i, n := range srcs.Content {
 				if i < len(c.Sources) {
@@ -387,6 +396,7 @@ func (c *Config) applyDefaults() {
 		h.IdleTimeout = Duration(DefaultIdleTimeout)
 	}
 	c.publishDefaults()
+	c.oidcDefaults()
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		if s.Poll == nil {
@@ -515,6 +525,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.validatePublish(bad)
+	c.validateAccess(seen, bad)
 
 	names := map[string]bool{}
 	for i, cl := range c.Clients {

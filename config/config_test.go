@@ -23,6 +23,9 @@ func TestExampleLoads(t *testing.T) {
 	if len(c.Meta) != 1 || c.Meta[0].Tool != "agentkey_skill_meta" || len(c.Clients) != 2 {
 		t.Fatalf("skill_meta %+v clients %+v", c.Meta, c.Clients)
 	}
+	if c.OIDC == nil || c.OIDC.Audience != c.MCPResource() || len(c.Access) != 2 || c.Access[1].Emails[0] != "@acme.example.com" {
+		t.Fatalf("oidc %+v access %+v", c.OIDC, c.Access)
+	}
 	if c.Sources[2].Poll.D() != DefaultGitPoll || c.Sources[0].Poll.D() != 2*time.Second {
 		t.Fatalf("polls %v %v", c.Sources[0].Poll.D(), c.Sources[2].Poll.D())
 	}

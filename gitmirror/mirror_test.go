@@ -275,8 +275,8 @@ func TestAccess(t *testing.T) {
 	_, up := upstream(t)
 	tok := "skr_teamtoken"
 	sum := sha256.Sum256([]byte(tok))
-	clients := access.New([]access.Client{{Name: "team", Hash: sum, Sources: []string{"team"}}})
-	d := newDaemon(t, up.URL(), ServeOptions{Clients: func() *access.Clients { return clients }})
+	gate := access.NewGate(access.GateOptions{Clients: access.New([]access.Client{{Name: "team", Hash: sum, Sources: []string{"team"}}})})
+	d := newDaemon(t, up.URL(), ServeOptions{Gate: func() *access.Gate { return gate }})
 	work := t.TempDir()
 	basic := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+tok))
 	git(t, work, "-c", "http.extraHeader="+basic, "clone", "--depth", "1", d.srv.URL+"/git/team.git", "c")

@@ -143,7 +143,7 @@ func ParseV0(body []byte) (*V0Request, error) {
 func (h *Handler) uploadPackV0(ctx context.Context, w http.ResponseWriter, s *served, body []byte) error {
 	r, err := ParseV0(body)
 	if err != nil {
-		return &httpError{http.StatusBadRequest, err.Error()}
+		return &httpError{code: http.StatusBadRequest, msg: err.Error()}
 	}
 	p, err := plan(s, &r.FetchRequest, h.list(ctx), h.available(ctx))
 	if err != nil {

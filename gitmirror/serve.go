@@ -26,21 +26,17 @@ const (
 	DefaultTimeout    = 10 * time.Minute
 )
 
-// Limiter slows down repeated failed sign-ins from one address.
-type Limiter interface {
-	Allow(addr string) bool
-	Failed(addr string)
-}
-
 // ServeOptions configure the smart HTTP face.
 type ServeOptions struct {
-	Clients       func() *access.Clients
-	Public        func() map[string]bool
-	Limiter       Limiter
-	OnAuthFailure func()
-	RemoteAddr    func(r *http.Request) string
-	Concurrent    int           // upload-packs at once (default 16)
-	Timeout       time.Duration // one upload-pack (default 10 minutes)
+	// Gate says who a request's credential belongs to and counts failed
+	// attempts (nil, or one that requires nothing: open); asked at every
+	// request.
+	Gate   func() *access.Gate
+	Public func() map[string]bool
+	// RemoteAddr is the address failed attempts are counted against.
+	RemoteAddr func(r *http.Request) string
+	Concurrent int           // upload-packs at once (default 16)
+	Timeout    time.Duration // one upload-pack (default 10 minutes)
 }
 
 // Handler serves /git/<source>.git over git's smart HTTP protocol v2.
@@ -69,13 +65,14 @@ const Prefix = "/git/"
 
 // httpError is an answer other than success.
 type httpError struct {
-	code int
-	msg  string
+	code       int
+	msg        string
+	retryAfter string // of a 429 or 503 (default 5 seconds)
 }
 
 func (e *httpError) Error() string { return e.msg }
 
-var errNotFound = &httpError{http.StatusNotFound, "repository not found"}
+var errNotFound = &httpError{code: http.StatusNotFound, msg: "repository not found"}
 
 // ServeHTTP routes /git/<name>.git/{info/refs,git-upload-pack,git-receive-pack}.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -85,15 +82,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var he *httpError
 	if !errors.As(err, &he) {
-		he = &httpError{http.StatusInternalServerError, "internal error"}
+		he = &httpError{code: http.StatusInternalServerError, msg: "internal error"}
 	}
 	hd := w.Header()
 	hd.Set("Cache-Control", "no-store")
 	switch he.code {
 	case http.StatusUnauthorized:
 		hd.Set("WWW-Authenticate", `Basic realm="skillreg"`)
-	case http.StatusServiceUnavailable:
-		hd.Set("Retry-After", "5")
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		ra := he.retryAfter
+		if ra == "" {
+			ra = "5"
+		}
+		hd.Set("Retry-After", ra)
 	}
 	http.Error(w, he.msg, he.code)
 }
@@ -108,7 +109,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound
 	}
 	if op == "git-receive-pack" || (op == "info/refs" && r.URL.Query().Get("service") == "git-receive-pack") {
-		return &httpError{http.StatusForbidden, "this repository is a read-only mirror"}
+		return &httpError{code: http.StatusForbidden, msg: "this repository is a read-only mirror"}
 	}
 	allow, anonymous, err := h.identify(r)
 	if err != nil {
@@ -117,7 +118,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	g, err := h.generation(r.Context(), name, allow)
 	if errors.Is(err, catalog.ErrNotFound) {
 		if anonymous {
-			return &httpError{http.StatusUnauthorized, "authentication required"}
+			return &httpError{code: http.StatusUnauthorized, msg: "authentication required"}
 		}
 		return errNotFound
 	}
@@ -127,7 +128,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case op == "info/refs" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		if r.URL.Query().Get("service") != "git-upload-pack" {
-			return &httpError{http.StatusForbidden, "only the smart HTTP protocol is served"}
+			return &httpError{code: http.StatusForbidden, msg: "only the smart HTTP protocol is served"}
 		}
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
 		w.Header().Set("Cache-Control", "no-cache")
@@ -146,18 +147,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 }
 
 // identify returns what the caller may see and whether it came without a
-// credential. Git sends the token as HTTP Basic (any user name, the token
-// as password) or, with http.extraHeader, as a bearer token.
+// credential, asking the gate. Git sends the token as HTTP Basic (any user
+// name, the token as password) or, with http.extraHeader, as a bearer
+// token.
 func (h *Handler) identify(r *http.Request) (catalog.Filter, bool, error) {
-	var cs *access.Clients
-	if h.o.Clients != nil {
-		cs = h.o.Clients()
+	var g *access.Gate
+	if h.o.Gate != nil {
+		g = h.o.Gate()
 	}
-	if !cs.Required() {
+	if !g.Required() {
 		return catalog.Filter{}, false, nil
 	}
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
+	id, err := g.Check(r.Context(), h.o.RemoteAddr(r), token(r.Header.Get("Authorization")))
+	switch {
+	case errors.Is(err, access.ErrNoCredential):
 		only := map[string]bool{}
 		if h.o.Public != nil {
 			for s, ok := range h.o.Public() {
@@ -167,22 +170,10 @@ func (h *Handler) identify(r *http.Request) (catalog.Filter, bool, error) {
 			}
 		}
 		return catalog.Filter{Only: only}, true, nil
+	case err != nil:
+		return catalog.Filter{}, false, &httpError{code: access.HTTPStatus(err), msg: access.ErrorMessage(err), retryAfter: g.RetryAfter(err)}
 	}
-	addr := h.o.RemoteAddr(r)
-	if h.o.Limiter != nil && !h.o.Limiter.Allow(addr) {
-		return catalog.Filter{}, false, &httpError{http.StatusTooManyRequests, "too many failed authentication attempts"}
-	}
-	cl, ok := cs.Check(token(auth))
-	if !ok {
-		if h.o.Limiter != nil {
-			h.o.Limiter.Failed(addr)
-		}
-		if h.o.OnAuthFailure != nil {
-			h.o.OnAuthFailure()
-		}
-		return catalog.Filter{}, false, &httpError{http.StatusUnauthorized, "invalid token"}
-	}
-	return cl.Filter(), false, nil
+	return id.Filter, false, nil
 }
 
 // token extracts the token from a Basic (the password, or the user name
@@ -312,7 +303,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	if r.Header.Get("Content-Encoding") == "gzip" {
 		zr, err := gzip.NewReader(rd)
 		if err != nil {
-			return nil, &httpError{http.StatusBadRequest, "bad gzip body"}
+			return nil, &httpError{code: http.StatusBadRequest, msg: "bad gzip body"}
 		}
 		rd = zr
 	}
@@ -320,12 +311,12 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, &httpError{http.StatusRequestEntityTooLarge, "request too large"}
+			return nil, &httpError{code: http.StatusRequestEntityTooLarge, msg: "request too large"}
 		}
-		return nil, &httpError{http.StatusBadRequest, "unreadable body"}
+		return nil, &httpError{code: http.StatusBadRequest, msg: "unreadable body"}
 	}
 	if len(b) > MaxRequestBytes {
-		return nil, &httpError{http.StatusRequestEntityTooLarge, "request too large"}
+		return nil, &httpError{code: http.StatusRequestEntityTooLarge, msg: "request too large"}
 	}
 	return b, nil
 }
@@ -336,7 +327,7 @@ func (h *Handler) uploadPack(w http.ResponseWriter, r *http.Request, s *served) 
 	case h.sem <- struct{}{}:
 		defer func() { <-h.sem }()
 	default:
-		return &httpError{http.StatusServiceUnavailable, "too many clones at once; try again"}
+		return &httpError{code: http.StatusServiceUnavailable, msg: "too many clones at once; try again"}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.o.Timeout)
 	defer cancel()
@@ -349,10 +340,10 @@ func (h *Handler) uploadPack(w http.ResponseWriter, r *http.Request, s *served) 
 	}
 	cmd, err := ParseCommand(body)
 	if err != nil {
-		return &httpError{http.StatusBadRequest, err.Error()}
+		return &httpError{code: http.StatusBadRequest, msg: err.Error()}
 	}
 	if err := checkCaps(cmd.Caps); err != nil {
-		return &httpError{http.StatusBadRequest, err.Error()}
+		return &httpError{code: http.StatusBadRequest, msg: err.Error()}
 	}
 	w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -362,11 +353,11 @@ func (h *Handler) uploadPack(w http.ResponseWriter, r *http.Request, s *served) 
 	case "fetch":
 		req, err := ParseFetch(cmd)
 		if err != nil {
-			return &httpError{http.StatusBadRequest, err.Error()}
+			return &httpError{code: http.StatusBadRequest, msg: err.Error()}
 		}
 		return h.fetch(ctx, w, s, req)
 	}
-	return &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported command %q", cmd.Name)}
+	return &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("unsupported command %q", cmd.Name)}
 }
 
 func lsRefs(w io.Writer, cmd *Command, head string) error {
@@ -457,7 +448,7 @@ func plan(s *served, req *FetchRequest, list func(*generation) (*objSet, error),
 	for _, want := range req.Wants {
 		g, ok := s.find(want)
 		if !ok {
-			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("want %s is not a commit this repository offers", want)}
+			return nil, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("want %s is not a commit this repository offers", want)}
 		}
 		for depth := 1; ; depth++ {
 			if haves[g.commit] || seen[g.commit] {

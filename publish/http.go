@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -61,18 +62,17 @@ func (e *httpError) Error() string { return e.msg }
 
 var errNotFound = &httpError{http.StatusNotFound, "not found"}
 
-// identify tells who sent the request: with access control on, a bearer
-// token names a client (a wrong one is 401, counted against the address);
-// no token at all sees the public sources only.
-func (h *Handler) identify(r *http.Request) (caller, error) {
-	var cs *access.Clients
-	if h.o.Clients != nil {
-		cs = h.o.Clients()
-	}
-	if !cs.Required() {
+// identify tells who sent the request, asking the gate: with access
+// control on, a bearer token names a client or a provider identity (a
+// wrong one is 401, counted against the address); no token at all sees
+// the public sources only.
+func (h *Handler) identify(r *http.Request, g *access.Gate) (caller, error) {
+	if !g.Required() {
 		return caller{open: true}, nil
 	}
-	if r.Header.Get("Authorization") == "" {
+	id, err := g.Check(r.Context(), h.o.RemoteAddr(r), access.Bearer(r.Header.Get("Authorization")))
+	switch {
+	case errors.Is(err, access.ErrNoCredential):
 		only := map[string]bool{}
 		if h.o.Public != nil {
 			for s, ok := range h.o.Public() {
@@ -82,23 +82,17 @@ func (h *Handler) identify(r *http.Request) (caller, error) {
 			}
 		}
 		return caller{filter: catalog.Filter{Only: only}, anonymous: true}, nil
+	case err != nil:
+		return caller{}, &gateError{err}
 	}
-	addr := h.o.RemoteAddr(r)
-	if h.o.Limiter != nil && !h.o.Limiter.Allow(addr) {
-		return caller{}, &httpError{http.StatusTooManyRequests, "too many failed authentication attempts"}
-	}
-	cl, ok := cs.Check(access.Bearer(r.Header.Get("Authorization")))
-	if !ok {
-		if h.o.Limiter != nil {
-			h.o.Limiter.Failed(addr)
-		}
-		if h.o.OnAuthFailure != nil {
-			h.o.OnAuthFailure()
-		}
-		return caller{}, &httpError{http.StatusUnauthorized, "invalid token"}
-	}
-	return caller{filter: cl.Filter()}, nil
+	return caller{filter: id.Filter}, nil
 }
+
+// gateError is a credential the gate refused; wrap answers it as the
+// gate says (status, challenge, Retry-After).
+type gateError struct{ err error }
+
+func (e *gateError) Error() string { return e.err.Error() }
 
 // hidden is the answer for something this caller may not see (or that
 // does not exist: the two are one answer): 401 for a caller without a
@@ -117,34 +111,31 @@ func (h *Handler) wrap(fn handlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		hd := c.Response().Header()
 		hd.Set("X-Content-Type-Options", "nosniff")
-		var cs *access.Clients
-		if h.o.Clients != nil {
-			cs = h.o.Clients()
+		var g *access.Gate
+		if h.o.Gate != nil {
+			g = h.o.Gate()
 		}
-		if cs.Required() {
+		if g.Required() {
 			hd.Add("Vary", "Authorization")
 		}
-		cl, err := h.identify(c.Request())
+		cl, err := h.identify(c.Request(), g)
 		if err == nil {
 			err = fn(c, cl)
 		}
 		if err == nil {
 			return nil
 		}
+		if ge, ok := err.(*gateError); ok {
+			return c.JSON(g.ErrorHeaders(hd, ge.err), map[string]string{"error": access.ErrorMessage(ge.err)})
+		}
 		he, ok := err.(*httpError)
 		if !ok {
 			return err
 		}
 		hd.Set("Cache-Control", "no-store")
-		switch he.code {
-		case http.StatusUnauthorized:
-			challenge := `Bearer realm="skillreg"`
-			if c.Request().Header.Get("Authorization") != "" {
-				challenge += `, error="invalid_token"`
-			}
-			hd.Set("WWW-Authenticate", challenge)
-		case http.StatusTooManyRequests:
-			hd.Set("Retry-After", "6")
+		if he.code == http.StatusUnauthorized {
+			// A caller without a token, where one could help.
+			hd.Set("WWW-Authenticate", g.Challenge(access.ErrNoCredential))
 		}
 		return c.JSON(he.code, map[string]string{"error": he.msg})
 	}

@@ -47,28 +47,18 @@ const (
 	CLIMaxBytes            = 50 << 20
 )
 
-// Limiter counts failed token checks per remote address (access.Limiter is
-// one); the daemon passes the one /mcp and /login use.
-type Limiter interface {
-	Allow(addr string) bool
-	Failed(addr string)
-}
-
 // Options configures a Handler. Catalog is required; every other field
 // has a working zero value (no access control, no public URL).
 type Options struct {
 	Catalog Catalog
-	// Clients are the callers allowed when access control is on (nil or
-	// none: everyone sees everything). Asked at every request, so a reload
-	// takes effect at once.
-	Clients func() *access.Clients
+	// Gate says who a request's credential belongs to and counts failed
+	// attempts (nil, or a gate that requires nothing: everyone sees
+	// everything). Asked at every request, so a reload takes effect at
+	// once.
+	Gate func() *access.Gate
 	// Public lists the sources whose skills are visible without a token
 	// when access control is on (sources marked `public: true`).
 	Public func() map[string]bool
-	// Limiter refuses an address that failed too many token checks.
-	Limiter Limiter
-	// OnAuthFailure, when set, is told of every wrong token (a metric).
-	OnAuthFailure func()
 	// RemoteAddr is the address failed attempts are counted against
 	// (default: the peer's IP).
 	RemoteAddr func(r *http.Request) string

@@ -462,13 +462,14 @@ func TestHostileNames(t *testing.T) {
 func TestAccess(t *testing.T) {
 	tokTeam, hashTeam, _ := access.NewToken()
 	hTeam, _ := access.ParseHash(hashTeam)
-	clients := access.New([]access.Client{{Name: "teamer", Hash: hTeam, Sources: []string{"team"}}})
+	gate := access.NewGate(access.GateOptions{
+		Clients: access.New([]access.Client{{Name: "teamer", Hash: hTeam, Sources: []string{"team"}}}),
+		Limiter: access.NewLimiter(60e9, 100),
+	})
 	public := map[string]bool{}
-	lim := access.NewLimiter(60e9, 100)
 	f := newFixture(t, defaultSources(), func(o *Options) {
-		o.Clients = func() *access.Clients { return clients }
+		o.Gate = func() *access.Gate { return gate }
 		o.Public = func() map[string]bool { return public }
-		o.Limiter = lim
 	})
 	auth := []string{"Authorization", "Bearer " + tokTeam}
 

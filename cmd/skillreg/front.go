@@ -121,12 +121,13 @@ func (d *Daemon) originCheck(next http.Handler) http.Handler {
 }
 
 // inspector reports whether a request may see operational detail (every
-// source's state on /readyz, /metrics): always without clients; with them,
-// a valid token or a client address in http.metrics_networks. A wrong
-// token counts as a failed attempt.
+// source's state on /readyz, /metrics): always without access control;
+// with it, a credential the gate accepts (a client's token or the
+// provider's) or a client address in http.metrics_networks. A wrong token
+// counts as a failed attempt.
 func (d *Daemon) inspector(r *http.Request) bool {
-	cs := d.currentClients()
-	if !cs.Required() {
+	g := d.currentGate()
+	if !g.Required() {
 		return true
 	}
 	if d.currentFront().metrics.Contains(netlimit.Peer(r)) {
@@ -136,16 +137,8 @@ func (d *Daemon) inspector(r *http.Request) bool {
 	if tok == "" {
 		return false
 	}
-	addr := remoteHost(r)
-	if !d.authLimiter.Allow(addr) {
-		return false
-	}
-	if _, ok := cs.Check(tok); ok {
-		return true
-	}
-	d.authLimiter.Failed(addr)
-	d.metrics.AuthFailure()
-	return false
+	_, err := g.Check(r.Context(), remoteHost(r), tok)
+	return err == nil
 }
 
 // metricsHandler serves /metrics to inspectors only.

@@ -17,12 +17,10 @@ import (
 func (d *Daemon) setupPublish(cfg *config.Config) error {
 	publicURL := cfg.PublicURL
 	p, err := publish.New(publish.Options{
-		Catalog:       d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
-		Clients:       d.currentClients,
-		Public:        d.currentPublic,
-		Limiter:       d.authLimiter,
-		OnAuthFailure: d.metrics.AuthFailure,
-		RemoteAddr:    remoteHost,
+		Catalog:    d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
+		Gate:       d.currentGate,
+		Public:     d.currentPublic,
+		RemoteAddr: remoteHost,
 		BaseURL: func(r *http.Request) string {
 			return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
 		},

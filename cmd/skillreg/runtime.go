@@ -26,8 +26,10 @@ type runtimeConfig struct {
 	cfg     *config.Config
 	sources []catalog.Source
 	clients *access.Clients
-	public  map[string]bool // the sources visible without a token (public: true)
-	front   *frontPolicy
+	// gate is who a credential belongs to, for every surface.
+	gate   *access.Gate
+	public map[string]bool // the sources visible without a token (public: true)
+	front  *frontPolicy
 	// meta are the skill-meta tools (none without the MCP surface).
 	meta []mcp.SkillMetaTool
 	// webhook is POST /webhooks/github: nil without a secret (the endpoint
@@ -48,6 +50,7 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 	if rt.clients, err = clientsOf(cfg.Clients); err != nil {
 		return nil, err
 	}
+	rt.gate = d.newGate(cfg, rt.clients)
 	rt.public = map[string]bool{}
 	for _, s := range cfg.Sources {
 		if s.Public {
@@ -94,8 +97,8 @@ func (d *Daemon) install(rt *runtimeConfig) {
 			d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(rt.hookSecrets))
 		}
 	}
-	if len(rt.public) > 0 && !rt.clients.Required() {
-		d.log.Warn("public: true has no effect without clients: every skill is already visible to everyone")
+	if len(rt.public) > 0 && !rt.gate.Required() {
+		d.log.Warn("public: true has no effect without clients or oidc: every skill is already visible to everyone")
 	}
 	if old == nil {
 		return
@@ -146,6 +149,21 @@ func (d *Daemon) running() *runtimeConfig { return d.rt.Load() }
 
 // currentClients is the running configuration's callers.
 func (d *Daemon) currentClients() *access.Clients { return d.running().clients }
+
+// currentGate is the running configuration's gate: every surface asks it
+// who a request's credential belongs to.
+func (d *Daemon) currentGate() *access.Gate { return d.running().gate }
+
+// newGate builds the gate of cfg over its clients, spending the one
+// failed-attempt budget of every surface.
+func (d *Daemon) newGate(cfg *config.Config, clients *access.Clients) *access.Gate {
+	return access.NewGate(access.GateOptions{
+		Clients:   clients,
+		Limiter:   d.authLimiter,
+		OnFailure: d.metrics.AuthFailure,
+		Logger:    d.log,
+	})
+}
 
 // currentPublic is the running configuration's public sources.
 func (d *Daemon) currentPublic() map[string]bool { return d.running().public }

@@ -457,8 +457,14 @@ func (d *Daemon) routes() *echo.Echo {
 	// door has already set to the forwarded client behind trusted proxies;
 	// echo must not read forwarding headers on its own.
 	e.IPExtractor = echo.ExtractIPDirect()
-	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.currentClients, d.authLimiter, remoteHost, d.metrics.AuthFailure)(d.MCP)))
+	mcpH := echo.WrapHandler(d.originCheck(access.Middleware(d.currentGate, remoteHost)(d.MCP)))
 	e.Any("/mcp", mcpH)
+	// The protected resource metadata (RFC 9728) the 401 challenge points
+	// to, at the root and suffixed with the MCP endpoint's path; 404
+	// without oidc.
+	prm := echo.WrapHandler(access.ResourceMetadataHandler(d.currentGate))
+	e.Match([]string{http.MethodGet, http.MethodOptions}, access.ResourceMetadataPath, prm)
+	e.Match([]string{http.MethodGet, http.MethodOptions}, access.ResourceMetadataPathMCP, prm)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -468,11 +474,9 @@ func (d *Daemon) routes() *echo.Echo {
 	d.web.Register(e)
 	d.publish.Register(e)
 	gitH := echo.WrapHandler(d.mirror.Handler(gitmirror.ServeOptions{
-		Clients:       d.currentClients,
-		Public:        d.currentPublic,
-		Limiter:       d.authLimiter,
-		OnAuthFailure: d.metrics.AuthFailure,
-		RemoteAddr:    remoteHost,
+		Gate:       d.currentGate,
+		Public:     d.currentPublic,
+		RemoteAddr: remoteHost,
 	}))
 	e.Any(gitmirror.Prefix+"*", gitH)
 	return e
@@ -499,8 +503,8 @@ const shutdownGrace = 10 * time.Second
 // Serve runs the HTTP server and the registry until ctx ends, then shuts
 // down gracefully: stop accepting, let requests finish, stop syncs.
 func (d *Daemon) Serve(ctx context.Context) error {
-	if !isLoopback(d.ln.Addr()) && !d.currentClients().Required() {
-		d.log.Warn("listening on a non-loopback address without client tokens: every skill is visible to anyone who can reach it", "addr", d.Addr())
+	if !isLoopback(d.ln.Addr()) && !d.currentGate().Required() {
+		d.log.Warn("listening on a non-loopback address without clients or oidc: every skill is visible to anyone who can reach it", "addr", d.Addr())
 	}
 	srv := &http.Server{
 		Handler: d.activity.track(d.frontDoor(d.echo)),
@@ -565,20 +569,22 @@ func isLoopback(a net.Addr) bool {
 	return ok && ta.IP.IsLoopback()
 }
 
-// callerOf tells the MCP surface who sent a request: the client whose
-// token the request carries (the HTTP layer already refused the others).
+// callerOf tells the MCP surface who sent a request: the identity the
+// gate finds for the token it carries (the HTTP layer already refused the
+// others; the gate keeps the identities it verified for a while, so this
+// verifies no token twice).
 func (d *Daemon) callerOf(h http.Header) mcp.Caller {
-	cs := d.currentClients()
-	if !cs.Required() {
+	g := d.currentGate()
+	if !g.Required() {
 		return mcp.Caller{}
 	}
-	c, ok := cs.Check(access.Bearer(h.Get("Authorization")))
-	if !ok {
+	id, err := g.Authenticate(context.Background(), access.Bearer(h.Get("Authorization")))
+	if err != nil {
 		// Not reachable through HTTP; over stdio there is no header. Show
 		// nothing rather than everything.
 		return mcp.Caller{Filter: catalog.Filter{Only: map[string]bool{}}, Private: true}
 	}
-	return mcp.Caller{Name: c.Name, Filter: c.Filter(), Private: true}
+	return mcp.Caller{Name: id.Name, Filter: id.Filter, Private: true}
 }
 
 // remoteHost is the peer address of a request, without its port.
