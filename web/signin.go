@@ -247,6 +247,10 @@ func (h *Handler) startSignIn(c echo.Context, si *SignIn, next string) error {
 		return h.signInError(c, http.StatusServiceUnavailable, next, "The sign-in provider cannot be reached right now. Try again in a moment.")
 	}
 	h.noteEndSession(md)
+	if err := checkEndpoints(md); err != nil {
+		h.log.Error("sign-in: the provider's discovery document will not do", "err", err)
+		return h.signInError(c, http.StatusInternalServerError, next, "Sign-in is not set up correctly. The operator's log says why.")
+	}
 	f := flow{Verifier: oauth2.GenerateVerifier(), Expires: h.o.Now().Add(flowTTL).Unix(), Next: next}
 	if f.State, err = newRandom(); err == nil {
 		f.Nonce, err = newRandom()
@@ -258,6 +262,18 @@ func (h *Handler) startSignIn(c echo.Context, si *SignIn, next string) error {
 	h.setFlowCookie(c, &f)
 	u := si.oauthConfig(md).AuthCodeURL(f.State, oauth2.S256ChallengeOption(f.Verifier), oauth2.SetAuthURLParam("nonce", f.Nonce))
 	return c.Redirect(http.StatusFound, u)
+}
+
+// checkEndpoints says whether the provider publishes the two endpoints a
+// sign-in needs (discovery makes them optional).
+func checkEndpoints(md oidc.ProviderMetadata) error {
+	if formOrigin(md.AuthorizationEndpoint) == "" {
+		return errors.New("no http(s) authorization_endpoint")
+	}
+	if formOrigin(md.TokenEndpoint) == "" {
+		return errors.New("no http(s) token_endpoint")
+	}
+	return nil
 }
 
 // errorCodeRE is what an OAuth error code may look like to be shown or
@@ -320,6 +336,10 @@ func (h *Handler) callback(c echo.Context) error {
 		return h.signInError(c, http.StatusServiceUnavailable, f.Next, "The sign-in provider cannot be reached right now. Try again in a moment.")
 	}
 	h.noteEndSession(md)
+	if err := checkEndpoints(md); err != nil {
+		h.log.Error("sign-in: the provider's discovery document will not do", "err", err)
+		return h.signInError(c, http.StatusInternalServerError, f.Next, "Sign-in is not set up correctly. The operator's log says why.")
+	}
 	hc := si.HTTPClient
 	if hc == nil {
 		hc = defaultTokenClient

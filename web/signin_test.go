@@ -591,3 +591,24 @@ func TestSignInMisconfigured(t *testing.T) {
 		t.Errorf("relative redirect URL: %d", res.StatusCode)
 	}
 }
+
+// A provider whose discovery document lacks an endpoint the flow needs is
+// a setup error, said in the log, not a redirect to nowhere.
+func TestSignInProviderWithoutEndpoints(t *testing.T) {
+	s := newSSO(t, "http://example.com", nil)
+	si := *s.si.Load()
+	si.Provider = withoutAuthEndpoint{si.Provider}
+	s.si.Store(&si)
+	res := s.do(t, request{path: "/login"})
+	if res.StatusCode != http.StatusInternalServerError || res.Header.Get("Location") != "" || !strings.Contains(s.logs.String(), "authorization_endpoint") {
+		t.Errorf("/login without an authorization_endpoint: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+type withoutAuthEndpoint struct{ Provider }
+
+func (p withoutAuthEndpoint) Metadata(ctx context.Context) (oidc.ProviderMetadata, error) {
+	md, err := p.Provider.Metadata(ctx)
+	md.AuthorizationEndpoint = ""
+	return md, err
+}
