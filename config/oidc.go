@@ -32,6 +32,11 @@ type OIDC struct {
 	ClientSecretEnv string `yaml:"client_secret_env"`
 	// Introspection validates opaque access tokens (RFC 7662).
 	Introspection *Introspection `yaml:"introspection"`
+
+	// AudienceDefaulted says Audience was not set, so it follows
+	// public_url (a reload that keeps the running public_url keeps its
+	// audience too).
+	AudienceDefaulted bool `yaml:"-"`
 }
 
 // Introspection is the provider's token introspection endpoint and the
@@ -88,7 +93,7 @@ func (c *Config) oidcDefaults() {
 		return
 	}
 	if o.Audience == "" {
-		o.Audience = c.MCPResource()
+		o.Audience, o.AudienceDefaulted = c.MCPResource(), true
 	}
 	if o.GroupsClaim == "" {
 		o.GroupsClaim = DefaultGroupsClaim

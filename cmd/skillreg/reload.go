@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -29,7 +30,9 @@ func (o overrides) apply(cfg *config.Config) {
 }
 
 // Reload applies a new configuration without dropping connections:
-// sources added, removed or changed, clients, webhook secrets, skill-meta
+// sources added, removed or changed, clients, the oidc and access
+// sections (the provider's verifier kept when oidc did not change),
+// webhook secrets, skill-meta
 // tools, the cache hint, the log level, cache.content_bytes, and http.allowed_hosts,
 // http.allowed_origins and http.metrics_networks. What only a restart can
 // change (listen address, data directory, log format, mcp.fast_path, GitHub API settings,
@@ -72,6 +75,15 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	cfg.HTTP.MetricsNetworks, cfg.HTTP.MetricsNets = keep.MetricsNetworks, keep.MetricsNets
 	cfg.PublicURL, cfg.Marketplace, cfg.Cache.ArtifactBytes, cfg.TLS = old.PublicURL, old.Marketplace, old.Cache.ArtifactBytes, old.TLS
 	cfg.MCP.FastPath = old.MCP.FastPath // the MCP server is made with it
+	if o := cfg.OIDC; o != nil {
+		// Tokens are issued for the running public_url's resource.
+		if old.PublicURL == "" {
+			return errors.New("oidc: requires public_url, which only a restart sets")
+		}
+		if o.AudienceDefaulted {
+			o.Audience = cfg.MCPResource()
+		}
+	}
 	// Build the whole runtime first: whatever fails, nothing has changed,
 	// the certificate included.
 	rt, err := d.build(cfg)
@@ -85,7 +97,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		// (the file watch reloads it whatever the configuration does).
 		d.certs.reload()
 	}
-	d.log.Info("configuration reloaded", "sources", len(rt.sources), "clients", len(cfg.Clients), "skill_meta", len(rt.meta))
+	d.log.Info("configuration reloaded", "sources", len(rt.sources), "clients", len(cfg.Clients), "oidc", cfg.OIDC != nil, "access_rules", len(cfg.Access), "skill_meta", len(rt.meta))
 	return nil
 }
 

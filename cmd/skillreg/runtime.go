@@ -26,8 +26,10 @@ type runtimeConfig struct {
 	cfg     *config.Config
 	sources []catalog.Source
 	clients *access.Clients
-	// gate is who a credential belongs to, for every surface.
+	// gate is who a credential belongs to, for every surface; oidc is the
+	// provider's verifier it (and the web sign-in) asks, nil without oidc.
 	gate   *access.Gate
+	oidc   *oidcRuntime
 	public map[string]bool // the sources visible without a token (public: true)
 	front  *frontPolicy
 	// meta are the skill-meta tools (none without the MCP surface).
@@ -50,7 +52,10 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 	if rt.clients, err = clientsOf(cfg.Clients); err != nil {
 		return nil, err
 	}
-	rt.gate = d.newGate(cfg, rt.clients)
+	if rt.oidc, err = d.buildOIDC(cfg); err != nil {
+		return nil, err
+	}
+	rt.gate = d.newGate(cfg, rt.clients, rt.oidc)
 	rt.public = map[string]bool{}
 	for _, s := range cfg.Sources {
 		if s.Public {
@@ -81,7 +86,11 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 func (d *Daemon) install(rt *runtimeConfig) {
 	d.learnTokens(rt.sources)
 	d.secrets.Add(rt.hookSecrets...)
+	if rt.oidc != nil {
+		d.secrets.Add(rt.oidc.secrets...)
+	}
 	old := d.rt.Swap(rt)
+	d.startOIDC(rt)
 	if d.MCP != nil {
 		d.MCP.SetCacheTTL(rt.cfg.MCP.CacheTTL.D())
 		d.MCP.SetSkillMeta(rt.meta)
@@ -106,6 +115,7 @@ func (d *Daemon) install(rt *runtimeConfig) {
 	if d.web != nil {
 		d.web.ResetSessions() // a session's filter is the old clients'
 	}
+	retireOIDC(old, rt)
 	d.retire(old)
 }
 
@@ -149,21 +159,6 @@ func (d *Daemon) running() *runtimeConfig { return d.rt.Load() }
 
 // currentClients is the running configuration's callers.
 func (d *Daemon) currentClients() *access.Clients { return d.running().clients }
-
-// currentGate is the running configuration's gate: every surface asks it
-// who a request's credential belongs to.
-func (d *Daemon) currentGate() *access.Gate { return d.running().gate }
-
-// newGate builds the gate of cfg over its clients, spending the one
-// failed-attempt budget of every surface.
-func (d *Daemon) newGate(cfg *config.Config, clients *access.Clients) *access.Gate {
-	return access.NewGate(access.GateOptions{
-		Clients:   clients,
-		Limiter:   d.authLimiter,
-		OnFailure: d.metrics.AuthFailure,
-		Logger:    d.log,
-	})
-}
 
 // currentPublic is the running configuration's public sources.
 func (d *Daemon) currentPublic() map[string]bool { return d.running().public }

@@ -559,6 +559,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // serve call it themselves.
 func (d *Daemon) Close() {
 	d.closeHooks()
+	if rt := d.running(); rt != nil {
+		retireOIDC(rt, nil) // the provider's background discovery
+	}
 	if d.core != nil {
 		d.core.Close()
 	}

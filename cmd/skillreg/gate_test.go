@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/oidctest"
+	"github.com/skillreg/skillreg/internal/testkit"
+	"github.com/skillreg/skillreg/mcp"
+)
+
+// startOIDCDaemon starts a daemon whose public_url is its own loopback
+// address (the resource its tokens are issued for), from YAML with
+// "PUBLIC_URL" in it, and waits until it is ready. The config is written
+// to a file, so that the test can reload it.
+func startOIDCDaemon(t *testing.T, yaml string) (*testDaemon, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	path := filepath.Join(t.TempDir(), "skillreg.yaml")
+	yaml = strings.ReplaceAll(yaml, "PUBLIC_URL", base)
+	if err := os.WriteFile(path, []byte("listen: "+ln.Addr().String()+"\ndata_dir: "+t.TempDir()+"\n"+yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDaemon(cfg, testkit.Logger(t, slog.LevelWarn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve on the listener the URL was made from (what Listen does).
+	d.ln = d.limitListener(ln)
+	d.listener.Store(d.ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	td := &testDaemon{d, base}
+	waitUntil(t, func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return td, path
+}
+
+func postInitialize(t *testing.T, url, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// TestOIDCGate runs the daemon against a real provider on loopback: the
+// 401 challenge and the protected resource metadata it points to, a valid
+// token seeing exactly its rule's sources on /mcp, the discovery index and
+// /readyz, a missing scope (403), a token for another resource (401), and
+// a reload that changes the rules but keeps the verifier.
+func TestOIDCGate(t *testing.T) {
+	p := oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{
+		{ID: "agent-platform", Secret: "secret-p", Groups: []string{"platform"}},
+		{ID: "agent-sales", Secret: "secret-s", Groups: []string{"sales"}},
+	}})
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "acme", "deploy"), "deploy", nil)
+	writeSkill(t, filepath.Join(root, "platform", "lint"), "lint", nil)
+	sources := "sources:\n  - name: acme\n    dir: " + root + "/acme\n  - name: platform\n    dir: " + root + "/platform\n"
+	oidcYAML := "public_url: PUBLIC_URL\noidc:\n  issuer: " + p.Issuer() + "\n  scopes: [skills:read]\n"
+	d, path := startOIDCDaemon(t, sources+oidcYAML+"access:\n  - groups: [platform]\n    sources: [platform]\n")
+	resource := d.URL + "/mcp"
+	prmURL := d.URL + "/.well-known/oauth-protected-resource"
+
+	// No credential: the challenge that starts OAuth discovery.
+	r := postInitialize(t, d.URL, "")
+	if want := `Bearer resource_metadata="` + prmURL + `", scope="skills:read"`; r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") != want {
+		t.Fatalf("no token: %d %q, want 401 %q", r.StatusCode, r.Header.Get("WWW-Authenticate"), want)
+	}
+	for _, u := range []string{prmURL, prmURL + "/mcp"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			Scopes               []string `json:"scopes_supported"`
+			Bearer               []string `json:"bearer_methods_supported"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || doc.Resource != resource || !slices.Equal(doc.AuthorizationServers, []string{p.Issuer()}) ||
+			!slices.Equal(doc.Scopes, []string{"skills:read"}) || !slices.Equal(doc.Bearer, []string{"header"}) {
+			t.Fatalf("GET %s: %d %+v %v", u, resp.StatusCode, doc, err)
+		}
+	}
+
+	platform := p.ClientCredentials(t, "agent-platform", "secret-p", resource, "skills:read")
+	sales := p.ClientCredentials(t, "agent-sales", "secret-s", resource, "skills:read")
+	noScope := p.ClientCredentials(t, "agent-platform", "secret-p", resource)
+	otherAud := p.ClientCredentials(t, "agent-platform", "secret-p", "https://other.example.com/mcp", "skills:read")
+
+	if r := postInitialize(t, d.URL, noScope); r.StatusCode != 403 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) {
+		t.Fatalf("without the scope: %d %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+	if r := postInitialize(t, d.URL, otherAud); r.StatusCode != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("another resource's token: %d %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+
+	list := func(token string) []string {
+		t.Helper()
+		cs := connectAs(t, d.URL, "2026-07-28", token)
+		res, err := sdk.CallCustomMethod[*mcp.ListSkillsParams, *mcp.ListSkillsResult](context.Background(), cs, "skills/list", &mcp.ListSkillsParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CacheScope != "private" {
+			t.Errorf("cacheScope %q, want private", res.CacheScope)
+		}
+		var out []string
+		for _, s := range res.Skills {
+			out = append(out, s.URI)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := list(platform); !slices.Equal(got, []string{"skill://platform/lint/SKILL.md"}) {
+		t.Fatalf("platform sees %v", got)
+	}
+	if got := list(sales); len(got) != 0 {
+		t.Fatalf("sales, matching no rule, sees %v", got)
+	}
+	// The installers' index and /readyz ask the same gate.
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest("GET", d.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/.well-known/agent-skills/index.json", platform); code != 200 || !strings.Contains(body, `"lint"`) || strings.Contains(body, `"deploy"`) {
+		t.Fatalf("platform's index: %d %s", code, body)
+	}
+	if code, body := get("/readyz", platform); code != 200 || !strings.Contains(body, `"generation"`) {
+		t.Fatalf("/readyz with a provider token: %d %s", code, body)
+	}
+
+	// A reload that changes the rules: the same token sees the new ones
+	// at once, and the verifier (with its cached keys) is kept.
+	v := d.running().oidc.verifier
+	if err := os.WriteFile(path, []byte("listen: "+d.Addr()+"\ndata_dir: "+d.running().cfg.DataDir+"\n"+strings.ReplaceAll(sources+oidcYAML, "PUBLIC_URL", d.URL)+
+		"access:\n  - groups: [platform, sales]\n    sources: [acme]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d.running().oidc.verifier != v {
+		t.Error("a reload that kept the oidc section made a new verifier")
+	}
+	if got := list(sales); !slices.Equal(got, []string{"skill://acme/deploy/SKILL.md"}) {
+		t.Fatalf("after the reload sales sees %v", got)
+	}
+}
