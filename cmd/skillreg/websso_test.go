@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
 )
@@ -114,10 +115,11 @@ func TestWebSignInThroughDaemon(t *testing.T) {
 	}
 
 	alice, page := signIn("alice@example.com", "pw-alice", "/")
+	var bob *browser
 	if !strings.HasPrefix(page, "200 /\n") || !strings.Contains(page, "alice@example.com") || !strings.Contains(page, `href="/skills/acme/deploy"`) || strings.Contains(page, "/skills/payroll/") {
 		t.Errorf("alice's catalog:\n%s", page)
 	}
-	_, page = signIn("bob@example.com", "pw-bob", "/skills/payroll/export")
+	bob, page = signIn("bob@example.com", "pw-bob", "/skills/payroll/export")
 	if !strings.HasPrefix(page, "200 /skills/payroll/export\n") {
 		t.Errorf("bob's payroll skill:\n%.300s", page)
 	}
@@ -143,6 +145,52 @@ func TestWebSignInThroughDaemon(t *testing.T) {
 	alice.left = nil
 	if res, _ := get(alice, base+"/"); res.StatusCode != http.StatusFound || alice.left == nil {
 		t.Errorf("after sign-out the catalog answered %d without sending alice to the provider", res.StatusCode)
+	}
+
+	// A reload that drops oidc.client_id brings the token page back for
+	// the static clients (and ends every session); one that restores it
+	// sends /login to the provider again.
+	reload := func(y string) {
+		t.Helper()
+		c, err := config.Parse([]byte(y), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.DataDir = cfg.DataDir
+		if err := d.Reload(c); err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	}
+	tok, hash, err := access.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noWebClient := strings.Replace(yaml, "  client_id: skillreg-web\n  client_secret_env: SKILLREG_TEST_WEB_SECRET\n", "", 1) +
+		"clients:\n  - name: ci\n    token_sha256: " + hash + "\n    sources: [payroll]\n"
+	reload(noWebClient)
+	if res, _ := get(bob, base+"/"); res.StatusCode != http.StatusOK || res.Request.URL.Path != "/login" {
+		t.Errorf("bob's session after a reload: %d at %s", res.StatusCode, res.Request.URL.Path)
+	}
+	ci := newBrowser()
+	if res, body := get(ci, base+"/login"); res.StatusCode != http.StatusOK || !strings.Contains(body, `name="token"`) {
+		t.Errorf("/login without oidc.client_id: %d, token field %v", res.StatusCode, strings.Contains(body, `name="token"`))
+	}
+	req, _ = http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {tok}, "next": {"/"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	res, err = ci.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Request.URL.Path != "/" || !strings.Contains(string(body), `href="/skills/payroll/export"`) || strings.Contains(string(body), "/skills/acme/") {
+		t.Errorf("the ci token's catalog: %d at %s", res.StatusCode, res.Request.URL.Path)
+	}
+	reload(yaml)
+	b := newBrowser()
+	if res, _ := get(b, base+"/login"); res.StatusCode != http.StatusFound || b.left == nil || !strings.HasPrefix(b.left.String(), p.Issuer()+"/") {
+		t.Errorf("/login after oidc.client_id is back: %d, left for %v", res.StatusCode, b.left)
 	}
 
 	for what, s := range map[string]string{"client secret": secret, "a JWT": "eyJ"} {
