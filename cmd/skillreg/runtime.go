@@ -157,7 +157,6 @@ func (d *Daemon) closeHooks() {
 // running is the installed runtime.
 func (d *Daemon) running() *runtimeConfig { return d.rt.Load() }
 
-
 // currentPublic is the running configuration's public sources.
 func (d *Daemon) currentPublic() map[string]bool { return d.running().public }
 
