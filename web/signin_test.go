@@ -612,3 +612,26 @@ func (p withoutAuthEndpoint) Metadata(ctx context.Context) (oidc.ProviderMetadat
 	md.AuthorizationEndpoint = ""
 	return md, err
 }
+
+// The provider going down between its login form and the code exchange
+// is the provider's failure (502), not the person's: nothing is counted
+// against their address.
+func TestSignInProviderDownAtCallback(t *testing.T) {
+	s := newSSO(t, "http://example.com", nil)
+	const addr = "192.0.2.77:1"
+	for range loginBurst + 1 {
+		a := s.start(t, "/", false)
+		cb := s.login(t, a, "alice@example.com", "pw-alice")
+		s.p.Stop(t)
+		res := s.do(t, request{path: cb.RequestURI(), cookies: []*http.Cookie{a.flow}, remote: addr})
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusBadGateway || cookieNamed(res, cookieName) != nil {
+			t.Fatalf("callback with the provider down: %d", res.StatusCode)
+		}
+		mustContain(t, "provider down at the callback", string(b), "did not answer", `href="/login?next=%2f"`)
+		s.p.Restart(t)
+	}
+	if !s.h.o.Limiter.Allow("192.0.2.77") {
+		t.Error("the provider's outage was counted against the person's address")
+	}
+}

@@ -69,8 +69,9 @@ type Options struct {
 	Search func(f catalog.Filter, query string, limit int) ([]Hit, error)
 
 	// AuthRequired makes every page ask for a session, started by entering
-	// a token once on /login. Authenticate maps a token to what it may see;
-	// it is required when AuthRequired is set.
+	// a token once on /login (or, while SignIn gives one, by signing in
+	// with the provider). Authenticate maps a token to what it may see;
+	// it or SignIn is required when AuthRequired is set.
 	AuthRequired bool
 	// AuthRequiredFunc, when set, is asked at every request instead of
 	// AuthRequired, so a configuration reload that adds or removes
