@@ -83,7 +83,7 @@ func New(o Options) *Metrics {
 		Name: "skillreg_release_upstream_requests_total", Help: "Requests to the GitHub Releases API by result.",
 	}, []string{"result"})
 	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "skillreg_auth_failures_total", Help: "Requests refused for a missing or wrong token.",
+		Name: "skillreg_auth_failures_total", Help: "Requests refused for a wrong or invalid token (a request without one is not counted).",
 	})
 	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "skillreg_config_reloads_total", Help: "Configuration reloads (SIGHUP) by result (applied, refused).",

@@ -39,6 +39,17 @@ func (d *Daemon) buildOIDC(cfg *config.Config) (*oidcRuntime, error) {
 	}
 	or := &oidcRuntime{}
 	vc := oidc.Config{Issuer: o.Issuer, Audience: o.Audience, GroupsClaim: o.GroupsClaim, Logger: d.log}
+	if !d.has.http {
+		// sync and mcp --stdio read no HTTP setting and ask no provider:
+		// a verifier that is never started only makes the gate require a
+		// credential (stdio carries none, so it shows nothing).
+		v, err := oidc.New(vc)
+		if err != nil {
+			return nil, fmt.Errorf("oidc: %w", err)
+		}
+		or.verifier = v
+		return or, nil
+	}
 	if in := o.Introspection; in != nil {
 		secret, err := secretFromEnv("oidc.introspection.client_secret_env", in.ClientSecretEnv)
 		if err != nil {

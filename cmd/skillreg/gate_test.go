@@ -204,3 +204,37 @@ func TestOIDCGate(t *testing.T) {
 		t.Fatalf("after the reload sales sees %v", got)
 	}
 }
+
+// TestOIDCSecretsRequired: a serving daemon refuses to start when an
+// environment variable the oidc section names is empty, naming the key
+// (sync and stdio read no such setting: TestSyncBuildsNoSurface).
+func TestOIDCSecretsRequired(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"  introspection:\n    client_id: c\n    client_secret_env: SKILLREG_TEST_UNSET_SECRET\n", "oidc.introspection.client_secret_env: the environment variable SKILLREG_TEST_UNSET_SECRET is empty"},
+		{"  client_id: web\n  client_secret_env: SKILLREG_TEST_UNSET_SECRET\n", "oidc.client_secret_env: the environment variable SKILLREG_TEST_UNSET_SECRET is empty"},
+	} {
+		cfg, err := config.Parse([]byte("public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n"+tc.yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = t.TempDir()
+		_, err = NewDaemon(cfg, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewDaemon = %v, want %q", err, tc.want)
+		}
+	}
+	t.Setenv("SKILLREG_TEST_SET_SECRET", "s3cr3t-value")
+	cfg, err := config.Parse([]byte("public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n  client_id: web\n  client_secret_env: SKILLREG_TEST_SET_SECRET\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	d, err := NewDaemon(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if or := d.running().oidc; or.clientSecret != "s3cr3t-value" || !slices.Contains(or.secrets, "s3cr3t-value") {
+		t.Fatalf("web client secret %q, scrubbed %v", or.clientSecret, len(or.secrets))
+	}
+}

@@ -12,13 +12,15 @@ import (
 )
 
 // noSurfaceConfig is a configuration that only a surface can fail on: its
-// webhook secret file cannot be read.
+// webhook secret file cannot be read, and its provider's introspection
+// secret is in an environment variable that is not set.
 func noSurfaceConfig(t *testing.T) (yaml, file string) {
 	t.Helper()
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
 	yaml = "sources:\n  - name: one\n    dir: " + root + "/one\n" +
-		"github:\n  webhook_secret_file: " + filepath.Join(root, "no-such-secret") + "\n"
+		"github:\n  webhook_secret_file: " + filepath.Join(root, "no-such-secret") + "\n" +
+		"public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n  introspection:\n    client_id: c\n    client_secret_env: SKILLREG_TEST_UNSET_SECRET\n"
 	file = filepath.Join(root, "config.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
