@@ -9,6 +9,7 @@ package main
 // script under deploy/.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -45,6 +46,7 @@ const (
 	hostsClient, hostsSecret = "hosts", "hosts-secret"
 	hostsRedirect            = "http://localhost:8976/callback"
 	robotClient, robotSecret = "robot", "robot-secret"
+	cliClient                = "skillreg-cli"
 	userPassword             = "correct horse battery staple"
 )
 
@@ -104,6 +106,7 @@ func defaultProviderOptions() oidctest.Options {
 		Clients: []oidctest.Client{
 			{ID: hostsClient, Secret: hostsSecret, RedirectURIs: []string{hostsRedirect}},
 			{ID: robotClient, Secret: robotSecret, Groups: []string{"platform-team"}},
+			{ID: cliClient, Public: true}, // the headersHelper's device flow
 		},
 	}
 }
@@ -777,14 +780,101 @@ func TestOIDCHeadersHelper(t *testing.T) {
 	if _, stderr, err := run(`SKILLREG_TOKEN_COMMAND=echo 'x", "Cookie": "y'`); err == nil || !strings.Contains(stderr, "not a bearer token") {
 		t.Errorf("a command printing junk: %v %q", err, stderr)
 	}
-	// The provider here has no device flow: login says so rather than
-	// waiting for a person.
-	if _, stderr, err := runArgs([]string{"login"}, "SKILLREG_OIDC_ISSUER="+w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID="+hostsClient, "SKILLREG_RESOURCE="+w.resource); err == nil || !strings.Contains(stderr, "no device flow") {
-		t.Errorf("login without a device flow at the provider: %v %q", err, stderr)
+	// A device flow the provider refuses (a confidential client without
+	// its secret) ends at once, naming the provider's error.
+	if _, stderr, err := runArgs([]string{"login"}, "SKILLREG_OIDC_ISSUER="+w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID="+hostsClient, "SKILLREG_RESOURCE="+w.resource); err == nil || !strings.Contains(stderr, "refused: invalid_client") {
+		t.Errorf("login refused by the provider: %v %q", err, stderr)
 	}
 	// Without a token and without a secret, it does not wait for a person.
 	if _, stderr, err := run("SKILLREG_OIDC_ISSUER="+w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID="+hostsClient, "SKILLREG_RESOURCE="+w.resource,
 		"SKILLREG_CACHE_DIR="+t.TempDir()); err == nil || !strings.Contains(stderr, "skillreg-headers login") {
 		t.Errorf("no token yet: %v %q", err, stderr)
+	}
+}
+
+// TestOIDCHeadersHelperDeviceFlow: a person signs the headersHelper in
+// once with the provider's device flow (`skillreg-headers login` prints
+// where to go; the person approves there), and from then on the helper
+// prints a header with that person's token, which opens the marketplace
+// with exactly their sources.
+func TestOIDCHeadersHelperDeviceFlow(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the helper needs %s", tool)
+		}
+	}
+	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startOIDCWorld(t, defaultProviderOptions(), oidcAccess)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SKILLREG_CACHE_DIR=" + t.TempDir(),
+		"SKILLREG_OIDC_ISSUER=" + w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID=" + cliClient, "SKILLREG_RESOURCE=" + w.resource}
+
+	login := exec.Command(script, "login")
+	login.Env = env
+	stderr, err := login.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	lines := bufio.NewScanner(stderr)
+	verification := ""
+	for verification == "" && lines.Scan() {
+		said.WriteString(lines.Text() + "\n")
+		if u, ok := strings.CutPrefix(lines.Text(), "Open "); ok {
+			verification = u
+		}
+	}
+	if verification == "" {
+		login.Wait()
+		t.Fatalf("login said no verification URI:\n%s", said.String())
+	}
+	// The person, on another device.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.p.ApproveDevice(ctx, verification, "alice", userPassword); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+		said.WriteString(lines.Text() + "\n")
+	}
+	if err := login.Wait(); err != nil || !strings.Contains(said.String(), "signed in") {
+		t.Fatalf("login: %v\n%s", err, said.String())
+	}
+
+	helper := exec.Command(script)
+	helper.Env = env
+	out, err := helper.Output()
+	if err != nil {
+		t.Fatalf("the helper after login: %v", err)
+	}
+	var headers map[string]string
+	if err := json.Unmarshal(out, &headers); err != nil {
+		t.Fatalf("the helper printed what is not a JSON object of headers: %v", err)
+	}
+	tok, ok := strings.CutPrefix(headers["Authorization"], "Bearer ")
+	if !ok {
+		t.Fatalf("headers %v: no bearer token", headers)
+	}
+	w.keep(tok)
+	if strings.Contains(said.String(), tok) {
+		t.Errorf("login printed the token")
+	}
+	code, b := w.get(t, "/marketplace.json", tok)
+	var market struct{ Plugins []struct{ Name string } }
+	if err := json.Unmarshal(b, &market); code != 200 || err != nil {
+		t.Fatalf("marketplace with the helper's header: %d %v", code, err)
+	}
+	got := map[string]bool{}
+	for _, p := range market.Plugins {
+		got[p.Name] = true
+	}
+	if !got["deploy"] || got["lint"] {
+		t.Errorf("alice's marketplace through the device flow: %v, want deploy and not lint", got)
 	}
 }

@@ -157,6 +157,7 @@ func (p *Provider) build(t testing.TB) (http.Handler, error) {
 		DefaultLogoutRedirectURI: "/logged-out",
 		CodeMethodS256:           true,
 		AuthMethodPost:           true,
+		DeviceAuthorization:      deviceConfig,
 	}
 	provider, err := op.NewProvider(config, p.storage, op.StaticIssuer(p.issuer), op.WithAllowInsecure())
 	if err != nil {
@@ -169,6 +170,7 @@ func (p *Provider) build(t testing.TB) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/login", &loginPage{storage: p.storage, issuer: p.issuer, logger: p.logger})
+	mux.Handle(deviceConfig.UserFormPath, devicePage{p.storage})
 	mux.HandleFunc("/logged-out", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("signed out\n"))

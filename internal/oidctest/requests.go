@@ -47,9 +47,9 @@ func (c *client) GrantTypes() []oidc.GrantType {
 	case c.introspectOnly:
 		return nil
 	case c.Public:
-		return []oidc.GrantType{oidc.GrantTypeCode}
+		return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeDeviceCode}
 	default:
-		return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeClientCredentials}
+		return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeClientCredentials, oidc.GrantTypeDeviceCode}
 	}
 }
 

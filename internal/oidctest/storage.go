@@ -38,6 +38,8 @@ type storage struct {
 	requests map[string]*authRequest
 	codes    map[string]string // code -> auth request id
 	tokens   map[string]*token // jti -> token
+
+	devices deviceStore // device authorization requests (device.go)
 }
 
 // token is what the provider remembers of an access token it issued.
@@ -234,6 +236,8 @@ func (s *storage) CreateAccessToken(_ context.Context, req op.TokenRequest) (str
 		clientID = r.clientID
 	case *ccRequest:
 		clientID = r.clientID
+	case *op.DeviceAuthorizationState:
+		clientID = r.ClientID
 	default:
 		return "", time.Time{}, oidc.ErrUnsupportedGrantType()
 	}
@@ -405,6 +409,8 @@ func (s *storage) GetPrivateClaimsFromRequest(_ context.Context, req op.TokenReq
 		clientID = r.clientID
 	case *ccRequest:
 		clientID = r.clientID
+	case *op.DeviceAuthorizationState:
+		clientID = r.ClientID
 	}
 	return s.privateClaims(clientID, req.GetSubject(), req.GetScopes())
 }
