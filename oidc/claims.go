@@ -67,6 +67,9 @@ type Config struct {
 	// RefreshInterval is the shortest time between two JWKS fetches caused
 	// by an unknown key id; default one minute.
 	RefreshInterval time.Duration
+	// KeysMaxAge is how often Start refetches the JWKS, so that a key the
+	// provider withdrew stops validating within it; default one hour.
+	KeysMaxAge time.Duration
 }
 
 // IntrospectionConfig is the provider's token introspection endpoint

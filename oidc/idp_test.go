@@ -202,6 +202,10 @@ func newIDP(t testing.TB, signers ...signer) *idp {
 			http.Error(w, "hint", http.StatusBadRequest)
 			return
 		}
+		if r.PostFormValue("token") == "hang-token-0123" {
+			<-r.Context().Done() // never answers: the verifier's timeout must end it
+			return
+		}
 		p.mu.Lock()
 		ans, ok := p.opaque[r.PostFormValue("token")]
 		p.mu.Unlock()

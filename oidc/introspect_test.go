@@ -128,6 +128,13 @@ func TestIntrospectionAnswerBounded(t *testing.T) {
 	v := p.verifier(t, c, nil, func(cfg *Config) {
 		cfg.Introspection = &IntrospectionConfig{ClientID: introID, ClientSecret: introSecret, CacheTTL: -1}
 	})
+	hasty := p.verifier(t, c, nil, func(cfg *Config) {
+		cfg.Introspection = &IntrospectionConfig{URL: p.srv.URL + "/introspect", ClientID: introID, ClientSecret: introSecret}
+		cfg.FetchTimeout = 50 * time.Millisecond
+	})
+	if _, err := hasty.VerifyAccessToken(context.Background(), "hang-token-0123"); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("introspection that never answers: %v", err)
+	}
 	if _, err := v.VerifyAccessToken(context.Background(), "big-token-0123"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("oversized answer: %v", err)
 	}

@@ -27,6 +27,7 @@ const (
 
 	defaultFetchTimeout    = 10 * time.Second
 	defaultRefreshInterval = time.Minute
+	defaultKeysMaxAge      = time.Hour
 	defaultGroupsClaim     = "groups"
 	// maxGroups bounds the groups (and the scopes) one token may carry.
 	maxGroups = 1000
@@ -50,6 +51,7 @@ type Verifier struct {
 	now          func() time.Time
 	fetchTimeout time.Duration
 	interval     time.Duration
+	maxAge       time.Duration
 	// backoffMin and backoffMax pace Start's retries.
 	backoffMin, backoffMax time.Duration
 
@@ -72,7 +74,7 @@ type Verifier struct {
 // New checks cfg and returns a Verifier. It does no network I/O: discovery
 // and the JWKS are fetched by Start, or on first use.
 func New(cfg Config) (*Verifier, error) {
-	if err := checkURL("oidc issuer", cfg.Issuer); err != nil {
+	if err := checkURL("issuer", cfg.Issuer); err != nil {
 		return nil, err
 	}
 	if cfg.Audience == "" {
@@ -88,6 +90,7 @@ func New(cfg Config) (*Verifier, error) {
 		now:          cfg.Now,
 		fetchTimeout: cfg.FetchTimeout,
 		interval:     cfg.RefreshInterval,
+		maxAge:       cfg.KeysMaxAge,
 		backoffMin:   time.Second,
 		backoffMax:   time.Minute,
 		ready:        make(chan struct{}),
@@ -100,6 +103,9 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	if v.interval <= 0 {
 		v.interval = defaultRefreshInterval
+	}
+	if v.maxAge <= 0 {
+		v.maxAge = defaultKeysMaxAge
 	}
 	if v.client == nil {
 		v.client = &http.Client{Timeout: v.fetchTimeout}
@@ -121,7 +127,7 @@ func New(cfg Config) (*Verifier, error) {
 	}
 	if in := cfg.Introspection; in != nil {
 		if in.URL != "" {
-			if err := checkURL("oidc introspection url", in.URL); err != nil {
+			if err := checkURL("introspection url", in.URL); err != nil {
 				return nil, err
 			}
 		}
@@ -168,8 +174,10 @@ func loopback(host string) bool {
 }
 
 // Start fetches discovery and the JWKS in the background, retrying with
-// backoff until both are cached; ctx ends the retries. Calling it again
-// does nothing. Without Start the first verification fetches them.
+// backoff until both are cached, then refetches the JWKS every
+// Config.KeysMaxAge (keeping the cached keys when that fails); ctx ends it.
+// Calling it again does nothing. Without Start the first verification
+// fetches them, and only unknown key ids refresh them.
 func (v *Verifier) Start(ctx context.Context) {
 	v.startOnce.Do(func() { go v.run(ctx) })
 }
@@ -177,25 +185,20 @@ func (v *Verifier) Start(ctx context.Context) {
 func (v *Verifier) run(ctx context.Context) {
 	delay := v.backoffMin
 	for {
-		v.mu.Lock()
-		have := v.keys != nil
-		v.mu.Unlock()
-		if have {
-			return
+		wait := v.maxAge
+		if err := v.fetchKeys(ctx, true); err != nil {
+			v.log.Warn("oidc provider unreachable; retrying", "issuer", v.issuer, "retry", delay, "err", err)
+			wait, delay = delay, min(2*delay, v.backoffMax)
+		} else {
+			delay = v.backoffMin
 		}
-		err := v.fetchKeys(ctx, true)
-		if err == nil {
-			return
-		}
-		v.log.Warn("oidc provider unreachable; retrying", "issuer", v.issuer, "retry", delay, "err", err)
-		t := time.NewTimer(delay)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, v.backoffMax)
 	}
 }
 
@@ -363,6 +366,11 @@ func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token) (any, error) {
 	if !slices.Contains(v.algs, alg) {
 		return nil, refuse("algorithm not allowed")
 	}
+	if _, ok := t.Header["crit"]; ok {
+		// RFC 7515 section 4.1.11: extensions the verifier does not
+		// understand must be refused, and it understands none.
+		return nil, refuse("critical header extensions are not supported")
+	}
 	kid, ok := t.Header["kid"].(string)
 	if _, present := t.Header["kid"]; present && !ok {
 		return nil, refuse("malformed: kid is not a string")
@@ -487,14 +495,25 @@ func (v *Verifier) fetchKeys(ctx context.Context, force bool) error {
 func (v *Verifier) noteKeys(keys []key, err error) {
 	v.mu.Lock()
 	v.keysTried, v.keysErr = v.now(), err
+	changed := false
 	if err == nil {
+		changed = !slices.EqualFunc(v.keys, keys, func(a, b key) bool { return a.id == b.id && a.alg == b.alg })
 		v.keys = keys
 	}
 	v.mu.Unlock()
-	if err == nil {
-		v.log.Info("oidc keys fetched", "issuer", v.issuer, "keys", len(keys))
-		v.readyOnce.Do(func() { close(v.ready) })
+	if err != nil {
+		return
 	}
+	if changed {
+		ids := make([]string, len(keys))
+		for i, k := range keys {
+			ids[i] = k.id
+		}
+		v.log.Info("oidc signing keys", "issuer", v.issuer, "kids", ids)
+	} else {
+		v.log.Debug("oidc signing keys unchanged", "issuer", v.issuer, "keys", len(keys))
+	}
+	v.readyOnce.Do(func() { close(v.ready) })
 }
 
 // metadata returns the cached discovery document or fetches it (see

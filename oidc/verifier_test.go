@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 func TestAccessTokenChecks(t *testing.T) {
@@ -29,7 +31,9 @@ func TestAccessTokenChecks(t *testing.T) {
 	es := ecSigner(t, "ec-1", elliptic.P256(), jwt.SigningMethodES256)
 	es384 := ecSigner(t, "ec-2", elliptic.P384(), jwt.SigningMethodES384)
 	ed := edSigner(t, "ed-1")
-	p := newIDP(t, rs, rsOnly, es, es384, ed)
+	es384Bare := ecSigner(t, "ec-3", elliptic.P384(), jwt.SigningMethodES384)
+	es384Bare.alg = "" // no "alg" in the JWK: only the curve ties it to ES384
+	p := newIDP(t, rs, rsOnly, es, es384, ed, es384Bare)
 	var logs bytes.Buffer
 	v := p.verifier(t, c, &logs)
 	now := c.Now()
@@ -40,8 +44,10 @@ func TestAccessTokenChecks(t *testing.T) {
 	esAsRSA.kid = "rsa-1"
 	psPinned := rsOnly
 	psPinned.method = jwt.SigningMethodPS256
-	es256OnP384 := es // an ES256 token naming the P-384 key
-	es256OnP384.kid = es384.kid
+	es256OnP384 := es // an ES256 token naming a P-384 key
+	es256OnP384.kid = es384Bare.kid
+	es256OnPinned := es // an ES256 token naming the P-384 key whose JWK says ES384
+	es256OnPinned.kid = es384.kid
 	noKID := es
 	noKID.kid = ""
 
@@ -67,6 +73,17 @@ func TestAccessTokenChecks(t *testing.T) {
 		tok := jwt.NewWithClaims(jwt.SigningMethodNone, p.claims(now))
 		tok.Header["kid"] = "rsa-1"
 		raw, err := tok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	crit := func() string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, p.claims(now))
+		tok.Header["kid"] = "rsa-1"
+		tok.Header["crit"] = []string{"exp-ext"}
+		tok.Header["exp-ext"] = true
+		raw, err := tok.SignedString(rs.priv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +123,10 @@ func TestAccessTokenChecks(t *testing.T) {
 		{name: "EC signature under an RSA key's kid", raw: esAsRSA.sign(t, p.claims(now)), reason: "fits"},
 		{name: "PS256 under a JWK pinned to RS256", raw: psPinned.sign(t, p.claims(now)), reason: "fits"},
 		{name: "ES256 under a P-384 key", raw: es256OnP384.sign(t, p.claims(now)), reason: "fits"},
+		{name: "ES256 under a JWK pinned to ES384", raw: es256OnPinned.sign(t, p.claims(now)), reason: "fits"},
+		{name: "ES384 under a P-384 key without alg", raw: es384Bare.sign(t, p.claims(now))},
 		{name: "alg none", raw: none(), reason: "algorithm not allowed"},
+		{name: "a critical header extension", raw: crit(), reason: "critical"},
 		{name: "HS256 keyed with the RSA public key (alg confusion)", raw: hmacWithPublicKey("HS256", pubDER), reason: "algorithm not allowed"},
 		{name: "HS512 keyed with the RSA public key", raw: hmacWithPublicKey("HS512", pubDER), reason: "algorithm not allowed"},
 		{name: "signature stripped", raw: stripped, reason: "bad signature"},
@@ -318,9 +338,7 @@ func TestUnknownKIDRefreshLimit(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() { _, errs[i] = v.VerifyAccessToken(ctx, tok) })
 	}
-	for p.jwksHits.Load() != 4 {
-		time.Sleep(time.Millisecond) // the first caller's fetch reaches the provider
-	}
+	testkit.WaitUntil(t, "the first caller's fetch reaching the provider", func() bool { return p.jwksHits.Load() == 4 })
 	close(release)
 	wg.Wait()
 	for i, err := range errs {
@@ -428,9 +446,7 @@ func TestStartRetries(t *testing.T) {
 	defer cancel()
 	v.Start(ctx)
 	v.Start(ctx) // a second call does nothing
-	for p.discoveryHits.Load() < 3 {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitUntil(t, "three discovery attempts", func() bool { return p.discoveryHits.Load() >= 3 })
 	p.setDown(false)
 	select {
 	case <-v.Ready():
@@ -446,6 +462,45 @@ func TestStartRetries(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "oidc provider unreachable; retrying") {
 		t.Fatalf("the outage is not logged:\n%s", logs.String())
+	}
+}
+
+// Start refetches the key set every KeysMaxAge: a key the provider
+// withdrew stops validating, and a failed refetch keeps the cache.
+func TestStartKeepsKeysFresh(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	k1, k2 := edSigner(t, "k1"), edSigner(t, "k2")
+	p := newIDP(t, k1, k2)
+	var logs syncBuffer
+	v := p.verifier(t, c, nil, func(cfg *Config) {
+		cfg.KeysMaxAge = 5 * time.Millisecond
+		cfg.Logger = slogTo(&logs)
+	})
+	v.backoffMin, v.backoffMax = time.Millisecond, 5*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	v.Start(ctx)
+	<-v.Ready()
+	if _, err := v.VerifyAccessToken(ctx, k2.sign(t, p.claims(c.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	p.publish(k1)
+	hits := p.jwksHits.Load()
+	testkit.WaitUntil(t, "two refetches after k2 was withdrawn", func() bool { return p.jwksHits.Load() >= hits+2 })
+	if _, err := v.VerifyAccessToken(ctx, k2.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("token of a withdrawn key: %v", err)
+	}
+	p.setDown(true)
+	hits = p.jwksHits.Load()
+	testkit.WaitUntil(t, "two failed refetches", func() bool { return p.jwksHits.Load() >= hits+2 })
+	if _, err := v.VerifyAccessToken(ctx, k1.sign(t, p.claims(c.Now()))); err != nil {
+		t.Fatalf("cached key after failed refetches: %v", err)
+	}
+	cancel()
+	out := logs.String()
+	if !strings.Contains(out, "oidc signing keys") || !strings.Contains(out, "kids=[k1]") {
+		t.Fatalf("the key change is not logged:\n%s", out)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"testing"
 
@@ -29,6 +30,11 @@ func randomString(t testing.TB, n int) string {
 		t.Fatalf("oidctest: random: %v", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// clientContext makes x/oauth2 send through the provider's transport.
+func (p *Provider) clientContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: p.transport})
 }
 
 func (p *Provider) endpoint(secret string) oauth2.Endpoint {
@@ -64,7 +70,7 @@ func (p *Provider) TryClientCredentials(ctx context.Context, clientID, secret, r
 	if resource != "" {
 		cfg.EndpointParams = url.Values{"resource": {resource}}
 	}
-	tok, err := cfg.Token(ctx)
+	tok, err := cfg.Token(p.clientContext(ctx))
 	if err != nil {
 		return "", err
 	}
@@ -132,7 +138,7 @@ func (p *Provider) TryAuthCode(ctx context.Context, clientID, secret, redirectUR
 	if code == "" {
 		return Tokens{}, fmt.Errorf("oidctest: redirect without a code: %s", redirect.Redacted())
 	}
-	tok, err := cfg.Exchange(ctx, code, append(tokenOpts, oauth2.VerifierOption(verifier))...)
+	tok, err := cfg.Exchange(p.clientContext(ctx), code, append(tokenOpts, oauth2.VerifierOption(verifier))...)
 	if err != nil {
 		return Tokens{}, err
 	}

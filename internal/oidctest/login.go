@@ -79,7 +79,7 @@ var ErrLoginRefused = errors.New("oidctest: sign-in refused")
 // redirect (with `error`) is returned together with an error naming it.
 func (p *Provider) Login(ctx context.Context, authURL, user, password string) (*url.URL, error) {
 	var last *url.URL
-	hc := &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	hc := &http.Client{Transport: p.transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if req.URL.Host != p.addr {
 			last = req.URL
 			return http.ErrUseLastResponse

@@ -61,7 +61,8 @@ type Client struct {
 type Options struct {
 	Users   []User
 	Clients []Client
-	// AccessTokenTTL is the access tokens' lifetime; default 10 minutes.
+	// AccessTokenTTL is the access tokens' lifetime; default (and for a
+	// value <= 0) 10 minutes. For expired tokens, see Sign and ExpireTokens.
 	AccessTokenTTL time.Duration
 	// Opaque makes access tokens opaque (validated through introspection
 	// with IntrospectionClient) instead of JWTs.
@@ -89,9 +90,15 @@ type Provider struct {
 	logger   *slog.Logger
 	mu       sync.Mutex
 	srv      *http.Server
+	ln       net.Listener
 	stopped  bool
 	introID  string
 	introSec string
+	foreign  *signingKey // Sign's KeyForeign, made on first use
+	// transport carries the helpers' own requests (Login, ClientCredentials,
+	// AuthCode); Stop drops its idle connections so that no POST after a
+	// Restart lands on a connection the stopped server closed.
+	transport *http.Transport
 }
 
 // Start runs a provider on loopback; t.Cleanup stops it.
@@ -100,7 +107,7 @@ func Start(t testing.TB, o Options) *Provider {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
 	}
-	if o.AccessTokenTTL == 0 {
+	if o.AccessTokenTTL <= 0 {
 		o.AccessTokenTTL = 10 * time.Minute
 	}
 	if o.Algorithm == "" {
@@ -115,11 +122,12 @@ func Start(t testing.TB, o Options) *Provider {
 		t.Fatalf("oidctest: listen %s: %v", o.Addr, err)
 	}
 	p := &Provider{
-		opts:     o,
-		addr:     ln.Addr().String(),
-		logger:   logger,
-		introID:  "oidctest-introspector",
-		introSec: randomString(t, 24),
+		opts:      o,
+		addr:      ln.Addr().String(),
+		logger:    logger,
+		introID:   "oidctest-introspector",
+		introSec:  randomString(t, 24),
+		transport: http.DefaultTransport.(*http.Transport).Clone(),
 	}
 	p.issuer = "http://" + p.addr
 	st, err := newStorage(o, p.issuer, p.introID, p.introSec)
@@ -165,14 +173,23 @@ func (p *Provider) build(t testing.TB) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("signed out\n"))
 	})
-	mux.Handle("/", op.RegisterLegacyServer(srv, op.AuthorizeCallbackHandler(provider)))
+	opHandler := op.RegisterLegacyServer(srv, op.AuthorizeCallbackHandler(provider))
+	// RFC 8414's metadata path, which the MCP SDK asks first, answers the
+	// discovery document as Okta, Keycloak and others do.
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/.well-known/openid-configuration"
+		r2.URL.RawPath = ""
+		opHandler.ServeHTTP(w, r2)
+	})
+	mux.Handle("/", opHandler)
 	return mux, nil
 }
 
 func (p *Provider) serve(ln net.Listener) {
 	srv := &http.Server{Handler: p.handler, ReadHeaderTimeout: 10 * time.Second}
 	p.mu.Lock()
-	p.srv = srv
+	p.srv, p.ln = srv, ln
 	p.stopped = false
 	p.mu.Unlock()
 	go func() {
@@ -184,13 +201,18 @@ func (p *Provider) serve(ln net.Listener) {
 
 func (p *Provider) shutdown() {
 	p.mu.Lock()
-	srv := p.srv
-	p.srv = nil
+	srv, ln := p.srv, p.ln
+	p.srv, p.ln = nil, nil
 	p.stopped = true
 	p.mu.Unlock()
 	if srv != nil {
 		_ = srv.Close()
+		// Serve may not have taken the listener yet, so Close may not
+		// have closed it: close it here, so the port is free when Stop
+		// returns.
+		_ = ln.Close()
 	}
+	p.transport.CloseIdleConnections()
 }
 
 // Issuer is the provider's issuer URL (http://127.0.0.1:PORT); discovery is
@@ -237,6 +259,14 @@ func (p *Provider) Rotate(t testing.TB) {
 func (p *Provider) RetireOld(t testing.TB) {
 	t.Helper()
 	p.storage.keys.retireOld()
+}
+
+// ExpireTokens ends every access token issued so far: introspection and
+// userinfo then refuse them (an opaque token's expiry without waiting; a
+// JWT's own exp claim is what it is: Sign an expired one instead).
+func (p *Provider) ExpireTokens(t testing.TB) {
+	t.Helper()
+	p.storage.expireAll()
 }
 
 // KeyIDs are the key ids the JWKS publishes, the current one last.

@@ -57,7 +57,7 @@ func newStorage(o Options, issuer, introID, introSecret string) (*storage, error
 		issuer:   issuer,
 		keys:     keys,
 		clients:  map[string]*client{},
-		users:    o.Users,
+		users:    slices.Clone(o.Users),
 		requests: map[string]*authRequest{},
 		codes:    map[string]string{},
 		tokens:   map[string]*token{},
@@ -72,6 +72,9 @@ func newStorage(o Options, issuer, introID, introSecret string) (*storage, error
 		if !c.Public && c.Secret == "" {
 			return nil, fmt.Errorf("confidential client %q without a secret", c.ID)
 		}
+		c.RedirectURIs = slices.Clone(c.RedirectURIs)
+		c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
+		c.Groups = slices.Clone(c.Groups)
 		s.clients[c.ID] = &client{Client: c, opaque: o.Opaque}
 	}
 	s.clients[introID] = &client{Client: Client{ID: introID, Secret: introSecret}, opaque: o.Opaque, introspectOnly: true}
@@ -345,6 +348,16 @@ func (s *storage) SetUserinfoFromToken(_ context.Context, info *oidc.UserInfo, t
 	return s.userinfo(info, t.subject)
 }
 
+// expireAll ends every access token issued so far.
+func (s *storage) expireAll() {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tokens {
+		t.expiry = now
+	}
+}
+
 func (s *storage) liveToken(id string) (*token, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -432,7 +445,8 @@ func (s *storage) Health(context.Context) error { return nil }
 func (s *storage) ClientCredentials(_ context.Context, id, secret string) (op.Client, error) {
 	c, ok := s.clients[id]
 	if !ok || c.Public || c.introspectOnly || subtle.ConstantTimeCompare([]byte(c.Secret), []byte(secret)) != 1 {
-		return nil, errors.New("unknown client or wrong secret")
+		// The library's server path answers a plain error as a 500.
+		return nil, oidc.ErrInvalidClient().WithDescription("unknown client or wrong secret")
 	}
 	return c, nil
 }
