@@ -182,6 +182,21 @@ func TestOIDCGate(t *testing.T) {
 	if code, body := get("/readyz", platform); code != 200 || !strings.Contains(body, `"generation"`) {
 		t.Fatalf("/readyz with a provider token: %d %s", code, body)
 	}
+	// The git mirror takes the token as git sends it: the Basic password.
+	gitRefs := func(repo, token string) int {
+		req, _ := http.NewRequest("GET", d.URL+"/git/"+repo+".git/info/refs?service=git-upload-pack", nil)
+		req.Header.Set("Git-Protocol", "version=2")
+		req.SetBasicAuth("x", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b, c := gitRefs("platform", platform), gitRefs("acme", platform), gitRefs("platform", "forged"); a != 200 || b != 404 || c != 401 {
+		t.Fatalf("git mirror with a provider token: platform %d, acme %d, forged %d; want 200 404 401", a, b, c)
+	}
 
 	// A reload that changes the rules: the same token sees the new ones
 	// at once, and the verifier (with its cached keys) is kept.
