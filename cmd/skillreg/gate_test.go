@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -27,7 +28,13 @@ import (
 // to a file, so that the test can reload it.
 func startOIDCDaemon(t *testing.T, yaml string) (*testDaemon, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startOIDCDaemonAt(t, "127.0.0.1:0", yaml)
+}
+
+// startOIDCDaemonAt is startOIDCDaemon on a given address.
+func startOIDCDaemonAt(t *testing.T, addr, yaml string) (*testDaemon, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +281,45 @@ func TestOIDCSecretsRequired(t *testing.T) {
 	defer d.Close()
 	if or := d.running().oidc; or.clientSecret != "s3cr3t-value" || !slices.Contains(or.secrets, "s3cr3t-value") {
 		t.Fatalf("web client secret %q, scrubbed %v", or.clientSecret, len(or.secrets))
+	}
+}
+
+// TestOIDCProviderUnreachable: with the provider down before the daemon
+// ever reached it (no keys cached), a provider token can be neither
+// accepted nor refused: 503 with Retry-After, never a failed attempt, so
+// however often it is retried the address is not locked out (a client
+// token from it still works).
+func TestOIDCProviderUnreachable(t *testing.T) {
+	p := oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{{ID: "agent", Secret: "s", Groups: []string{"g"}}}})
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // startOIDCDaemon binds it again; only its URL is needed now
+	tok := p.ClientCredentials(t, "agent", "s", "http://"+addr+"/mcp")
+	p.Stop(t)
+	clientTok, hash, err := access.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := startOIDCDaemonAt(t, addr, "sources:\n  - name: one\n    dir: "+root+"/one\npublic_url: PUBLIC_URL\noidc:\n  issuer: "+p.Issuer()+
+		"\naccess:\n  - groups: [g]\n    sources: [one]\nclients:\n  - name: ci\n    token_sha256: "+hash+"\n    sources: [\"*\"]\n")
+	for range 20 {
+		req, _ := http.NewRequest("POST", d.URL+"/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Header.Get("WWW-Authenticate") != "" {
+			t.Fatalf("provider down: %d %q, want 503 with Retry-After", resp.StatusCode, resp.Header)
+		}
+	}
+	if r := postInitialize(t, d.URL, clientTok); r.StatusCode != http.StatusOK {
+		t.Fatalf("a client token after 20 answers of 503: %d, want 200 (no lock-out)", r.StatusCode)
 	}
 }
