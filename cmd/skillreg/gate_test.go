@@ -28,16 +28,17 @@ import (
 // to a file, so that the test can reload it.
 func startOIDCDaemon(t *testing.T, yaml string) (*testDaemon, string) {
 	t.Helper()
-	return startOIDCDaemonAt(t, "127.0.0.1:0", yaml)
-}
-
-// startOIDCDaemonAt is startOIDCDaemon on a given address.
-func startOIDCDaemonAt(t *testing.T, addr, yaml string) (*testDaemon, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startOIDCDaemonOn(t, ln, yaml)
+}
+
+// startOIDCDaemonOn is startOIDCDaemon on a listener the test bound (to
+// know the URL first).
+func startOIDCDaemonOn(t *testing.T, ln net.Listener, yaml string) (*testDaemon, string) {
+	t.Helper()
 	base := "http://" + ln.Addr().String()
 	path := filepath.Join(t.TempDir(), "skillreg.yaml")
 	yaml = strings.ReplaceAll(yaml, "PUBLIC_URL", base)
@@ -297,15 +298,13 @@ func TestOIDCProviderUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // startOIDCDaemon binds it again; only its URL is needed now
-	tok := p.ClientCredentials(t, "agent", "s", "http://"+addr+"/mcp")
+	tok := p.ClientCredentials(t, "agent", "s", "http://"+ln.Addr().String()+"/mcp")
 	p.Stop(t)
 	clientTok, hash, err := access.NewToken()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := startOIDCDaemonAt(t, addr, "sources:\n  - name: one\n    dir: "+root+"/one\npublic_url: PUBLIC_URL\noidc:\n  issuer: "+p.Issuer()+
+	d, _ := startOIDCDaemonOn(t, ln, "sources:\n  - name: one\n    dir: "+root+"/one\npublic_url: PUBLIC_URL\noidc:\n  issuer: "+p.Issuer()+
 		"\naccess:\n  - groups: [g]\n    sources: [one]\nclients:\n  - name: ci\n    token_sha256: "+hash+"\n    sources: [\"*\"]\n")
 	for range 20 {
 		req, _ := http.NewRequest("POST", d.URL+"/mcp", strings.NewReader(`{}`))
