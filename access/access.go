@@ -1,7 +1,13 @@
-// Package access decides who may see what: the configured clients, each
+// Package access decides who may see what. The Gate is what every surface
+// asks who a request's credential belongs to: the configured clients, each
 // with a bearer token kept only as its SHA-256 hash and the sources it may
-// see, checked in constant time, with failed attempts rate-limited per
-// remote address.
+// see, checked in constant time, then the access tokens of the
+// organisation's OpenID Connect provider (through a TokenVerifier), mapped
+// to sources by the access Rules. Failed attempts are rate-limited per
+// remote address; a request without a credential is not one. Middleware
+// answers refusals with the RFC 9728 challenge, and ResourceMetadataHandler
+// serves the protected resource metadata it points to. The Host and Origin
+// checks and the networks that see operational detail live here too.
 package access
 
 import (

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -31,6 +32,13 @@ func startOIDCDaemon(t *testing.T, yaml string) (*testDaemon, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startOIDCDaemonOn(t, ln, yaml)
+}
+
+// startOIDCDaemonOn is startOIDCDaemon on a listener the test bound (to
+// know the URL first).
+func startOIDCDaemonOn(t *testing.T, ln net.Listener, yaml string) (*testDaemon, string) {
+	t.Helper()
 	base := "http://" + ln.Addr().String()
 	path := filepath.Join(t.TempDir(), "skillreg.yaml")
 	yaml = strings.ReplaceAll(yaml, "PUBLIC_URL", base)
@@ -182,6 +190,21 @@ func TestOIDCGate(t *testing.T) {
 	if code, body := get("/readyz", platform); code != 200 || !strings.Contains(body, `"generation"`) {
 		t.Fatalf("/readyz with a provider token: %d %s", code, body)
 	}
+	// The git mirror takes the token as git sends it: the Basic password.
+	gitRefs := func(repo, token string) int {
+		req, _ := http.NewRequest("GET", d.URL+"/git/"+repo+".git/info/refs?service=git-upload-pack", nil)
+		req.Header.Set("Git-Protocol", "version=2")
+		req.SetBasicAuth("x", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b, c := gitRefs("platform", platform), gitRefs("acme", platform), gitRefs("platform", "forged"); a != 200 || b != 404 || c != 401 {
+		t.Fatalf("git mirror with a provider token: platform %d, acme %d, forged %d; want 200 404 401", a, b, c)
+	}
 
 	// A reload that changes the rules: the same token sees the new ones
 	// at once, and the verifier (with its cached keys) is kept.
@@ -259,5 +282,43 @@ func TestOIDCSecretsRequired(t *testing.T) {
 	defer d.Close()
 	if or := d.running().oidc; or.clientSecret != "s3cr3t-value" || !slices.Contains(or.secrets, "s3cr3t-value") {
 		t.Fatalf("web client secret %q, scrubbed %v", or.clientSecret, len(or.secrets))
+	}
+}
+
+// TestOIDCProviderUnreachable: with the provider down before the daemon
+// ever reached it (no keys cached), a provider token can be neither
+// accepted nor refused: 503 with Retry-After, never a failed attempt, so
+// however often it is retried the address is not locked out (a client
+// token from it still works).
+func TestOIDCProviderUnreachable(t *testing.T) {
+	p := oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{{ID: "agent", Secret: "s", Groups: []string{"g"}}}})
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "one", "a"), "a", nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := p.ClientCredentials(t, "agent", "s", "http://"+ln.Addr().String()+"/mcp")
+	p.Stop(t)
+	clientTok, hash, err := access.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := startOIDCDaemonOn(t, ln, "sources:\n  - name: one\n    dir: "+root+"/one\npublic_url: PUBLIC_URL\noidc:\n  issuer: "+p.Issuer()+
+		"\naccess:\n  - groups: [g]\n    sources: [one]\nclients:\n  - name: ci\n    token_sha256: "+hash+"\n    sources: [\"*\"]\n")
+	for range 20 {
+		req, _ := http.NewRequest("POST", d.URL+"/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Header.Get("WWW-Authenticate") != "" {
+			t.Fatalf("provider down: %d %q, want 503 with Retry-After", resp.StatusCode, resp.Header)
+		}
+	}
+	if r := postInitialize(t, d.URL, clientTok); r.StatusCode != http.StatusOK {
+		t.Fatalf("a client token after 20 answers of 503: %d, want 200 (no lock-out)", r.StatusCode)
 	}
 }
