@@ -635,3 +635,17 @@ func TestSignInProviderDownAtCallback(t *testing.T) {
 		t.Error("the provider's outage was counted against the person's address")
 	}
 }
+
+// Signing in never hides what a visitor without a session sees: the
+// public sources join the viewer's own.
+func TestSignedInViewersSeePublicSources(t *testing.T) {
+	s := newSSO(t, "http://example.com", func(o *Options) {
+		o.Public = func() map[string]bool { return map[string]bool{"secret": true} }
+	})
+	_, body := s.get(t, "/")
+	mustContain(t, "visitor", body, "payroll-export", `<a class="who" href="/login">Sign in</a>`)
+	mustNotContain(t, "visitor", body, "deploy-checklist")
+	alice := s.signIn(t, "alice@example.com", "pw-alice", "/")
+	_, body = s.get(t, "/", alice)
+	mustContain(t, "alice with a public source", body, "payroll-export", "deploy-checklist", `<span class="count">5</span>`)
+}
