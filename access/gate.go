@@ -199,6 +199,11 @@ func (g *Gate) Authenticate(ctx context.Context, token string) (Identity, error)
 	if g.o.Verifier == nil {
 		return Identity{}, fmt.Errorf("%w: not a client's token", ErrInvalidCredential)
 	}
+	if strings.HasPrefix(token, TokenPrefix) {
+		// A client token no client has (mistyped, or revoked): never sent
+		// on to the provider's introspection endpoint.
+		return Identity{}, fmt.Errorf("%w: a client token of no configured client", ErrInvalidCredential)
+	}
 	sum := sha256.Sum256([]byte(token))
 	now := g.o.Now()
 	if id, ok := g.lookup(sum, now); ok {

@@ -97,6 +97,7 @@ func TestGateAuthenticate(t *testing.T) {
 		{"oidc, subject rule, name without email", oidcGate, "bob", KindOIDC, "u2", "sales", nil},
 		{"oidc, no rule: nothing", oidcGate, "nobody", KindOIDC, "u4", "", nil},
 		{"oidc, refused token", oidcGate, "forged", KindNone, "", "", ErrInvalidCredential},
+		{"oidc, a revoked client token", oidcGate, clientTok + "x", KindNone, "", "", ErrInvalidCredential},
 		{"oidc, provider down", oidcGate, "down", KindNone, "", "", oidc.ErrUnavailable},
 		{"oidc, missing scope", oidcGate, "noscope", KindOIDC, "u3", "acme,platform", ErrInsufficientScope},
 	} {
@@ -118,6 +119,13 @@ func TestGateAuthenticate(t *testing.T) {
 				t.Fatalf("the error %q holds the token", err)
 			}
 		})
+	}
+	// A client token, right or wrong, never goes to the provider.
+	before := v.calls.Load()
+	oidcGate.Authenticate(context.Background(), clientTok+"y")
+	oidcGate.Authenticate(context.Background(), clientTok)
+	if v.calls.Load() != before {
+		t.Fatal("a client token was sent to the provider's verifier")
 	}
 	if oidcGate.Required() != true || clientGate.OIDC() || !oidcGate.OIDC() || NewGate(GateOptions{}).Required() {
 		t.Fatal("Required/OIDC")

@@ -203,6 +203,29 @@ func TestOIDCGate(t *testing.T) {
 	if got := list(sales); !slices.Equal(got, []string{"skill://acme/deploy/SKILL.md"}) {
 		t.Fatalf("after the reload sales sees %v", got)
 	}
+
+	// A reload onto another provider: a new verifier, and the first
+	// provider's tokens are refused from then on.
+	p2 := oidctest.Start(t, oidctest.Options{Clients: []oidctest.Client{{ID: "agent-platform", Secret: "secret-2", Groups: []string{"platform"}}}})
+	if err := os.WriteFile(path, []byte("listen: "+d.Addr()+"\ndata_dir: "+d.running().cfg.DataDir+"\n"+sources+
+		"public_url: "+d.URL+"\noidc:\n  issuer: "+p2.Issuer()+"\naccess:\n  - groups: [platform]\n    sources: [platform]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = config.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if d.running().oidc.verifier == v {
+		t.Fatal("a new issuer kept the old verifier")
+	}
+	if r := postInitialize(t, d.URL, platform); r.StatusCode != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("the old provider's token after the switch: %d %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+	if got := list(p2.ClientCredentials(t, "agent-platform", "secret-2", resource)); !slices.Equal(got, []string{"skill://platform/lint/SKILL.md"}) {
+		t.Fatalf("the new provider's token sees %v", got)
+	}
 }
 
 // TestOIDCSecretsRequired: a serving daemon refuses to start when an

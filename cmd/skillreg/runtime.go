@@ -89,8 +89,8 @@ func (d *Daemon) install(rt *runtimeConfig) {
 	if rt.oidc != nil {
 		d.secrets.Add(rt.oidc.secrets...)
 	}
+	d.startOIDC(rt) // before rt is shared: it sets rt.oidc.stop
 	old := d.rt.Swap(rt)
-	d.startOIDC(rt)
 	if d.MCP != nil {
 		d.MCP.SetCacheTTL(rt.cfg.MCP.CacheTTL.D())
 		d.MCP.SetSkillMeta(rt.meta)
