@@ -340,6 +340,12 @@ func (h *Handler) callback(c echo.Context) error {
 		h.log.Error("sign-in: the provider's discovery document will not do", "err", err)
 		return h.signInError(c, http.StatusInternalServerError, f.Next, "Sign-in is not set up correctly. The operator's log says why.")
 	}
+	if q.Has("iss") && q.Get("iss") != md.Issuer {
+		// RFC 9207: the answer names another authorization server (a
+		// mix-up); its code is not sent to this one's token endpoint.
+		h.log.Warn("sign-in callback from another issuer", "remote", addr)
+		return h.signInError(c, http.StatusBadRequest, f.Next, "This sign-in was not started here, or another one replaced it. Sign in again.")
+	}
 	hc := si.HTTPClient
 	if hc == nil {
 		hc = defaultTokenClient

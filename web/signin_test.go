@@ -360,6 +360,7 @@ func TestSignInCallbackRefusals(t *testing.T) {
 		{name: "verifier not the challenge's", cookie: func(a attempt) *http.Cookie { return edit(a.flow, func(f *flow) { f.Verifier = other }) }, code: http.StatusUnauthorized, page: "was not accepted"},
 		{name: "forged code", query: func(q url.Values) { q.Set("code", "forged") }, code: http.StatusUnauthorized, page: "was not accepted"},
 		{name: "no code", query: func(q url.Values) { q.Del("code") }, code: http.StatusBadRequest, page: "no usable code"},
+		{name: "another issuer (RFC 9207)", query: func(q url.Values) { q.Set("iss", "https://idp.evil.example") }, code: http.StatusBadRequest, page: "not started here"},
 		{name: "provider error", query: func(q url.Values) { q.Del("code"); q.Set("error", "access_denied") }, code: http.StatusUnauthorized, page: "did not sign you in (access_denied)"},
 		{name: "hostile error text", query: func(q url.Values) { q.Del("code"); q.Set("error", "<script>x</script>") }, code: http.StatusUnauthorized, page: "did not sign you in (unknown)"},
 	} {
@@ -633,5 +634,33 @@ func TestSignInProviderDownAtCallback(t *testing.T) {
 	}
 	if !s.h.o.Limiter.Allow("192.0.2.77") {
 		t.Error("the provider's outage was counted against the person's address")
+	}
+}
+
+// Signing in never hides what a visitor without a session sees: the
+// public sources join the viewer's own.
+func TestSignedInViewersSeePublicSources(t *testing.T) {
+	s := newSSO(t, "http://example.com", func(o *Options) {
+		o.Public = func() map[string]bool { return map[string]bool{"secret": true} }
+	})
+	_, body := s.get(t, "/")
+	mustContain(t, "visitor", body, "payroll-export", `<a class="who" href="/login">Sign in</a>`)
+	mustNotContain(t, "visitor", body, "deploy-checklist")
+	alice := s.signIn(t, "alice@example.com", "pw-alice", "/")
+	_, body = s.get(t, "/", alice)
+	mustContain(t, "alice with a public source", body, "payroll-export", "deploy-checklist", `<span class="count">5</span>`)
+}
+
+// An answer that names its issuer (RFC 9207) is taken when it names this
+// provider.
+func TestSignInCallbackWithIssuer(t *testing.T) {
+	s := newSSO(t, "http://example.com", nil)
+	a := s.start(t, "/", false)
+	cb := s.login(t, a, "alice@example.com", "pw-alice")
+	q := cb.Query()
+	q.Set("iss", s.p.Issuer())
+	cb.RawQuery = q.Encode()
+	if res, body := s.callback(t, cb, a.flow, false); res.StatusCode != http.StatusSeeOther || cookieNamed(res, cookieName) == nil {
+		t.Errorf("callback naming this issuer: %d %s", res.StatusCode, body)
 	}
 }

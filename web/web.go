@@ -4,7 +4,10 @@
 // and a page on the state of every source. Everything that comes from a
 // repository is escaped, Markdown is rendered with raw HTML disabled and its
 // links and images made inert, and every answer carries a strict
-// Content-Security-Policy.
+// Content-Security-Policy. With access control on, people sign in with a
+// token once, or with the organisation's OpenID Connect provider
+// (signin.go: authorization code with PKCE, the ID token checked by the
+// oidc package), and keep a server-side session.
 package web
 
 import (

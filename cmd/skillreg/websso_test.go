@@ -213,3 +213,33 @@ func (w testLogLines) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
+
+// Behind a proxy that ends TLS the daemon hears plain HTTP, but the
+// browser is on public_url's https: the sign-in's cookies are Secure (and
+// the flow cookie __Host- prefixed) all the same.
+func TestWebSignInCookiesSecureBehindTLSProxy(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "acme", "deploy"), "deploy", nil)
+	p := oidctest.Start(t, oidctest.Options{})
+	d := startDaemon(t, "public_url: https://skills.example.com\nsources:\n  - name: acme\n    dir: "+root+"/acme\n"+
+		"oidc:\n  issuer: "+p.Issuer()+"\n  client_id: skillreg-web\naccess:\n  - groups: [eng]\n    sources: ['*']\n", root)
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := hc.Get(d.URL + "/login?next=/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	auth, err := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusFound || err != nil || auth.Query().Get("redirect_uri") != "https://skills.example.com/login/callback" {
+		t.Fatalf("/login: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var flow *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == "__Host-skillreg_signin" {
+			flow = c
+		}
+	}
+	if flow == nil || !flow.Secure || !flow.HttpOnly || flow.SameSite != http.SameSiteLaxMode {
+		t.Errorf("flow cookie behind a TLS proxy: %v", res.Cookies())
+	}
+}
