@@ -384,6 +384,39 @@ func TestOIDCPerGroupCatalogs(t *testing.T) {
 	if code, _ := w.get(t, "/metrics", ""); code != http.StatusForbidden {
 		t.Errorf("/metrics without a credential: %d", code)
 	}
+
+	// An expired token on every surface besides /mcp: 401, and the caller
+	// learns only the standard code.
+	expired := w.p.Claims("bob", w.resource)
+	expired["exp"] = time.Now().Add(-2 * time.Minute).Unix()
+	bad := w.keep(w.p.Sign(t, expired, oidctest.KeyCurrent))
+	for _, probe := range []struct {
+		path      string
+		code      int
+		challenge string // in WWW-Authenticate
+	}{
+		{"/.well-known/agent-skills/index.json", 401, `error="invalid_token"`},
+		{"/.well-known/skills/index.json", 401, `error="invalid_token"`},
+		{"/marketplace.json", 401, `error="invalid_token"`},
+		{strings.TrimPrefix(archives["deploy"], w.d.URL), 401, `error="invalid_token"`},
+		{"/git/acme.git/info/refs?service=git-upload-pack", 401, `Basic realm=`}, // so git asks its credential helper
+		{"/readyz", 200, ""}, // the readiness bit and counts, no detail
+		{"/metrics", 403, ""},
+	} {
+		req, _ := http.NewRequest("GET", w.d.URL+probe.path, nil)
+		req.Header.Set("Authorization", "Bearer "+bad)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		body := string(b)
+		if resp.StatusCode != probe.code || !strings.Contains(resp.Header.Get("WWW-Authenticate"), probe.challenge) ||
+			strings.Contains(body, "expir") || strings.Contains(body, "generation") || probe.code == 401 && !strings.Contains(body, "invalid_token") {
+			t.Errorf("an expired token on %s: %d %q %q", probe.path, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+		}
+	}
 }
 
 func mapsEqualBool(a, b map[string]bool) bool {
