@@ -685,7 +685,6 @@ func TestOIDCSDKClientSignsIn(t *testing.T) {
 			}
 			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
 		},
-		AcceptUnadvertisedIss: true,
 	})
 	if err != nil {
 		t.Fatal(err)
