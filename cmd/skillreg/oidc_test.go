@@ -119,13 +119,13 @@ func defaultProviderOptions() oidctest.Options {
 func startOIDCWorld(t *testing.T, o oidctest.Options, extra string) *oidcWorld {
 	t.Helper()
 	p := oidctest.Start(t, o)
-	return startOIDCWorldOn(t, p, p.Issuer(), extra)
+	return startOIDCWorldOn(t, p, extra)
 }
 
 // startOIDCWorldOn starts the daemon of startOIDCWorld against provider
-// p at issuer. Its public_url is its own loopback address, bound before
+// p. Its public_url is its own loopback address, bound before
 // the configuration is made and served as it is.
-func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, issuer, extra string) *oidcWorld {
+func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, extra string) *oidcWorld {
 	t.Helper()
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "acme", "deploy"), "deploy", map[string]string{"ref.md": "acme ref"})
@@ -138,7 +138,7 @@ func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, issuer, extra string) 
 	yaml := "listen: " + ln.Addr().String() + "\npublic_url: " + origin + "\n" +
 		"http:\n  metrics_networks: []\n" +
 		"sources:\n  - name: acme\n    dir: " + root + "/acme\n  - name: platform\n    dir: " + root + "/platform\n" +
-		"oidc:\n  issuer: " + issuer + "\n" + extra
+		"oidc:\n  issuer: " + p.Issuer() + "\n" + extra
 	cfg, err := config.Parse([]byte(yaml), "")
 	if err != nil {
 		ln.Close()
@@ -152,19 +152,8 @@ func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, issuer, extra string) 
 		ln.Close()
 		t.Fatal(err)
 	}
-	d.ln = d.limitListener(ln) // what Listen does, on the address the URL names
-	d.listener.Store(d.ln)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	w.d = &testDaemon{d, origin}
-	waitUntil(t, func() bool { return d.Registry.Ready() })
+	// The log is read once the daemon has stopped (cleanups run last
+	// first), so its shutdown lines are checked too.
 	t.Cleanup(func() {
 		logged := w.log.String()
 		w.mu.Lock()
@@ -178,6 +167,19 @@ func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, issuer, extra string) 
 			t.Logf("daemon log:\n%s", logged)
 		}
 	})
+	d.ln = d.limitListener(ln) // what Listen does, on the address the URL names
+	d.listener.Store(d.ln)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	w.d = &testDaemon{d, origin}
+	waitUntil(t, func() bool { return d.Registry.Ready() })
 	return w
 }
 
@@ -615,7 +617,7 @@ func TestOIDCDaemonStartsWhileProviderDown(t *testing.T) {
 	t.Parallel()
 	p := oidctest.Start(t, defaultProviderOptions())
 	p.Stop(t)
-	w := startOIDCWorldOn(t, p, p.Issuer(), oidcAccess)
+	w := startOIDCWorldOn(t, p, oidcAccess)
 	signed := w.keep(p.Sign(t, p.Claims("alice", w.resource), oidctest.KeyCurrent))
 	if code, ch, _ := w.mcpStatus(t, ""); code != http.StatusUnauthorized || !strings.Contains(ch, "resource_metadata=") {
 		t.Errorf("provider down, no credential: %d %q", code, ch)
@@ -642,7 +644,7 @@ func TestOIDCOpaqueTokens(t *testing.T) {
 	p := oidctest.Start(t, o)
 	id, secret := p.IntrospectionClient()
 	t.Setenv("SKILLREG_TEST_INTROSPECTION_SECRET", secret)
-	w := startOIDCWorldOn(t, p, p.Issuer(), "  introspection:\n    client_id: "+id+"\n    client_secret_env: SKILLREG_TEST_INTROSPECTION_SECRET\n"+oidcAccess)
+	w := startOIDCWorldOn(t, p, "  introspection:\n    client_id: "+id+"\n    client_secret_env: SKILLREG_TEST_INTROSPECTION_SECRET\n"+oidcAccess)
 	w.keep(secret)
 	tok := w.robotToken(t)
 	if strings.Count(tok, ".") == 2 {
