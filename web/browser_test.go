@@ -4,10 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +316,124 @@ func screenshots(t *testing.T, ctx context.Context) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s (%d bytes)", filepath.Join(screenshotDir, shot.name), len(png))
+	}
+}
+
+// TestBrowserSignIn signs people in with the loopback provider in
+// headless Chromium, end to end: the catalog on http://localhost, the
+// provider on http://127.0.0.1, so every hop between them is cross-site
+// as with a real provider. A page asks for a session, the browser lands
+// on the provider's form, the person signs in and is back on that page
+// with their sources; the session cookie is out of the page's reach;
+// signing out goes through the provider's end_session and back; the next
+// person sees only theirs.
+func TestBrowserSignIn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	s := newSSO(t, base, nil)
+	srv := httptest.NewUnstartedServer(s.e)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	provider, err := url.Parse(s.p.Issuer())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := newBrowser(t)
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cspRecorder}); err != nil {
+		t.Fatalf("install CSP recorder: %v", err)
+	}
+	// follow clicks sel and waits until the navigation it starts has
+	// loaded, whatever redirects lead there.
+	follow := func(what, sel string) {
+		t.Helper()
+		if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	here := func(what string) *url.URL {
+		t.Helper()
+		u, err := url.Parse(run(t, ctx, what, chromedp.Location()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	signInAt := func(user, password string) {
+		t.Helper()
+		if u := here("at the provider"); u.Host != provider.Host {
+			t.Fatalf("expected the provider's login form, at %s", u)
+		}
+		do(t, ctx, "fill the provider's form as "+user,
+			chromedp.WaitVisible(chromedp.CSS("#username")),
+			chromedp.SendKeys(chromedp.CSS("#username"), user),
+			chromedp.SendKeys(chromedp.CSS("#password"), password))
+		follow("sign in as "+user, "#submit")
+	}
+
+	// A page that needs a session sends the browser to the provider.
+	do(t, ctx, "open a skill", chromedp.Navigate(base+"/skills/secret/payroll-export"))
+	signInAt("bob@example.com", "pw-bob")
+	if u := here("after sign-in"); u.String() != base+"/skills/secret/payroll-export" {
+		t.Fatalf("after signing in the browser is at %s", u)
+	}
+	type state struct {
+		Title   string   `json:"title"`
+		Who     string   `json:"who"`
+		Cookies string   `json:"cookies"`
+		CSP     []string `json:"csp"`
+	}
+	st := run(t, ctx, "signed-in page", chromedp.Evaluate[state](`({
+		title: document.title,
+		who: (document.querySelector('form.who span') || {}).textContent || '',
+		cookies: document.cookie,
+		csp: window.__csp,
+	})`))
+	if st.Title != "payroll-export · skillreg" || st.Who != "bob@example.com" {
+		t.Errorf("signed-in page: %+v", st)
+	}
+	if st.Cookies != "" {
+		t.Errorf("the page can read cookies: %q", st.Cookies)
+	}
+	if len(st.CSP) != 0 {
+		t.Errorf("CSP violations: %q", st.CSP)
+	}
+
+	// Sign out: the form's POST, the provider's end_session, back to the
+	// signed-out page. The CSP's form-action lets the redirect through.
+	follow("sign out", "form.who button")
+	if u := here("after sign-out"); u.String() != base+"/logout" {
+		t.Fatalf("after signing out the browser is at %s", u)
+	}
+	if h := run(t, ctx, "signed-out heading", chromedp.Text(chromedp.CSS("main h1"))); h != "Signed out" {
+		t.Errorf("signed-out page says %q", h)
+	}
+
+	// The session is gone: the catalog sends the browser to the provider
+	// again, and the next person sees only the team source.
+	do(t, ctx, "open the catalog", chromedp.Navigate(base+"/"))
+	signInAt("alice@example.com", "pw-alice")
+	if u := here("after alice signs in"); u.String() != base+"/" {
+		t.Fatalf("after alice signs in the browser is at %s", u)
+	}
+	type catalogState struct {
+		Who    string   `json:"who"`
+		Skills []string `json:"skills"`
+	}
+	cs := run(t, ctx, "alice's catalog", chromedp.Evaluate[catalogState](`({
+		who: document.querySelector('form.who span').textContent,
+		skills: [...document.querySelectorAll('li.skill a.name')].map(a => a.textContent),
+	})`))
+	if cs.Who != "alice@example.com" || len(cs.Skills) != 4 || slices.Contains(cs.Skills, "payroll-export") {
+		t.Errorf("alice's catalog: %+v", cs)
+	}
+	do(t, ctx, "open the secret skill", chromedp.Navigate(base+"/skills/secret/payroll-export"))
+	if h := run(t, ctx, "hidden skill", chromedp.Text(chromedp.CSS("main h1"))); h != "Not found" {
+		t.Errorf("alice opened the secret skill: %q", h)
 	}
 }

@@ -236,7 +236,7 @@ func (f *fixture) login(t testing.TB, token string) *http.Cookie {
 // only the team source, one that sees everything.
 func authOptions(o *Options) {
 	o.AuthRequired = true
-	o.Authenticate = func(token string) (Viewer, bool) {
+	o.Authenticate = func(_ context.Context, token string) (Viewer, bool) {
 		switch token {
 		case "tok-team":
 			return Viewer{Name: "team-bot", Filter: catalog.Filter{Only: map[string]bool{"team": true}}}, true

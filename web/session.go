@@ -151,8 +151,15 @@ type loginData struct {
 	layout
 	Next  string
 	Error string
+	// SSO: people sign in with the provider (the page offers to try
+	// again instead of a token field).
+	SSO bool
+	// SignedOut: the page after signing out of the provider too.
+	SignedOut bool
 }
 
+// loginForm asks for a token, or, when the provider signs people in,
+// sends the browser there at once.
 func (h *Handler) loginForm(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
 	if !h.authRequired() {
@@ -162,6 +169,9 @@ func (h *Handler) loginForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, next)
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
+	if si := h.signIn(); si != nil {
+		return h.startSignIn(c, si, next)
+	}
 	return h.render(c, http.StatusOK, "login", loginData{layout: h.layoutFor(c, "Sign in", ""), Next: next})
 }
 
@@ -174,6 +184,10 @@ func (h *Handler) login(c echo.Context) error {
 	}
 	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
+	}
+	if h.signIn() != nil {
+		// The provider signs people in; no token is taken here.
+		return c.Redirect(http.StatusSeeOther, "/login")
 	}
 	now, addr := h.o.Now(), h.remoteAddr(c)
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxLoginForm)
@@ -191,7 +205,7 @@ func (h *Handler) login(c echo.Context) error {
 	token := r.PostForm.Get("token")
 	v, ok := Viewer{}, false
 	if token != "" && len(token) <= maxTokenLen {
-		v, ok = h.o.Authenticate(token)
+		v, ok = h.o.Authenticate(r.Context(), token)
 	}
 	if !ok {
 		h.o.Limiter.Failed(addr)
@@ -204,15 +218,7 @@ func (h *Handler) login(c echo.Context) error {
 		h.log.Error("start session", "err", err)
 		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The session could not be started.")
 	}
-	http.SetCookie(c.Response(), &http.Cookie{
-		Name:     cookieName,
-		Value:    id,
-		Path:     "/",
-		MaxAge:   int(h.o.SessionTTL / time.Second),
-		HttpOnly: true,
-		Secure:   r.TLS != nil || h.o.SecureCookie,
-		SameSite: http.SameSiteStrictMode,
-	})
+	h.setSessionCookie(c, id, http.SameSiteStrictMode)
 	h.log.Info("login", "viewer", v.Name, "remote", addr)
 	return c.Redirect(http.StatusSeeOther, next)
 }
@@ -224,6 +230,12 @@ func (h *Handler) logoutForm(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}
 	v, ok := h.viewerFromCookie(c.Request())
+	if !ok && h.signIn() != nil {
+		// Back from the provider's sign-out (or never signed in): /login
+		// would send the browser straight back to the provider.
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return h.render(c, http.StatusOK, "login", loginData{layout: h.layoutFor(c, "Signed out", ""), Next: "/", SSO: true, SignedOut: true})
+	}
 	if !ok {
 		return c.Redirect(http.StatusSeeOther, "/login")
 	}
@@ -243,8 +255,16 @@ func (h *Handler) logout(c echo.Context) error {
 	}
 	http.SetCookie(c.Response(), &http.Cookie{
 		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil || h.o.SecureCookie, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: h.secureRequest(r), SameSite: http.SameSiteStrictMode,
 	})
+	if si := h.signIn(); si != nil {
+		// End the provider's session too, or the next /login would sign
+		// the same person straight back in.
+		if u := h.endSessionURL(r.Context(), si); u != "" {
+			return c.Redirect(http.StatusSeeOther, u)
+		}
+		return c.Redirect(http.StatusSeeOther, "/logout")
+	}
 	if !h.authRequired() {
 		return c.Redirect(http.StatusSeeOther, "/")
 	}

@@ -4,7 +4,10 @@
 // and a page on the state of every source. Everything that comes from a
 // repository is escaped, Markdown is rendered with raw HTML disabled and its
 // links and images made inert, and every answer carries a strict
-// Content-Security-Policy.
+// Content-Security-Policy. With access control on, people sign in with a
+// token once, or with the organisation's OpenID Connect provider
+// (signin.go: authorization code with PKCE, the ID token checked by the
+// oidc package), and keep a server-side session.
 package web
 
 import (
@@ -18,8 +21,10 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -67,14 +72,24 @@ type Options struct {
 	Search func(f catalog.Filter, query string, limit int) ([]Hit, error)
 
 	// AuthRequired makes every page ask for a session, started by entering
-	// a token once on /login. Authenticate maps a token to what it may see;
-	// it is required when AuthRequired is set.
+	// a token once on /login (or, while SignIn gives one, by signing in
+	// with the provider). Authenticate maps a token to what it may see;
+	// it or SignIn is required when AuthRequired is set.
 	AuthRequired bool
 	// AuthRequiredFunc, when set, is asked at every request instead of
 	// AuthRequired, so a configuration reload that adds or removes
 	// clients takes effect at once.
 	AuthRequiredFunc func() bool
-	Authenticate     func(token string) (Viewer, bool)
+	Authenticate     func(ctx context.Context, token string) (Viewer, bool)
+	// SignIn, when it returns non-nil, signs people in with the
+	// organisation's OpenID Connect provider instead of asking for a
+	// token: /login sends the browser to the provider (authorization code
+	// with PKCE, a state and a nonce), /login/callback checks what comes
+	// back and starts the session, and /logout also ends the provider's
+	// session when it has an end_session_endpoint. Asked at every request,
+	// like AuthRequiredFunc; access control is on while it returns
+	// non-nil.
+	SignIn func() *SignIn
 	// Limiter counts failed sign-ins per remote address and refuses an
 	// address that has used up its attempts (default: 5 at once, then one
 	// per 12 s). The daemon passes the limiter /mcp uses, so a guesser has
@@ -159,6 +174,9 @@ type Handler struct {
 	sessions *sessionStore
 	cop      *http.CrossOriginProtection
 	echo     *echo.Echo
+	// endSession is the origin of the provider's end_session_endpoint as
+	// last seen ("" when it has none), for the pages' form-action.
+	endSession atomic.Pointer[string]
 }
 
 //go:embed templates/*.html
@@ -178,8 +196,8 @@ func New(o Options) (*Handler, error) {
 	if o.Catalog == nil {
 		return nil, errors.New("web: Options.Catalog is required")
 	}
-	if (o.AuthRequired || o.AuthRequiredFunc != nil) && o.Authenticate == nil {
-		return nil, errors.New("web: Options.Authenticate is required when AuthRequired is set")
+	if (o.AuthRequired || o.AuthRequiredFunc != nil) && o.Authenticate == nil && o.SignIn == nil {
+		return nil, errors.New("web: Options.Authenticate or Options.SignIn is required when AuthRequired is set")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -266,7 +284,7 @@ func (h *Handler) parseTemplates() (map[string]*template.Template, error) {
 }
 
 // Register mounts the pages on e: /, /skills/*, /sources, /sources/:name,
-// /login, /logout and /static/*.
+// /login, /login/callback, /logout and /static/*.
 func (h *Handler) Register(e *echo.Echo) {
 	h.echo = e
 	e.GET("/", h.page(h.catalog))
@@ -275,6 +293,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	e.GET("/sources/:name", h.page(h.sources))
 	e.GET("/login", h.secure(h.loginForm))
 	e.POST("/login", h.secure(h.login))
+	e.GET("/login/callback", h.secure(h.callback))
 	e.GET("/logout", h.secure(h.logoutForm))
 	e.POST("/logout", h.secure(h.logout))
 	e.GET("/static/*", h.secure(h.serveStatic))
@@ -290,7 +309,7 @@ const viewerKey = "web.viewer"
 func (h *Handler) secure(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		hd := c.Response().Header()
-		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hd.Set("Content-Security-Policy", h.csp())
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("X-Frame-Options", "DENY")
@@ -314,8 +333,15 @@ func (h *Handler) page(next echo.HandlerFunc) echo.HandlerFunc {
 		hd.Set("Cache-Control", "no-store")
 		hd.Add("Vary", "Cookie")
 		v, ok := h.viewerFromCookie(c.Request())
-		if !ok && len(h.publicSources()) > 0 {
-			v, ok = Viewer{Filter: catalog.Filter{Only: h.publicSources()}, Anonymous: true}, true
+		pub := h.publicSources()
+		if ok && v.Filter.Only != nil && len(pub) > 0 {
+			// Signing in never hides what a visitor without a session sees.
+			only := maps.Clone(v.Filter.Only)
+			maps.Copy(only, pub)
+			v.Filter = catalog.Filter{Only: only}
+		}
+		if !ok && len(pub) > 0 {
+			v, ok = Viewer{Filter: catalog.Filter{Only: pub}, Anonymous: true}, true
 		}
 		if !ok {
 			return c.Redirect(http.StatusSeeOther, "/login?next="+urlQueryEscape(c.Request().URL.RequestURI()))
@@ -402,6 +428,9 @@ func (h *Handler) serveStatic(c echo.Context) error {
 
 // authRequired reports whether viewers must sign in now.
 func (h *Handler) authRequired() bool {
+	if h.signIn() != nil {
+		return true
+	}
 	if h.o.AuthRequiredFunc != nil {
 		return h.o.AuthRequiredFunc()
 	}

@@ -157,9 +157,6 @@ func (d *Daemon) closeHooks() {
 // running is the installed runtime.
 func (d *Daemon) running() *runtimeConfig { return d.rt.Load() }
 
-// currentClients is the running configuration's callers.
-func (d *Daemon) currentClients() *access.Clients { return d.running().clients }
-
 // currentPublic is the running configuration's public sources.
 func (d *Daemon) currentPublic() map[string]bool { return d.running().public }
 

@@ -277,17 +277,20 @@ func (d *Daemon) buildSurfaces() (err error) {
 			Deliveries:       d.recentDeliveries,
 			Search:           d.searchWeb, // the ranked index search_skills uses
 			Logger:           d.core.log,
-			AuthRequiredFunc: func() bool { return d.currentClients().Required() },
+			AuthRequiredFunc: func() bool { return d.currentGate().Required() },
 			Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
 			Public:           d.currentPublic,
 			Unpublished:      d.unpublishedWeb,
 			InstallBase: func(r *http.Request) string {
 				return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
 			},
-			Authenticate: func(tok string) (web.Viewer, bool) {
-				c, ok := d.currentClients().Check(tok)
-				return web.Viewer{Name: c.Name, Filter: c.Filter()}, ok
-			},
+			Authenticate: d.webAuthenticate,
+			// With oidc and oidc.client_id, people sign in with the
+			// provider instead of pasting a token (websso.go).
+			SignIn: d.webSignIn,
+			// Behind a proxy that terminates TLS the request is plain
+			// HTTP, but the browser is on https.
+			SecureCookie: strings.HasPrefix(publicURL, "https://"),
 		}); err != nil {
 			return fmt.Errorf("web: %w", err)
 		}
@@ -449,7 +452,7 @@ func (d *Daemon) routes() *echo.Echo {
 		Skipper:   func(c echo.Context) bool { return c.Request().URL.Path == "/mcp" },
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRemoteIP: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			d.log.Info("request", "method", v.Method, "uri", v.URI, "status", v.Status, "dur", v.Latency.Round(time.Microsecond).String(), "remote", v.RemoteIP)
+			d.log.Info("request", "method", v.Method, "uri", loggedURI(v.URI), "status", v.Status, "dur", v.Latency.Round(time.Microsecond).String(), "remote", v.RemoteIP)
 			return nil
 		},
 	}))
