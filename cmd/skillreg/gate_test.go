@@ -322,3 +322,46 @@ func TestOIDCProviderUnreachable(t *testing.T) {
 		t.Fatalf("a client token after 20 answers of 503: %d, want 200 (no lock-out)", r.StatusCode)
 	}
 }
+
+// TestOIDCReloadRefused: a reload whose oidc section cannot apply (an
+// empty secret; oidc on a daemon started without public_url, which only a
+// restart sets) is refused, and the running gate stays.
+func TestOIDCReloadRefused(t *testing.T) {
+	_, hash, _ := access.NewToken()
+	clients := "clients:\n  - name: ci\n    token_sha256: " + hash + "\n    sources: [\"*\"]\n"
+	d := startDaemon(t, clients, "")
+	g := d.currentGate()
+	for _, tc := range []struct{ yaml, want string }{
+		{"public_url: http://127.0.0.1:1\noidc:\n  issuer: http://127.0.0.1:1\n", "oidc: requires public_url, which only a restart sets"},
+	} {
+		cfg, err := config.Parse([]byte(clients+tc.yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Listen, cfg.DataDir = d.running().cfg.Listen, d.running().cfg.DataDir
+		if err := d.Reload(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Reload = %v, want %q", err, tc.want)
+		}
+		if d.currentGate() != g || d.currentGate().OIDC() {
+			t.Error("a refused reload changed the gate")
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	od, path := startOIDCDaemonOn(t, ln, clients+"public_url: PUBLIC_URL\noidc:\n  issuer: http://127.0.0.1:1\n")
+	g = od.currentGate()
+	cfg, err := config.Parse([]byte(clients+"public_url: "+od.URL+"\noidc:\n  issuer: http://127.0.0.1:1\n  introspection:\n    client_id: c\n    client_secret_env: SKILLREG_TEST_UNSET_SECRET\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.DataDir, cfg.Path = od.running().cfg.Listen, od.running().cfg.DataDir, path
+	if err := od.Reload(cfg); err == nil || !strings.Contains(err.Error(), "oidc.introspection.client_secret_env") {
+		t.Errorf("Reload with an empty secret = %v", err)
+	}
+	if od.currentGate() != g {
+		t.Error("a refused reload changed the gate")
+	}
+}
