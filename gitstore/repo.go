@@ -151,6 +151,11 @@ type bytesBlob struct {
 
 func (*bytesBlob) Close() error { return nil }
 
+// Content returns the whole blob, already read and checked against its
+// id: a reader that wants every byte (catalog's checked read) takes these
+// instead of a copy. It must not be changed.
+func (b *bytesBlob) Content() []byte { return b.data }
+
 // OpenBlob returns a reader of a blob's content and its size. Blobs above
 // a few MiB are streamed from their pack and checked against their id as
 // they are read: the read that reaches the end fails with ErrCorrupt on a
