@@ -240,6 +240,17 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
+	if w, ok := rc.(wholeContent); ok {
+		// Read whole and checked against its blob id already (a git blob
+		// from its pack): these bytes, not a second allocation of them.
+		data := w.Content()
+		if int64(len(data)) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+			return nil, ErrChanged
+		}
+		if cap(data) == len(data) {
+			return data, nil
+		}
+	}
 	data := make([]byte, f.Size)
 	n, err := io.ReadFull(rc, data)
 	if err == nil {
@@ -255,6 +266,10 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// wholeContent is a file reader that holds the file's bytes whole (a git
+// blob read from its pack); they must not be changed.
+type wholeContent interface{ Content() []byte }
 
 func (l *Live) resync(f FileRef) {
 	if l.o.ResyncFile != nil {

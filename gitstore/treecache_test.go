@@ -60,8 +60,9 @@ func TestWalkAfterPushReadsOnlyChangedTrees(t *testing.T) {
 	c := f.repo.trees
 	c.mu.Lock()
 	n, max := 0, c.max
-	for _, raw := range c.cur {
-		n += len(raw) + treeOverhead
+	for _, sp := range c.cur.at {
+		_, _, size := sp.unpack()
+		n += size + treeOverhead
 	}
 	counted := c.n
 	c.mu.Unlock()
@@ -88,7 +89,7 @@ func TestTreeCacheBudget(t *testing.T) {
 	if _, ok := c.get(id(15)); !ok {
 		t.Fatal("a tree of the old generation is gone")
 	}
-	if _, ok := c.cur[id(15)]; !ok {
+	if _, ok := c.cur.get(id(15)); !ok {
 		t.Fatal("a hit in the old generation did not move back")
 	}
 }

@@ -17,11 +17,15 @@ import (
 //     live) the default GOGC=100 collected every few hundred requests and
 //     set the tail latency; `skillreg index` of 10,000 skills spent a
 //     quarter of its time collecting a heap that only grows;
-//   - the live data itself (GOGC=100, the default) up to bigHeadroom;
-//   - then bigHeadroom, until that is half the live data, and from there
-//     half (GOGC=50): 100,000 skills must be served within 512 MiB, page
-//     cache, bbolt's mapped pages and all, and doubling a live heap of a
-//     few hundred MiB would take that alone.
+//   - else half the live data (GOGC=50), from 2*minHeadroom live on: a
+//     10,000-skill catalog must be served within 128 MiB resident and
+//     100,000 within 512 MiB, page cache, content cache, bbolt's mapped
+//     pages and the binary's own pages all counted. At 10,000 skills the
+//     live heap is 40-60 MiB and the rest of the process about 30 MiB,
+//     so the default's doubling (what this policy gave from 32 MiB live
+//     before) peaked at 133-142 MiB; half the live heap never doubles a
+//     catalog of any size, and costs a collection every time half the
+//     live heap is allocated instead of all of it.
 //
 // GOMEMLIMIT, when set, bounds the heap on top of this: the runtime's goal
 // is the lower of GOGC's and the limit's, so whatever percentage the tuner
@@ -31,17 +35,17 @@ import (
 // what a collection driven by the limit may take).
 const (
 	minHeadroom = 32 << 20
-	bigHeadroom = 128 << 20
+	minPercent  = 50   // GOGC from 2*minHeadroom live on
+	maxPercent  = 1000 // a few MiB live
 )
 
 // gcPercent is the GOGC giving live bytes the policy's headroom: from
-// 1000 for a few MiB live down to 50.
+// 1000 for a few MiB live down to 50 from 64 MiB.
 func gcPercent(live uint64) int {
 	if live == 0 {
 		return 400 // no collection yet: nothing measured
 	}
-	headroom := max(minHeadroom, min(live, max(bigHeadroom, live/2)))
-	return int(min(100*headroom/live, 1000))
+	return int(max(minPercent, min(100*minHeadroom/live, maxPercent)))
 }
 
 // gcTuner sets the collector's percentage after every collection, from
