@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,25 +326,86 @@ type layoutFile struct {
 // layoutKey identifies an archive by what determines its bytes: names,
 // modes and content digests.
 func layoutKey(files []layoutFile) sum {
-	h := sha256.New()
+	var k keyHash
 	for _, lf := range files {
-		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", lf.name, lf.file.Exec, lf.file.Digest)
+		k.file("", lf.name, lf.file)
 	}
-	var s sum
-	h.Sum(s[:0])
-	return s
+	return k.sum()
+}
+
+// allLayoutKey is layoutKey(v.allLayout(source)) for the source's plugin
+// members, hashed without making the layout: every view build keys it,
+// and at 100,000 skills that layout is 300,000 files and names.
+func allLayoutKey(members []*entry) sum {
+	var k keyHash
+	for _, e := range members {
+		prefix := e.pluginPrefix()
+		for i := range e.ref.Skill.Files {
+			f := &e.ref.Skill.Files[i]
+			k.file(prefix, f.Path, f)
+		}
+	}
+	return k.sum()
 }
 
 // entryKey identifies a skill's archives (the skill archive and its
-// plugin archive): its name, and its files' paths, modes and digests.
-func entryKey(sk *skill.Skill) sum {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", sk.Name())
-	for _, f := range sk.Files {
-		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", f.Path, f.Exec, f.Digest)
+// plugin archive): its name, and its files' paths, modes and digests. It
+// hashes through k (reset first), so that a view build keys every entry
+// with one buffer.
+func entryKey(k *keyHash, sk *skill.Skill) sum {
+	k.reset()
+	k.buf = append(append(k.buf, sk.Name()...), 0)
+	for i := range sk.Files {
+		k.file("", sk.Files[i].Path, &sk.Files[i])
 	}
+	return k.sum()
+}
+
+// keyHash hashes the keys above: per file its name in the archive (prefix
+// + "/" + rel, or rel), mode and digest, each ended by a NUL byte, through
+// one buffer.
+type keyHash struct {
+	h      hash.Hash
+	hashed bool // h holds bytes of this key
+	buf    []byte
+}
+
+func (k *keyHash) file(prefix, rel string, f *skill.File) {
+	if prefix != "" {
+		k.buf = append(append(k.buf, prefix...), '/')
+	}
+	k.buf = append(append(k.buf, rel...), 0)
+	k.buf = append(strconv.AppendBool(k.buf, f.Exec), 0)
+	k.buf = append(append(k.buf, f.Digest...), 0)
+	if len(k.buf) >= 4096 {
+		k.flush()
+	}
+}
+
+func (k *keyHash) reset() {
+	k.buf = k.buf[:0]
+	if k.h != nil {
+		k.h.Reset()
+	}
+	k.hashed = false
+}
+
+func (k *keyHash) flush() {
+	if k.h == nil {
+		k.h = sha256.New()
+	}
+	k.h.Write(k.buf)
+	k.buf, k.hashed = k.buf[:0], true
+}
+
+func (k *keyHash) sum() sum {
 	var s sum
-	h.Sum(s[:0])
+	if !k.hashed { // one buffer's worth
+		s = sha256.Sum256(k.buf)
+		return s
+	}
+	k.flush()
+	k.h.Sum(s[:0])
 	return s
 }
 
@@ -418,7 +481,7 @@ func (l Limits) rules(sk *skill.Skill) (skip, skipV1 string) {
 	for _, f := range sk.Files {
 		size += f.Size
 	}
-	units := len(utf16.Encode([]rune(desc)))
+	units := utf16Len(desc)
 	switch {
 	case !skill.ValidName(name):
 		return fmt.Sprintf("name: %q is not 1-64 of a-z, 0-9 and single hyphens", name), ""
@@ -474,6 +537,19 @@ func pathProblem(files []skill.File) string {
 	return ""
 }
 
+// utf16Len is len(utf16.Encode([]rune(s))), without making either.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if l := utf16.RuneLen(r); l > 0 {
+			n += l
+		} else {
+			n++ // Encode writes U+FFFD
+		}
+	}
+	return n
+}
+
 // known is what a new generation takes from the view before: the digests
 // of the entries (by key) and of the "-all" plugins (by layout key).
 //
@@ -525,10 +601,11 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 	refs := cat.All(catalog.Filter{})
 	v := &view{cat: cat, entries: make([]entry, len(refs)), sources: map[string][]entry{}, all: map[string]*sourcePlugin{}}
 	k := knownOf(prev)
+	var kh keyHash
 	start := 0
 	for i, r := range refs {
 		e := &v.entries[i]
-		*e = entry{ref: r, key: entryKey(r.Skill)}
+		*e = entry{ref: r, key: entryKey(&kh, r.Skill)}
 		var why reasons
 		why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
 		md, ok := r.Skill.File("SKILL.md")
@@ -561,7 +638,7 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 		case len(members) == 0:
 			sp.skip = "no skill of the source can be a plugin"
 		default:
-			sp.key = layoutKey(v.allLayout(snap.Source))
+			sp.key = allLayoutKey(members)
 		}
 	}
 	idx := make([]int, len(v.entries))
