@@ -72,6 +72,9 @@ type entry struct {
 	// read it, and pass it on.
 	pluginKnown bool
 	skillMD     bool // SKILL.md is the only file: type skill-md
+	// unreadable: its archive could not be built (why says so); the next
+	// view makes its entry anew, even of the same skill value.
+	unreadable bool
 
 	why       *reasons // nil when the skill is in every index
 	pluginErr *string  // why its plugin archive could not be built (set by plugins)
@@ -563,14 +566,17 @@ type known struct {
 	plugins bool // the entries' plugin digests are final (read them)
 }
 
-func knownOf(prev *view) known {
+// knownOf is what prev passes on to the next view; taken marks the entries
+// of prev the next view holds the same skill values of (sameSkills): they
+// pass on directly, and only the rest, few after a sync, by key.
+func knownOf(prev *view, taken []bool) known {
 	k := known{entries: map[sum]*entry{}, all: map[sum]sum{}}
 	if prev == nil {
 		return k
 	}
 	k.plugins = prev.pluginsDone.Load()
 	for i := range prev.entries {
-		if e := &prev.entries[i]; e.zipOK {
+		if e := &prev.entries[i]; e.zipOK && !taken[i] {
 			k.entries[e.key] = e
 		}
 	}
@@ -600,26 +606,24 @@ func (k known) pluginOf(p *entry) (sum, bool) {
 func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *view) *view {
 	refs := cat.All(catalog.Filter{})
 	v := &view{cat: cat, entries: make([]entry, len(refs)), sources: map[string][]entry{}, all: map[string]*sourcePlugin{}}
-	k := knownOf(prev)
+	same, taken := sameSkills(prev, refs)
+	k := knownOf(prev, taken)
 	var kh keyHash
 	start := 0
 	for i, r := range refs {
 		e := &v.entries[i]
-		*e = entry{ref: r, key: entryKey(&kh, r.Skill)}
-		var why reasons
-		why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
-		md, ok := r.Skill.File("SKILL.md")
-		if !ok && why.skip == "" {
-			why.skip = "skill-md: no SKILL.md in the manifest"
-		}
-		e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
-		why.plugin = pluginRules(e)
-		e.setReasons(why)
-		if p := k.entries[e.key]; p != nil {
-			e.zip, e.zipOK = p.zip, true
-			if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
-				e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+		if p := same[i]; p != nil {
+			// The very skill value of the view before: its key and
+			// reasons are the same, and so are the digests it had.
+			*e = entry{ref: r, key: p.key, skillMD: p.skillMD, why: p.why}
+			if p.zipOK {
+				e.zip, e.zipOK = p.zip, true
+				if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+					e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+				}
 			}
+		} else {
+			h.newEntry(e, r, &kh, k)
 		}
 		if i+1 == len(refs) || refs[i+1].Snap.Source != r.Snap.Source {
 			// All lists a source's skills together (source, then path).
@@ -662,6 +666,60 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 	return v
 }
 
+// newEntry makes the entry of a skill value the view before did not have:
+// its key, the rules' reasons, and the digests of an entry of the same
+// key known from before.
+func (h *Handler) newEntry(e *entry, r catalog.Ref, kh *keyHash, k known) {
+	*e = entry{ref: r, key: entryKey(kh, r.Skill)}
+	var why reasons
+	why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
+	md, ok := r.Skill.File("SKILL.md")
+	if !ok && why.skip == "" {
+		why.skip = "skill-md: no SKILL.md in the manifest"
+	}
+	e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
+	why.plugin = pluginRules(e)
+	e.setReasons(why)
+	if p := k.entries[e.key]; p != nil {
+		e.zip, e.zipOK = p.zip, true
+		if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+			e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+		}
+	}
+}
+
+// sameSkills returns, for each of refs, the entry of prev holding the very
+// same skill value (a sync shares every unchanged skill with the snapshot
+// before), nil where there is none, and which of prev's entries were
+// taken so. Both are in catalog order (source, then path), so it is one
+// merge pass; an order it did not expect only costs matches.
+func sameSkills(prev *view, refs []catalog.Ref) (same []*entry, taken []bool) {
+	same = make([]*entry, len(refs))
+	if prev == nil {
+		return same, nil
+	}
+	taken = make([]bool, len(prev.entries))
+	j := 0
+	for i, r := range refs {
+		for j < len(prev.entries) && refBefore(prev.entries[j].ref, r) {
+			j++
+		}
+		if j < len(prev.entries) && prev.entries[j].ref.Skill == r.Skill && !prev.entries[j].unreadable {
+			same[i], taken[j] = &prev.entries[j], true
+			j++
+		}
+	}
+	return same, taken
+}
+
+// refBefore reports whether a comes before b in catalog order.
+func refBefore(a, b catalog.Ref) bool {
+	if a.Snap.Source != b.Snap.Source {
+		return a.Snap.Source < b.Snap.Source
+	}
+	return a.Skill.Path < b.Skill.Path
+}
+
 // parallel runs fn on every item, on all cores.
 func parallel[T any](items []T, fn func(T)) {
 	work := make(chan T)
@@ -693,6 +751,7 @@ func (h *Handler) digestEntry(ctx context.Context, e *entry) {
 			why.plugin = e.why.plugin
 		}
 		e.setReasons(why)
+		e.unreadable = true // the next view tries again
 		h.log.Warn("cannot build a skill's archive; leaving it out of the indexes", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
 		return
 	}
