@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -593,12 +594,31 @@ func (s *scaleRun) raiseWatches() (note string, restore func()) {
 		return fmt.Sprintf("fs.inotify.max_user_watches %s: could not raise it to %s (%v)", thousands(limit), thousands(inotifyRaised), err), func() {}
 	}
 	s.logf("raised %s from %d to %d (restored at the end)", inotifyPath, limit, inotifyRaised)
-	return fmt.Sprintf("fs.inotify.max_user_watches raised from %s to %s by the bench", thousands(limit), thousands(inotifyRaised)), func() {
+	put := func() {
 		if err := writeInt(inotifyPath, limit); err != nil {
 			s.logf("could not restore %s to %d: %v", inotifyPath, limit, err)
 			return
 		}
 		s.logf("restored %s to %d", inotifyPath, limit)
+	}
+	// An interrupted bench restores it too (a killed one cannot: the log
+	// line above gives the old value).
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case got := <-sig:
+			s.logf("%v: restoring %s before exiting", got, inotifyPath)
+			put()
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return fmt.Sprintf("fs.inotify.max_user_watches raised from %s to %s by the bench", thousands(limit), thousands(inotifyRaised)), func() {
+		signal.Stop(sig)
+		close(done)
+		put()
 	}
 }
 
