@@ -88,6 +88,9 @@ type Handler struct {
 	cur   *view // the current generation's, once built
 	prev  *view // the one before: artifacts an index just named stay servable
 	build singleflight.Group
+	// warming is set while a Warm builds; warmAgain asks it for one more
+	// round (a swap came meanwhile).
+	warming, warmAgain bool
 
 	cache *byteCache
 
@@ -172,8 +175,34 @@ func (h *Handler) view(ctx context.Context) *view {
 }
 
 // Warm builds the current generation's view ahead of the first request
-// (call it after every catalog swap).
-func (h *Handler) Warm() { h.view(context.Background()) }
+// (call it after every catalog swap). Warms do not pile up: while one
+// builds, the swaps meanwhile only ask it to go on, and it then builds
+// the newest generation, once, from the digests of the view it just
+// built. A 100,000-skill catalog's first view digests every archive, and
+// syncs swap faster than that: a build per swap beside it, each with no
+// view to take digests from, piled up past a gigabyte and took the CPU
+// from serving.
+func (h *Handler) Warm() {
+	h.mu.Lock()
+	if h.warming {
+		h.warmAgain = true
+		h.mu.Unlock()
+		return
+	}
+	h.warming = true
+	h.mu.Unlock()
+	for {
+		h.view(context.Background())
+		h.mu.Lock()
+		if !h.warmAgain {
+			h.warming = false
+			h.mu.Unlock()
+			return
+		}
+		h.warmAgain = false
+		h.mu.Unlock()
+	}
+}
 
 // findArtifact looks an artifact up in the current view, then in the one
 // before (so a client that read an index just before a sync still gets

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +72,9 @@ type entry struct {
 	// read it, and pass it on.
 	pluginKnown bool
 	skillMD     bool // SKILL.md is the only file: type skill-md
+	// unreadable: its archive could not be built (why says so); the next
+	// view makes its entry anew, even of the same skill value.
+	unreadable bool
 
 	why       *reasons // nil when the skill is in every index
 	pluginErr *string  // why its plugin archive could not be built (set by plugins)
@@ -324,25 +329,86 @@ type layoutFile struct {
 // layoutKey identifies an archive by what determines its bytes: names,
 // modes and content digests.
 func layoutKey(files []layoutFile) sum {
-	h := sha256.New()
+	var k keyHash
 	for _, lf := range files {
-		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", lf.name, lf.file.Exec, lf.file.Digest)
+		k.file("", lf.name, lf.file)
 	}
-	var s sum
-	h.Sum(s[:0])
-	return s
+	return k.sum()
+}
+
+// allLayoutKey is layoutKey(v.allLayout(source)) for the source's plugin
+// members, hashed without making the layout: every view build keys it,
+// and at 100,000 skills that layout is 300,000 files and names.
+func allLayoutKey(members []*entry) sum {
+	var k keyHash
+	for _, e := range members {
+		prefix := e.pluginPrefix()
+		for i := range e.ref.Skill.Files {
+			f := &e.ref.Skill.Files[i]
+			k.file(prefix, f.Path, f)
+		}
+	}
+	return k.sum()
 }
 
 // entryKey identifies a skill's archives (the skill archive and its
-// plugin archive): its name, and its files' paths, modes and digests.
-func entryKey(sk *skill.Skill) sum {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", sk.Name())
-	for _, f := range sk.Files {
-		fmt.Fprintf(h, "%s\x00%t\x00%s\x00", f.Path, f.Exec, f.Digest)
+// plugin archive): its name, and its files' paths, modes and digests. It
+// hashes through k (reset first), so that a view build keys every entry
+// with one buffer.
+func entryKey(k *keyHash, sk *skill.Skill) sum {
+	k.reset()
+	k.buf = append(append(k.buf, sk.Name()...), 0)
+	for i := range sk.Files {
+		k.file("", sk.Files[i].Path, &sk.Files[i])
 	}
+	return k.sum()
+}
+
+// keyHash hashes the keys above: per file its name in the archive (prefix
+// + "/" + rel, or rel), mode and digest, each ended by a NUL byte, through
+// one buffer.
+type keyHash struct {
+	h      hash.Hash
+	hashed bool // h holds bytes of this key
+	buf    []byte
+}
+
+func (k *keyHash) file(prefix, rel string, f *skill.File) {
+	if prefix != "" {
+		k.buf = append(append(k.buf, prefix...), '/')
+	}
+	k.buf = append(append(k.buf, rel...), 0)
+	k.buf = append(strconv.AppendBool(k.buf, f.Exec), 0)
+	k.buf = append(append(k.buf, f.Digest...), 0)
+	if len(k.buf) >= 4096 {
+		k.flush()
+	}
+}
+
+func (k *keyHash) reset() {
+	k.buf = k.buf[:0]
+	if k.h != nil {
+		k.h.Reset()
+	}
+	k.hashed = false
+}
+
+func (k *keyHash) flush() {
+	if k.h == nil {
+		k.h = sha256.New()
+	}
+	k.h.Write(k.buf)
+	k.buf, k.hashed = k.buf[:0], true
+}
+
+func (k *keyHash) sum() sum {
 	var s sum
-	h.Sum(s[:0])
+	if !k.hashed { // one buffer's worth
+		s = sha256.Sum256(k.buf)
+		return s
+	}
+	k.flush()
+	k.h.Sum(s[:0])
 	return s
 }
 
@@ -418,7 +484,7 @@ func (l Limits) rules(sk *skill.Skill) (skip, skipV1 string) {
 	for _, f := range sk.Files {
 		size += f.Size
 	}
-	units := len(utf16.Encode([]rune(desc)))
+	units := utf16Len(desc)
 	switch {
 	case !skill.ValidName(name):
 		return fmt.Sprintf("name: %q is not 1-64 of a-z, 0-9 and single hyphens", name), ""
@@ -474,6 +540,19 @@ func pathProblem(files []skill.File) string {
 	return ""
 }
 
+// utf16Len is len(utf16.Encode([]rune(s))), without making either.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if l := utf16.RuneLen(r); l > 0 {
+			n += l
+		} else {
+			n++ // Encode writes U+FFFD
+		}
+	}
+	return n
+}
+
 // known is what a new generation takes from the view before: the digests
 // of the entries (by key) and of the "-all" plugins (by layout key).
 //
@@ -487,14 +566,17 @@ type known struct {
 	plugins bool // the entries' plugin digests are final (read them)
 }
 
-func knownOf(prev *view) known {
+// knownOf is what prev passes on to the next view; taken marks the entries
+// of prev the next view holds the same skill values of (sameSkills): they
+// pass on directly, and only the rest, few after a sync, by key.
+func knownOf(prev *view, taken []bool) known {
 	k := known{entries: map[sum]*entry{}, all: map[sum]sum{}}
 	if prev == nil {
 		return k
 	}
 	k.plugins = prev.pluginsDone.Load()
 	for i := range prev.entries {
-		if e := &prev.entries[i]; e.zipOK {
+		if e := &prev.entries[i]; e.zipOK && !taken[i] {
 			k.entries[e.key] = e
 		}
 	}
@@ -524,25 +606,24 @@ func (k known) pluginOf(p *entry) (sum, bool) {
 func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *view) *view {
 	refs := cat.All(catalog.Filter{})
 	v := &view{cat: cat, entries: make([]entry, len(refs)), sources: map[string][]entry{}, all: map[string]*sourcePlugin{}}
-	k := knownOf(prev)
+	same, taken := sameSkills(prev, refs)
+	k := knownOf(prev, taken)
+	var kh keyHash
 	start := 0
 	for i, r := range refs {
 		e := &v.entries[i]
-		*e = entry{ref: r, key: entryKey(r.Skill)}
-		var why reasons
-		why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
-		md, ok := r.Skill.File("SKILL.md")
-		if !ok && why.skip == "" {
-			why.skip = "skill-md: no SKILL.md in the manifest"
-		}
-		e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
-		why.plugin = pluginRules(e)
-		e.setReasons(why)
-		if p := k.entries[e.key]; p != nil {
-			e.zip, e.zipOK = p.zip, true
-			if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
-				e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+		if p := same[i]; p != nil {
+			// The very skill value of the view before: its key and
+			// reasons are the same, and so are the digests it had.
+			*e = entry{ref: r, key: p.key, skillMD: p.skillMD, why: p.why}
+			if p.zipOK {
+				e.zip, e.zipOK = p.zip, true
+				if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+					e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+				}
 			}
+		} else {
+			h.newEntry(e, r, &kh, k)
 		}
 		if i+1 == len(refs) || refs[i+1].Snap.Source != r.Snap.Source {
 			// All lists a source's skills together (source, then path).
@@ -561,7 +642,7 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 		case len(members) == 0:
 			sp.skip = "no skill of the source can be a plugin"
 		default:
-			sp.key = layoutKey(v.allLayout(snap.Source))
+			sp.key = allLayoutKey(members)
 		}
 	}
 	idx := make([]int, len(v.entries))
@@ -583,6 +664,60 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 	v.sortIndex(v.byMD, mdKeyOf)
 	v.allKnown = k.all
 	return v
+}
+
+// newEntry makes the entry of a skill value the view before did not have:
+// its key, the rules' reasons, and the digests of an entry of the same
+// key known from before.
+func (h *Handler) newEntry(e *entry, r catalog.Ref, kh *keyHash, k known) {
+	*e = entry{ref: r, key: entryKey(kh, r.Skill)}
+	var why reasons
+	why.skip, why.skipV1 = h.o.Limits.rules(r.Skill)
+	md, ok := r.Skill.File("SKILL.md")
+	if !ok && why.skip == "" {
+		why.skip = "skill-md: no SKILL.md in the manifest"
+	}
+	e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
+	why.plugin = pluginRules(e)
+	e.setReasons(why)
+	if p := k.entries[e.key]; p != nil {
+		e.zip, e.zipOK = p.zip, true
+		if d, ok := k.pluginOf(p); ok && e.pluginRulesOK() {
+			e.plugin, e.pluginOK, e.pluginKnown = d, true, true
+		}
+	}
+}
+
+// sameSkills returns, for each of refs, the entry of prev holding the very
+// same skill value (a sync shares every unchanged skill with the snapshot
+// before), nil where there is none, and which of prev's entries were
+// taken so. Both are in catalog order (source, then path), so it is one
+// merge pass; an order it did not expect only costs matches.
+func sameSkills(prev *view, refs []catalog.Ref) (same []*entry, taken []bool) {
+	same = make([]*entry, len(refs))
+	if prev == nil {
+		return same, nil
+	}
+	taken = make([]bool, len(prev.entries))
+	j := 0
+	for i, r := range refs {
+		for j < len(prev.entries) && refBefore(prev.entries[j].ref, r) {
+			j++
+		}
+		if j < len(prev.entries) && prev.entries[j].ref.Skill == r.Skill && !prev.entries[j].unreadable {
+			same[i], taken[j] = &prev.entries[j], true
+			j++
+		}
+	}
+	return same, taken
+}
+
+// refBefore reports whether a comes before b in catalog order.
+func refBefore(a, b catalog.Ref) bool {
+	if a.Snap.Source != b.Snap.Source {
+		return a.Snap.Source < b.Snap.Source
+	}
+	return a.Skill.Path < b.Skill.Path
 }
 
 // parallel runs fn on every item, on all cores.
@@ -616,6 +751,7 @@ func (h *Handler) digestEntry(ctx context.Context, e *entry) {
 			why.plugin = e.why.plugin
 		}
 		e.setReasons(why)
+		e.unreadable = true // the next view tries again
 		h.log.Warn("cannot build a skill's archive; leaving it out of the indexes", "source", e.source(), "skill", e.ref.Skill.Path, "err", err)
 		return
 	}

@@ -1,0 +1,104 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/skillreg/skillreg/catalog"
+)
+
+// TestViewBuildAllocations: the view of a generation whose skills the view
+// before already digested (every sync's) takes the entries of the same
+// skill values as they are, and allocates per skill what the view keeps
+// and its indexes: not a key, the rules' reasons, a layout of the "-all" archive (at 100,000
+// skills that was 300,000 layout files and names on every sync), a
+// formatted key or a rune copy of each description. Counted in
+// allocations, which do not depend on timing.
+func TestViewBuildAllocations(t *testing.T) {
+	const n = 300
+	reg := corpusRegistry(t, n)
+	h, err := New(Options{Catalog: reg.Live()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	prev := h.view(ctx)
+	cat := reg.Live().Current()
+	var v *view
+	allocs := testing.AllocsPerRun(5, func() { v = h.buildView(ctx, cat, prev) })
+	if len(v.byZip) != n {
+		t.Fatalf("%d skills digested, want %d", len(v.byZip), n)
+	}
+	per := allocs / n
+	t.Logf("a view build from the one before: %.1f allocations a skill", per)
+	const bound = 2
+	if per > bound {
+		t.Fatalf("a view build from the one before makes %.1f allocations a skill, want at most %d", per, bound)
+	}
+}
+
+// TestKeysWithoutLayouts: the keys hashed without a layout are the keys of
+// the layouts.
+func TestKeysWithoutLayouts(t *testing.T) {
+	f := newFixture(t, defaultSources(), nil)
+	v := f.h.view(context.Background())
+	for _, src := range []string{"team", "other"} {
+		if got, want := allLayoutKey(v.pluginMembers(src)), layoutKey(v.allLayout(src)); got != want {
+			t.Errorf("%s: all-layout key %x, want %x", src, got, want)
+		}
+	}
+	for _, s := range []string{"", "plain", "naïve café", "emoji 😀 and 𝄞", "bad \xff\xfe utf-8", "\xed\xa0\x80 surrogate"} {
+		if got, want := utf16Len(s), len(utf16.Encode([]rune(s))); got != want {
+			t.Errorf("utf16Len(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// failingCatalog fails the reads of one file while fail is set.
+type failingCatalog struct {
+	Catalog
+	uri  string
+	fail atomic.Bool
+}
+
+func (c *failingCatalog) ReadFileCold(ctx context.Context, f catalog.FileRef) ([]byte, error) {
+	if c.fail.Load() && f.URI == c.uri {
+		return nil, errors.New("held unreadable by the test")
+	}
+	return c.Catalog.ReadFile(ctx, f)
+}
+
+// TestUnreadableSkillTriedAgain: a skill whose archive could not be built
+// is tried again by the next view, even when the skill value is the same
+// (its entry is not taken over as it is).
+func TestUnreadableSkillTriedAgain(t *testing.T) {
+	var fc *failingCatalog
+	f := newFixture(t, defaultSources(), func(o *Options) {
+		fc = &failingCatalog{Catalog: o.Catalog, uri: "skill://team/lint/SKILL.md"}
+		fc.fail.Store(true)
+		o.Catalog = fc
+	})
+	ctx := context.Background()
+	lint := func(v *view) *entry {
+		for i := range v.entries {
+			if e := &v.entries[i]; e.source() == "team" && e.ref.Skill.Path == "lint" {
+				return e
+			}
+		}
+		t.Fatal("no lint entry")
+		return nil
+	}
+	v1 := f.h.view(ctx)
+	if e := lint(v1); e.zipOK || !strings.HasPrefix(e.skip(), "unreadable") {
+		t.Fatalf("lint while unreadable: zipOK %v, skip %q", e.zipOK, e.skip())
+	}
+	fc.fail.Store(false)
+	v2 := f.h.buildView(ctx, v1.cat, v1) // the same skill values
+	if e := lint(v2); !e.zipOK || e.skip() != "" {
+		t.Fatalf("lint once readable: zipOK %v, skip %q", e.zipOK, e.skip())
+	}
+}
