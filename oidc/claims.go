@@ -128,7 +128,9 @@ var (
 	// unknown key after a refresh, disallowed algorithm, wrong iss or aud,
 	// expired or not yet valid beyond the skew, inactive at introspection).
 	ErrInvalidToken = errors.New("oidc: invalid token")
-	// ErrUnavailable: no decision can be made because the provider cannot
-	// be reached and the metadata or key needed is not cached.
+	// ErrUnavailable: no decision can be made yet: the provider cannot be
+	// reached and the metadata or key needed is not cached, or the token
+	// names an unknown key while the key set was refreshed less than a
+	// minute ago (it may be a key the provider has just rotated in).
 	ErrUnavailable = errors.New("oidc: provider unavailable")
 )

@@ -351,6 +351,9 @@ type unavailable struct {
 	err  error
 }
 
+// errRefreshedRecently is why an unknown key id waits for the next refresh.
+var errRefreshedRecently = errors.New("the key set was refreshed less than a minute ago; try again then")
+
 func unavailableErr(what string, err error) error { return &unavailable{what: what, err: err} }
 
 func (u *unavailable) Error() string {
@@ -400,7 +403,12 @@ func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token) (any, error) {
 	case err != nil:
 		return nil, err
 	case !refreshed:
-		return nil, refuse("unknown key id (the key set was refreshed less than a minute ago)")
+		// The key set was refreshed less than a minute ago, so the key may
+		// be one the provider has just rotated in: this cannot be decided
+		// yet. Refusing it as invalid would turn a forged kid sent just
+		// before a real rotation into a minute of 401s (and failed
+		// attempts) for every genuine token signed by the new key.
+		return nil, unavailableErr("unknown key id", errRefreshedRecently)
 	}
 	return nil, refuse("unknown key id")
 }

@@ -279,6 +279,12 @@ func TestRotation(t *testing.T) {
 	if _, err := v.VerifyAccessToken(ctx, third.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("token of an unpublished key: %v", err)
 	}
+	// Within the minute of that refresh the retired key cannot be told
+	// from one just rotated in; once the minute has passed it is refused.
+	if _, err := v.VerifyAccessToken(ctx, old.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("token of the retired key within the minute of a refresh: %v", err)
+	}
+	c.Advance(time.Minute)
 	if _, err := v.VerifyAccessToken(ctx, old.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("token of the retired key after a refresh: %v", err)
 	}
@@ -308,8 +314,10 @@ func TestUnknownKIDRefreshLimit(t *testing.T) {
 	}
 	for i := range 20 {
 		c.Advance(2 * time.Second) // 40 s in all: still within the minute
-		if _, err := v.VerifyAccessToken(ctx, forged("y"+string(rune('a'+i)))); !errors.Is(err, ErrInvalidToken) {
-			t.Fatalf("forged kid: %v", err)
+		// Within the minute an unknown kid cannot be decided: it may be a
+		// key the provider has just rotated in.
+		if _, err := v.VerifyAccessToken(ctx, forged("y"+string(rune('a'+i)))); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("forged kid within the minute: %v, want ErrUnavailable", err)
 		}
 	}
 	if n := p.jwksHits.Load(); n != 2 {
@@ -768,4 +776,34 @@ func (s *syncBuffer) String() string {
 
 func slogTo(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// A forged key id just before a real rotation must not make the new key's
+// genuine tokens invalid: within the minute they cannot be decided
+// (ErrUnavailable: the caller retries, and no failed attempt is counted),
+// and once the minute has passed they validate.
+func TestForgedKIDBeforeRotation(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	known, next := rsaSigner(0, "known", "RS256"), rsaSigner(2, "next", "RS256")
+	p := newIDP(t, known)
+	v := p.verifier(t, c, nil)
+	ctx := context.Background()
+	if _, err := v.VerifyAccessToken(ctx, known.sign(t, p.claims(c.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(2 * time.Minute)
+	if _, err := v.VerifyAccessToken(ctx, rsaSigner(1, "forged", "RS256").sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("forged kid, refreshed: %v, want ErrInvalidToken", err)
+	}
+	p.publish(known, next)
+	c.Advance(10 * time.Second)
+	tok := next.sign(t, p.claims(c.Now()))
+	if _, err := v.VerifyAccessToken(ctx, tok); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("the new key's token within the minute: %v, want ErrUnavailable only", err)
+	}
+	c.Advance(time.Minute)
+	if _, err := v.VerifyAccessToken(ctx, tok); err != nil {
+		t.Fatalf("the new key's token a minute later: %v", err)
+	}
 }
