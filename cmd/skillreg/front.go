@@ -146,7 +146,7 @@ func (d *Daemon) metricsHandler() echo.HandlerFunc {
 	h := d.metrics.Handler()
 	return func(c echo.Context) error {
 		if !d.inspector(c.Request()) {
-			return echo.NewHTTPError(http.StatusForbidden, "metrics need a client token or an address in http.metrics_networks")
+			return echo.NewHTTPError(http.StatusForbidden, "metrics need a valid token (a client's or the provider's) or an address in http.metrics_networks")
 		}
 		h.ServeHTTP(c.Response(), c.Request())
 		return nil
