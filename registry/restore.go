@@ -126,7 +126,7 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) (Restore
 			r.log.Warn("stored catalog does not match what is on disk; resyncing", "source", name, "err", err)
 			continue
 		}
-		if err := judgeStored(p.Snapshot); err != nil {
+		if err := judgeStored(p); err != nil {
 			// Stored by a version with fewer rules: index it again.
 			rep.Dropped[name] = err.Error()
 			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
@@ -185,9 +185,14 @@ func (r *Registry) restoreTree(src *catalog.Source, snap *catalog.Snapshot) (ski
 }
 
 // judgeStored applies today's rules that need no reading to every skill
-// of a stored snapshot (see skill.CheckStored).
-func judgeStored(snap *catalog.Snapshot) error {
-	for _, sk := range snap.Skills {
+// of a stored snapshot (see skill.CheckStored), unless they are the rules
+// it was stored under: then every skill passed them already, and a
+// restart serves without a pass over every path of the catalog.
+func judgeStored(p catalog.Persisted) error {
+	if p.Rules == skill.StoredRules {
+		return nil
+	}
+	for _, sk := range p.Snapshot.Skills {
 		if p := skill.CheckStored(sk); p != nil {
 			return fmt.Errorf("skill %s: %w", sk.Path, p)
 		}
