@@ -367,7 +367,7 @@ func (r *Registry) settleRestored(snap *catalog.Snapshot, bad map[string]string)
 	held := run.held && !run.removed
 	run.held = false
 	if held && run.ctx != nil && run.ctx.Err() == nil {
-		go r.watchDir(run.ctx, run)
+		go r.watchDir(run.ctx, run, nil) // served: no index to watch from
 	}
 	r.mu.Unlock()
 	if held {
