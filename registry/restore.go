@@ -132,6 +132,7 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) (Restore
 			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
 			continue
 		}
+		r.stampRules(name, p.Rules)
 		snaps = append(snaps, catalog.NewSnapshot(p.Snapshot, tree))
 		rep.Restored = append(rep.Restored, name)
 		if staleStored(p) {
@@ -182,6 +183,24 @@ func (r *Registry) restoreTree(src *catalog.Source, snap *catalog.Snapshot) (ski
 		return skill.DirTree{Root: src.Dir}, nil
 	}
 	return nil, fmt.Errorf("cannot restore a %s source", src.Kind)
+}
+
+// rulesStamper is a store that records the rules a stored snapshot
+// passed (store.Store does).
+type rulesStamper interface {
+	StampRules(source, rules string) error
+}
+
+// stampRules records that a restored snapshot stored under other rules
+// passed today's, so that the next restart serves it without judging.
+func (r *Registry) stampRules(source, stored string) {
+	st, ok := r.o.Store.(rulesStamper)
+	if !ok || stored == skill.StoredRules {
+		return
+	}
+	if err := st.StampRules(source, skill.StoredRules); err != nil {
+		r.log.Warn("cannot record that the stored catalog passed today's rules; the next restart judges it again", "source", source, "err", err)
+	}
 }
 
 // judgeStored applies today's rules that need no reading to every skill

@@ -692,6 +692,50 @@ func (s *Store) SaveState(st catalog.State) error {
 	return nil
 }
 
+// StampRules records that the skills of a source's stored snapshot passed
+// rules (skill.StoredRules): a restart that judged a snapshot stored under
+// other rules stamps it, so that the next one does not judge it again.
+// The header is rewritten; the records are not touched. A source without
+// a snapshot, or stamped with rules already, is left as it is.
+func (s *Store) StampRules(source, rules string) error {
+	lock := s.sourceLock(source)
+	lock.Lock()
+	defer lock.Unlock()
+	err := s.update("stamp rules", func(tx *bolt.Tx) error {
+		sources := tx.Bucket(bucketSources)
+		if sources == nil {
+			return corrupt(tx.DB().Path(), errors.New("sources bucket missing"))
+		}
+		src := sources.Bucket([]byte(source))
+		if src == nil {
+			return nil
+		}
+		h := src.Get(keySnapshot)
+		if h == nil {
+			return nil
+		}
+		payload, err := unseal(keySnapshot, h)
+		if err != nil {
+			return corrupt(tx.DB().Path(), fmt.Errorf("snapshot header of %s: %w", source, err))
+		}
+		snap, n, had, err := decodeHeader(string(payload))
+		if err != nil {
+			return corrupt(tx.DB().Path(), fmt.Errorf("snapshot header of %s: %w", source, err))
+		}
+		if had == rules {
+			return nil
+		}
+		if n >= 0 {
+			snap.Skills = make([]*skill.Skill, n) // only counted
+		}
+		return src.Put(keySnapshot, seal(keySnapshot, encodeHeader(snap, rules)))
+	})
+	if err != nil {
+		return fmt.Errorf("stamp rules of %s: %w", source, err)
+	}
+	return nil
+}
+
 // DeleteSource forgets a source: its snapshot, its state and the digests
 // only it referenced. Forgetting an unknown source is not an error.
 func (s *Store) DeleteSource(name string) error {

@@ -376,5 +376,31 @@ func TestSnapshotsRecordTheirRules(t *testing.T) {
 				t.Fatalf("%s: source %s loads with rules %q, recorded before there were any", f, p.State.Source, p.Rules)
 			}
 		}
+		// Judged again by a restart, a snapshot is stamped: the next one
+		// loads it, the same, under today's rules.
+		old, err = Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if err := old.StampRules(p.State.Source, skill.StoredRules); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again := load(t, old)
+		old.Close()
+		for _, p := range ps {
+			got := again[p.State.Source]
+			if p.Snapshot == nil {
+				if got.Snapshot != nil {
+					t.Fatalf("%s: stamping %s made a snapshot", f, p.State.Source)
+				}
+				continue
+			}
+			if got.Rules != skill.StoredRules {
+				t.Fatalf("%s: source %s loads with rules %q after the stamp", f, p.State.Source, got.Rules)
+			}
+			sameSnapshot(t, got.Snapshot, p.Snapshot)
+		}
 	}
 }
