@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -335,6 +336,9 @@ func (r *Registry) checkDirFiles(ctx context.Context, snap *catalog.Snapshot) (m
 				return nil, err
 			}
 		}
+		// A request that arrives between two yields is served at once,
+		// not at the scheduler's next preemption of this loop.
+		runtime.Gosched()
 		if why := checkDirSkill(tree.Root, sk); why != "" {
 			bad[sk.Path] = why
 		}
