@@ -50,7 +50,11 @@ type State struct {
 // it never synced) and its state.
 type Persisted struct {
 	Snapshot *Snapshot
-	State    State
+	// Rules is the skill.StoredRules the snapshot's skills were judged
+	// by when stored ("" when the store did not record it): a restart
+	// judges them again only under other rules.
+	Rules string
+	State State
 	// Damaged says why the store could not return this source's records
 	// (one failed its checksum or did not decode); Snapshot is nil then,
 	// State is whatever checked out, and Restore resyncs the source.

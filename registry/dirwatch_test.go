@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -341,10 +342,21 @@ func TestWatchExhausted(t *testing.T) {
 			if poll == 0 && !strings.Contains(st.Hint, "never noticed") {
 				t.Errorf("hint of a blind source: %s", st.Hint)
 			}
-			// root, g0, g0/s0 are watched: a change there is still seen.
-			testkit.WriteFiles(t, w.root, map[string]string{"g0/s0/SKILL.md": testkit.SkillMD("s0") + "more\n"})
+			// Which three are watched depends on the order the first
+			// index listed them in (it watches each directory it lists):
+			// a skill created in one of them is still seen.
+			var in string
+			mu.Lock()
+			for p := range added {
+				if rel, _ := filepath.Rel(w.root, p); rel != "." && in == "" {
+					in = filepath.ToSlash(rel) + "/"
+				}
+			}
+			mu.Unlock()
+			testkit.WriteFiles(t, w.root, map[string]string{in + "fresh/SKILL.md": testkit.SkillMD("fresh")})
 			testkit.WaitUntil(t, "the watched change served", func() bool {
-				return w.servesDigest("g0/s0/SKILL.md", digestOf(testkit.SkillMD("s0")+"more\n"))
+				_, ok := w.snap().SkillAt(in + "fresh")
+				return ok
 			})
 			if st := w.state().Watch; st.FullRescans != 1 {
 				t.Errorf("%d whole rescans before the limit was raised", st.FullRescans)
@@ -515,4 +527,103 @@ func TestPollsPaceWholeRescans(t *testing.T) {
 	if r.pacedLocked(git) || r.pacedLocked(unmeasured) {
 		t.Error("a git source, or a rescan not measured yet, was paced")
 	}
+}
+
+// listingTree says while its Entries runs, and checks, once the listing
+// is done, that every directory listed was watched before.
+type listingTree struct {
+	skill.Tree
+	listing *atomic.Bool
+	after   func(es []skill.Entry)
+}
+
+func (t listingTree) Entries(ctx context.Context) ([]skill.Entry, error) {
+	t.listing.Store(true)
+	es, err := t.Tree.Entries(ctx)
+	t.listing.Store(false)
+	t.after(es)
+	return es, err
+}
+
+// TestColdStartWatchesWhatItsIndexLists: on a cold start the watcher does
+// not walk the tree beside the first index (at 100,000 skills that second
+// walk of 300,000 directories doubled the cold start): the index watches
+// each directory before it lists it. A watch made outside the index's
+// listing waits here until the listing is done, so a watcher walking on
+// its own would have watched nothing by then.
+func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	corpus(t, root, 2, 3)
+	var (
+		mu       sync.Mutex
+		added    = map[string]int{}
+		listing  atomic.Bool
+		listed   = make(chan struct{})
+		unwanted []string
+	)
+	o := Options{watchAdd: func(p string) error {
+		if !listing.Load() {
+			<-listed
+		}
+		mu.Lock()
+		added[p]++
+		mu.Unlock()
+		return nil
+	}}
+	var once sync.Once
+	o.dirTree = func(tr skill.Tree) skill.Tree {
+		return listingTree{Tree: tr, listing: &listing, after: func(es []skill.Entry) {
+			once.Do(func() {
+				defer close(listed)
+				mu.Lock()
+				defer mu.Unlock()
+				if added[root] == 0 {
+					unwanted = append(unwanted, "the root")
+				}
+				for _, e := range es {
+					if e.Mode == skill.ModeDir && added[filepath.Join(root, filepath.FromSlash(e.Path))] == 0 {
+						unwanted = append(unwanted, e.Path)
+					}
+				}
+			})
+		}}
+	}
+	watcher := make(chan *fsnotify.Watcher, 1)
+	o.watching = func(_ string, fw *fsnotify.Watcher) { watcher <- fw }
+	r := New(o)
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root, Poll: time.Hour}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-watcher
+	if len(unwanted) > 0 {
+		t.Fatalf("directories listed by the first index before they were watched: %q", unwanted)
+	}
+	const dirs = 1 + 2 + 2*3*3 // root, groups, skills with references/ and scripts/
+	st := r.States()[0].Watch
+	if !st.Complete || st.Dirs != dirs {
+		t.Fatalf("watch state %+v, want %d directories, complete", st, dirs)
+	}
+	mu.Lock()
+	for p, n := range added {
+		if n != 1 {
+			t.Errorf("%s watched %d times", p, n)
+		}
+	}
+	mu.Unlock()
+	testkit.WriteFiles(t, root, map[string]string{"g1/s2/references/guide.md": "seen"})
+	testkit.WaitUntil(t, "the change served", func() bool {
+		s, ok := r.Current().Snapshot("local")
+		if !ok {
+			return false
+		}
+		sk, ok := s.SkillAt("g1/s2")
+		if !ok {
+			return false
+		}
+		f, ok := sk.File("references/guide.md")
+		return ok && f.Digest == digestOf("seen")
+	})
 }

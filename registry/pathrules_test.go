@@ -388,11 +388,53 @@ func TestRestoreRejudgesStoredSkills(t *testing.T) {
 		t.Fatalf("after the resync, served %q, want b", names)
 	}
 
+	// Stored under other rules than today's: judged again too.
+	rOther := New(Options{})
+	rOther.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
+	if rep, err := rOther.Restore(context.Background(), []catalog.Persisted{{Snapshot: old, Rules: "paths-0", State: catalog.State{Source: "local"}}}); err != nil || len(rep.Restored) != 0 {
+		t.Fatalf("restore of a catalog stored under other rules: %+v, %v; want it dropped", rep, err)
+	}
+
 	// The same store without the bad skill is served as it is.
 	r2 := New(Options{})
 	r2.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
 	good := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{stored("b", "SKILL.md")}}
 	if rep, err := r2.Restore(context.Background(), []catalog.Persisted{{Snapshot: good, State: catalog.State{Source: "local"}}}); err != nil || len(rep.Restored) != 1 {
 		t.Fatalf("restore of a clean store: %+v", rep)
+	}
+}
+
+// TestRestoreTrustsItsOwnRules: a snapshot stored under this version's
+// skill.StoredRules is served without judging its skills again (that pass
+// over every path was most of a restart's time before its first page).
+// The store records those rules only for skills that passed them, so the
+// skill refused above, stored under them, shows that no pass ran.
+func TestRestoreTrustsItsOwnRules(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := testkit.SkillMD("a")
+	if err := os.WriteFile(filepath.Join(root, "a", "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fm, _, err := skill.ParseSkillMD([]byte(md))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(md))
+	sk := &skill.Skill{Path: "a", Frontmatter: fm, Dirs: []string{".GIT"}, Files: []skill.File{
+		{Path: ".GIT/config", Size: 0, Digest: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", ID: "a/.GIT/config"},
+		{Path: "SKILL.md", Size: int64(len(md)), Digest: "sha256:" + hex.EncodeToString(sum[:]), ID: "a/SKILL.md"},
+	}}
+	if skill.CheckStored(sk) == nil {
+		t.Fatal("CheckStored admits the skill: the test shows nothing")
+	}
+	snap := &catalog.Snapshot{Source: "local", Kind: catalog.KindDir, Skills: []*skill.Skill{sk}}
+	r := New(Options{})
+	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root}})
+	rep, err := r.Restore(context.Background(), []catalog.Persisted{{Snapshot: snap, Rules: skill.StoredRules, State: catalog.State{Source: "local"}}})
+	if err != nil || len(rep.Restored) != 1 {
+		t.Fatalf("restore of a catalog stored under today's rules: %+v, %v; want it served as stored", rep, err)
 	}
 }

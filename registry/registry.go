@@ -150,6 +150,12 @@ type sourceRun struct {
 	// held: restored, its files not checked yet; its watch and its
 	// first sync wait for the check (restore.go).
 	held bool
+	// listing is a directory source's watcher waiting for the first
+	// index to watch each directory it lists; listed says that index has
+	// begun, so a watcher that comes later walks the tree itself
+	// (dirwatch.go).
+	listing *listingWatch
+	listed  bool
 }
 
 // New returns a registry with an empty catalog (generation 0).
@@ -365,7 +371,7 @@ func (r *Registry) startLocked(run *sourceRun) {
 		go r.poll(ctx, run)
 	}
 	if run.src.Kind == catalog.KindDir && !run.held { // a held one's starts after its check
-		go r.watchDir(ctx, run)
+		go r.watchDir(ctx, run, r.offerListingLocked(run))
 	}
 }
 

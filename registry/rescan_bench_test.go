@@ -46,7 +46,7 @@ func BenchmarkRescan(b *testing.B) {
 				p := fmt.Sprintf("group-%03d/skill-%06d/references/guide.md", i%groups, (i%groups)*per+i%per)
 				testkit.WriteFiles(b, root, map[string]string{p: fmt.Sprintf("%s produced %d %s", p, i, scope)})
 				b.StartTimer()
-				snap, err := r.produce(context.Background(), &src, prev, rescan{paths: []string{p}, full: scope == "whole"})
+				snap, err := r.produce(context.Background(), &src, prev, rescan{paths: []string{p}, full: scope == "whole"}, nil)
 				if err != nil || snap == nil {
 					b.Fatal("no new snapshot", err)
 				}

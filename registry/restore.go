@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -126,12 +127,13 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) (Restore
 			r.log.Warn("stored catalog does not match what is on disk; resyncing", "source", name, "err", err)
 			continue
 		}
-		if err := judgeStored(p.Snapshot); err != nil {
+		if err := judgeStored(p); err != nil {
 			// Stored by a version with fewer rules: index it again.
 			rep.Dropped[name] = err.Error()
 			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
 			continue
 		}
+		r.stampRules(name, p.Rules)
 		snaps = append(snaps, catalog.NewSnapshot(p.Snapshot, tree))
 		rep.Restored = append(rep.Restored, name)
 		if staleStored(p) {
@@ -184,10 +186,33 @@ func (r *Registry) restoreTree(src *catalog.Source, snap *catalog.Snapshot) (ski
 	return nil, fmt.Errorf("cannot restore a %s source", src.Kind)
 }
 
+// rulesStamper is a store that records the rules a stored snapshot
+// passed (store.Store does).
+type rulesStamper interface {
+	StampRules(source, rules string) error
+}
+
+// stampRules records that a restored snapshot stored under other rules
+// passed today's, so that the next restart serves it without judging.
+func (r *Registry) stampRules(source, stored string) {
+	st, ok := r.o.Store.(rulesStamper)
+	if !ok || stored == skill.StoredRules {
+		return
+	}
+	if err := st.StampRules(source, skill.StoredRules); err != nil {
+		r.log.Warn("cannot record that the stored catalog passed today's rules; the next restart judges it again", "source", source, "err", err)
+	}
+}
+
 // judgeStored applies today's rules that need no reading to every skill
-// of a stored snapshot (see skill.CheckStored).
-func judgeStored(snap *catalog.Snapshot) error {
-	for _, sk := range snap.Skills {
+// of a stored snapshot (see skill.CheckStored), unless they are the rules
+// it was stored under: then every skill passed them already, and a
+// restart serves without a pass over every path of the catalog.
+func judgeStored(p catalog.Persisted) error {
+	if p.Rules == skill.StoredRules {
+		return nil
+	}
+	for _, sk := range p.Snapshot.Skills {
 		if p := skill.CheckStored(sk); p != nil {
 			return fmt.Errorf("skill %s: %w", sk.Path, p)
 		}
@@ -311,6 +336,9 @@ func (r *Registry) checkDirFiles(ctx context.Context, snap *catalog.Snapshot) (m
 				return nil, err
 			}
 		}
+		// A request that arrives between two yields is served at once,
+		// not at the scheduler's next preemption of this loop.
+		runtime.Gosched()
 		if why := checkDirSkill(tree.Root, sk); why != "" {
 			bad[sk.Path] = why
 		}
@@ -362,7 +390,7 @@ func (r *Registry) settleRestored(snap *catalog.Snapshot, bad map[string]string)
 	held := run.held && !run.removed
 	run.held = false
 	if held && run.ctx != nil && run.ctx.Err() == nil {
-		go r.watchDir(run.ctx, run)
+		go r.watchDir(run.ctx, run, nil) // served: no index to watch from
 	}
 	r.mu.Unlock()
 	if held {

@@ -446,6 +446,16 @@ func FoldPath(p string) string {
 	return norm.NFC.String(cases.Fold().String(norm.NFD.String(p)))
 }
 
+// StoredRules names the rules CheckStored applies, as this version
+// applies them. A store records it with every snapshot it saves (every
+// skill a daemon serves, and so saves, passed them: indexed by it, or
+// restored and judged), so that a restart judges only the snapshots an
+// older set of rules passed, and serves the others without a pass over
+// every path (at 100,000 skills, most of a restart's time before its
+// first page). Change it whenever CheckStored's verdicts change:
+// TestStoredRulesNamed fails until it is.
+const StoredRules = "paths-1"
+
 // CheckStored applies to a skill indexed earlier (by this version or an
 // older one, as a store restores it) the rules that need no reading: the
 // path rules on each of its files and folders, and the frontmatter depth.

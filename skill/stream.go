@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -29,6 +28,9 @@ func (d DirTree) chunks(ctx context.Context, n int) iter.Seq2[[]Entry, error] {
 				err = fmt.Errorf("list entries: %w", err)
 			}
 			yield(entries, err)
+		}
+		if d.Listing != nil {
+			d.Listing("")
 		}
 		des, err := os.ReadDir(d.Root)
 		if err != nil {
@@ -71,7 +73,7 @@ func (d DirTree) chunks(ctx context.Context, n int) iter.Seq2[[]Entry, error] {
 // parallel as Entries does, until about n entries are listed, and returns
 // their sorted listing and the directories left.
 func (d DirTree) walkTops(ctx context.Context, rootfd int, tops []string, n int) ([]Entry, []string, error) {
-	w := &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	w := d.walker(ctx)
 	k := 0
 	for ; k < len(tops); k++ {
 		w.mu.Lock()

@@ -30,6 +30,12 @@ var ErrChanged = errors.New("file changed since it was indexed")
 // other spelling of it is listed, for Index to exclude its skill.
 type DirTree struct {
 	Root string
+	// Listing, when set, is called with each directory's path (relative
+	// to Root, slash-separated; "" for Root) before the directory is
+	// listed, concurrently from the walk's goroutines: a watcher that
+	// watches each directory there sees every change the listing misses,
+	// without a walk of its own.
+	Listing func(rel string)
 }
 
 // Entries walks the directory, several directories at a time (listing and
@@ -43,7 +49,7 @@ type DirTree struct {
 // call instead of the whole path, and no *os.File (one more fstat each, a
 // poller registration attempt, sorting) is made per directory.
 func (d DirTree) Entries(ctx context.Context) ([]Entry, error) {
-	w := &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	w := d.walker(ctx)
 	fd, err := openDir(unix.AT_FDCWD, d.Root, false)
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", d.Root, &fs.PathError{Op: "open", Path: d.Root, Err: err})
@@ -58,10 +64,16 @@ func (d DirTree) Entries(ctx context.Context) ([]Entry, error) {
 	return w.out, nil
 }
 
+// walker is a walk of the tree (see Entries).
+func (d DirTree) walker(ctx context.Context) *dirWalker {
+	return &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2), listing: d.Listing}
+}
+
 type dirWalker struct {
-	ctx context.Context
-	sem chan struct{}
-	wg  sync.WaitGroup
+	ctx     context.Context
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	listing func(rel string) // DirTree.Listing
 
 	mu  sync.Mutex
 	out []Entry
@@ -127,6 +139,9 @@ func (w *dirWalker) walk(fd int, rel string) {
 	if err := w.ctx.Err(); err != nil {
 		w.fail(err)
 		return
+	}
+	if w.listing != nil {
+		w.listing(rel)
 	}
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
@@ -413,7 +428,7 @@ type DirSubtrees struct {
 func (d DirSubtrees) Entries(ctx context.Context) ([]Entry, error) {
 	paths := slices.Clone(d.Paths)
 	slices.Sort(paths)
-	w := &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2)}
+	w := d.walker(ctx)
 	last := "\x00"
 	for _, p := range paths {
 		if p == "" {

@@ -24,6 +24,15 @@ import (
 // damaged value is reported, never misread.
 const recordFormat = 1
 
+// Snapshot headers have formats of their own: format 1 ends with the
+// count of skill records, format 2 adds the skill.StoredRules those
+// skills were judged by, so that a restart judges only what older rules
+// passed. Both decode.
+const (
+	headerFormatBare = 1
+	headerFormat     = 2
+)
+
 // Skill records have formats of their own: format 1 held the skill's
 // body (SKILL.md after the frontmatter), format 2 holds none (a body is
 // read back from the tree when something needs it). Both decode.
@@ -483,9 +492,9 @@ func skillFileKeys(rec string, fn func(key string, dg skill.Digest)) error {
 // encodeHeader encodes a snapshot without its skills, which are records
 // of their own; it records how many there are, so that Load notices a
 // record gone missing.
-func encodeHeader(snap *catalog.Snapshot) []byte {
+func encodeHeader(snap *catalog.Snapshot, rules string) []byte {
 	e := enc{b: make([]byte, 0, 256)}
-	e.byte(recordFormat)
+	e.byte(headerFormat)
 	e.str(snap.Source)
 	e.str(string(snap.Kind))
 	e.str(snap.Repository)
@@ -505,14 +514,16 @@ func encodeHeader(snap *catalog.Snapshot) []byte {
 		e.str(x.Problem.Detail)
 	}
 	e.count(len(snap.Skills), snap.Skills == nil)
+	e.str(rules)
 	return e.b
 }
 
 // decodeHeader decodes a header; skills is the number of skill records
-// the snapshot had, or -1 for a nil Skills.
-func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, err error) {
+// the snapshot had, or -1 for a nil Skills, and rules the StoredRules
+// they were judged by ("" in a format 1 header).
+func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, rules string, err error) {
 	d := dec{s: rec}
-	d.format()
+	f := d.formatOf(headerFormatBare, headerFormat)
 	snap = &catalog.Snapshot{
 		Source:     d.str(),
 		Kind:       catalog.Kind(d.str()),
@@ -537,10 +548,13 @@ func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, err error) {
 	}
 	// Not d.count: the skills are records of their own, not bytes here.
 	n := int(min(d.uvarint(), math.MaxInt32)) - 1
-	if err := d.end(); err != nil {
-		return nil, 0, err
+	if f == headerFormat {
+		rules = d.str()
 	}
-	return snap, n, nil
+	if err := d.end(); err != nil {
+		return nil, 0, "", err
+	}
+	return snap, n, rules, nil
 }
 
 // A digest entry records a file key's digest and size and how many skill

@@ -13,7 +13,11 @@ import (
 // value.
 func FuzzDecodeRecords(f *testing.F) {
 	snap := edgeSnapshot(f, "edge", "c1", nil)
-	f.Add(byte(0), encodeHeader(snap))
+	f.Add(byte(0), encodeHeader(snap, skill.StoredRules))
+	bare := encodeHeader(snap, "")
+	bare = bare[:len(bare)-1] // format 1 has no rules
+	bare[0] = headerFormatBare
+	f.Add(byte(0), bare)
 	for _, sk := range snap.Skills {
 		e := enc{}
 		encodeSkill(&e, sk)
@@ -23,17 +27,17 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind byte, b []byte) {
 		switch kind % 3 {
 		case 0:
-			snap, n, err := decodeHeader(string(b))
+			snap, n, rules, err := decodeHeader(string(b))
 			if err != nil {
 				return
 			}
 			if n >= 0 {
 				snap.Skills = make([]*skill.Skill, n)
 			}
-			again := encodeHeader(snap)
-			snap2, n2, err := decodeHeader(string(again))
+			again := encodeHeader(snap, rules)
+			snap2, n2, rules2, err := decodeHeader(string(again))
 			snap.Skills = nil
-			if err != nil || n2 != n || !reflect.DeepEqual(exported(snap2), exported(snap)) {
+			if err != nil || n2 != n || rules2 != rules || !reflect.DeepEqual(exported(snap2), exported(snap)) {
 				t.Fatalf("header does not survive a round trip: %v", err)
 			}
 		case 1:

@@ -151,7 +151,7 @@ func storedKind(src *bolt.Bucket) (kind catalog.Kind, known, damaged bool) {
 	if err != nil {
 		return "", false, true
 	}
-	hdr, _, err := decodeHeader(string(payload))
+	hdr, _, _, err := decodeHeader(string(payload))
 	if err != nil {
 		return "", false, true
 	}
@@ -188,7 +188,9 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, sorted []*skill.Skill, st c
 		return 0, fmt.Errorf("encode state: %w", err)
 	}
 	stateJSON = seal(keyState, stateJSON)
-	header := seal(keySnapshot, encodeHeader(snap))
+	// Every snapshot the registry stores passed this version's
+	// CheckStored: indexed by it, or restored and judged.
+	header := seal(keySnapshot, encodeHeader(snap, skill.StoredRules))
 	s.mu.Lock()
 	stored := s.saved[name]
 	s.mu.Unlock()
@@ -690,6 +692,50 @@ func (s *Store) SaveState(st catalog.State) error {
 	return nil
 }
 
+// StampRules records that the skills of a source's stored snapshot passed
+// rules (skill.StoredRules): a restart that judged a snapshot stored under
+// other rules stamps it, so that the next one does not judge it again.
+// The header is rewritten; the records are not touched. A source without
+// a snapshot, or stamped with rules already, is left as it is.
+func (s *Store) StampRules(source, rules string) error {
+	lock := s.sourceLock(source)
+	lock.Lock()
+	defer lock.Unlock()
+	err := s.update("stamp rules", func(tx *bolt.Tx) error {
+		sources := tx.Bucket(bucketSources)
+		if sources == nil {
+			return corrupt(tx.DB().Path(), errors.New("sources bucket missing"))
+		}
+		src := sources.Bucket([]byte(source))
+		if src == nil {
+			return nil
+		}
+		h := src.Get(keySnapshot)
+		if h == nil {
+			return nil
+		}
+		payload, err := unseal(keySnapshot, h)
+		if err != nil {
+			return corrupt(tx.DB().Path(), fmt.Errorf("snapshot header of %s: %w", source, err))
+		}
+		snap, n, had, err := decodeHeader(string(payload))
+		if err != nil {
+			return corrupt(tx.DB().Path(), fmt.Errorf("snapshot header of %s: %w", source, err))
+		}
+		if had == rules {
+			return nil
+		}
+		if n >= 0 {
+			snap.Skills = make([]*skill.Skill, n) // only counted
+		}
+		return src.Put(keySnapshot, seal(keySnapshot, encodeHeader(snap, rules)))
+	})
+	if err != nil {
+		return fmt.Errorf("stamp rules of %s: %w", source, err)
+	}
+	return nil
+}
+
 // DeleteSource forgets a source: its snapshot, its state and the digests
 // only it referenced. Forgetting an unknown source is not an error.
 func (s *Store) DeleteSource(name string) error {
@@ -738,6 +784,7 @@ type rawSource struct {
 	stateErr error             // the state record does not check out
 	hasHdr   bool              // the source has a snapshot
 	snap     *catalog.Snapshot // decoded header and skills, when hasHdr
+	rules    string            // the StoredRules the header names
 	err      error             // what is wrong with the snapshot's records
 }
 
@@ -811,7 +858,7 @@ func readSource(path string, name []byte, src *bolt.Bucket) rawSource {
 		if hdr, err := unseal(keySnapshot, h); err != nil {
 			r.err = fmt.Errorf("snapshot header record: %w", err)
 		} else {
-			r.snap, r.err = loadSnapshot(path, string(hdr), skills)
+			r.snap, r.rules, r.err = loadSnapshot(path, string(hdr), skills)
 		}
 	case skills != nil && notEmpty(skills):
 		r.err = errors.New("skills without a snapshot")
@@ -864,7 +911,7 @@ func decodeSource(r *rawSource) (catalog.Persisted, error) {
 	if r.hasHdr && r.snap.Source != r.name {
 		return p, fmt.Errorf("snapshot names source %q", r.snap.Source)
 	}
-	p.Snapshot = r.snap
+	p.Snapshot, p.Rules = r.snap, r.rules
 	return p, nil
 }
 
@@ -877,10 +924,10 @@ func decodeSource(r *rawSource) (catalog.Persisted, error) {
 // into their part of the arena and decode from there. Decoded strings
 // and frontmatter JSON point into the arena, which no one writes again
 // once a run is copied; equal metadata maps are shared (see decoding).
-func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error) {
-	snap, n, err := decodeHeader(header)
+func loadSnapshot(path, header string, b *bolt.Bucket) (_ *catalog.Snapshot, rules string, err error) {
+	snap, n, rules, err := decodeHeader(header)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, "", fmt.Errorf("snapshot: %w", err)
 	}
 	count, size := 0, 0
 	var pages *mappedSpan
@@ -900,10 +947,10 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 		pages.release()
 	}
 	if count != max(n, 0) {
-		return nil, fmt.Errorf("snapshot has %d skill records, its header says %d", count, max(n, 0))
+		return nil, "", fmt.Errorf("snapshot has %d skill records, its header says %d", count, max(n, 0))
 	}
 	if n < 0 {
-		return snap, nil
+		return snap, rules, nil
 	}
 	arena := make([]byte, size)
 	skills := make([]skill.Skill, n) // one allocation for all skills
@@ -1000,9 +1047,9 @@ func loadSnapshot(path, header string, b *bolt.Bucket) (*catalog.Snapshot, error
 	close(runs)
 	wg.Wait()
 	if badErr != nil {
-		return nil, badErr
+		return nil, "", badErr
 	}
-	return snap, nil
+	return snap, rules, nil
 }
 
 // Digests returns the persisted digest map: every file key a stored

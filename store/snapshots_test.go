@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -338,5 +339,68 @@ func TestConcurrentReadersWhileWriting(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// A snapshot is stored with the skill rules it was judged by, which a
+// restart compares with its own to skip judging it again; a snapshot
+// stored before they were recorded (every schema fixture) has none, so
+// a restart judges it.
+func TestSnapshotsRecordTheirRules(t *testing.T) {
+	s, _ := openTemp(t, Options{})
+	snap := corpusSnapshot(t, "src", 3)
+	if err := s.SaveSnapshot(snap, stateOf(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(t, s)["src"].Rules; got != skill.StoredRules {
+		t.Fatalf("a saved snapshot loads with rules %q, want %q", got, skill.StoredRules)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "schema-v*.db"))
+	if err != nil || len(files) == 0 {
+		t.Fatal("no schema fixtures", err)
+	}
+	for _, f := range files {
+		path := filepath.Join(t.TempDir(), FileName)
+		copyFile(t, f, path)
+		old, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := old.Load()
+		old.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.Snapshot != nil && p.Rules != "" {
+				t.Fatalf("%s: source %s loads with rules %q, recorded before there were any", f, p.State.Source, p.Rules)
+			}
+		}
+		// Judged again by a restart, a snapshot is stamped: the next one
+		// loads it, the same, under today's rules.
+		old, err = Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if err := old.StampRules(p.State.Source, skill.StoredRules); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again := load(t, old)
+		old.Close()
+		for _, p := range ps {
+			got := again[p.State.Source]
+			if p.Snapshot == nil {
+				if got.Snapshot != nil {
+					t.Fatalf("%s: stamping %s made a snapshot", f, p.State.Source)
+				}
+				continue
+			}
+			if got.Rules != skill.StoredRules {
+				t.Fatalf("%s: source %s loads with rules %q after the stamp", f, p.State.Source, got.Rules)
+			}
+			sameSnapshot(t, got.Snapshot, p.Snapshot)
+		}
 	}
 }

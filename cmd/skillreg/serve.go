@@ -229,17 +229,21 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 	}
 	d.preopen(rt.sources)
 	d.install(rt)
-	if err := d.restore(ctx); err != nil {
-		return nil, err
-	}
+	// The surfaces are built while the stored catalogs load (a restart
+	// serves once both are done), and connected once they are served.
 	if err := d.buildSurfaces(); err != nil {
 		return nil, err
 	}
+	if err := d.restore(ctx); err != nil {
+		return nil, err
+	}
+	d.connectSurfaces()
 	return d, nil
 }
 
 // buildSurfaces builds the surfaces in d.has over the core and the
-// running runtime, then connects the core to them.
+// running runtime. They read the catalog when asked, so they may be built
+// before the stored one is restored.
 func (d *Daemon) buildSurfaces() (err error) {
 	rt := d.running()
 	if d.has.mcp || d.has.http {
@@ -265,9 +269,6 @@ func (d *Daemon) buildSurfaces() (err error) {
 			HostsChecked: true,
 			Search:       d.searchMCP,
 		})
-		if d.restored {
-			go d.MCP.Warm(d.Registry.Current()) // while the listener comes up
-		}
 	}
 	if d.has.http {
 		publicURL := rt.cfg.PublicURL // only a restart changes it
@@ -304,6 +305,16 @@ func (d *Daemon) buildSurfaces() (err error) {
 		}
 		d.echo = d.routes()
 	}
+	return nil
+}
+
+// connectSurfaces connects the core to the surfaces, once the stored
+// catalog is served: the restore's swap is no change to tell them of
+// (they read the current catalog when asked).
+func (d *Daemon) connectSurfaces() {
+	if d.MCP != nil && d.restored {
+		go d.MCP.Warm(d.Registry.Current()) // while the listener comes up
+	}
 	d.hooks.Store(&surfaceHooks{
 		swapped: d.catalogSwapped,
 		sessions: func() int {
@@ -322,7 +333,6 @@ func (d *Daemon) buildSurfaces() (err error) {
 		},
 		bodyBytes: func() (int64, int64) { return d.budget.InUse(), d.budget.Size() },
 	})
-	return nil
 }
 
 // catalogSwapped tells the surfaces of a new catalog generation.

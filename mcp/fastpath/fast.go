@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -406,6 +407,10 @@ func (h *Handler) Warm(cat *catalog.Catalog) {
 		return
 	}
 	for off := (n - 1) / size * size; off > 0; off -= size {
+		// Step aside between pages: on a restart this runs beside the
+		// first requests on two cores, which would otherwise wait for
+		// the scheduler's next preemption to be served.
+		runtime.Gosched()
 		if cat != h.b.Current() {
 			return
 		}
