@@ -187,7 +187,7 @@ func (v *Verifier) run(ctx context.Context) {
 	for {
 		wait := v.maxAge
 		if err := v.fetchKeys(ctx, true); err != nil {
-			v.log.Warn("oidc provider unreachable; retrying", "issuer", v.issuer, "retry", delay, "err", err)
+			v.log.Warn("oidc provider unreachable; retrying", "issuer", v.issuer, "retry", delay.String(), "err", err)
 			wait, delay = delay, min(2*delay, v.backoffMax)
 		} else {
 			delay = v.backoffMin
