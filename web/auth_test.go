@@ -153,7 +153,7 @@ func TestSessionStoreIsBounded(t *testing.T) {
 	now := time.Unix(0, 0)
 	var ids []string
 	for i := range 5 {
-		id, err := s.create(Viewer{Name: string(rune('a' + i))}, now.Add(time.Duration(i)*time.Second))
+		id, err := s.create(Viewer{Name: string(rune('a' + i))}, now.Add(time.Duration(i)*time.Second), s.generation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,5 +311,31 @@ func TestConcurrentRequests(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The token form is no different from the provider's sign-in: a reload
+// between resolving the token and starting the session (which ends every
+// session) ends that one too.
+func TestLoginDuringReloadStartsNoStaleSession(t *testing.T) {
+	var f *fixture
+	f = newFixture(t, defaultSources(), func(o *Options) {
+		authOptions(o)
+		resolve := o.Authenticate
+		o.Authenticate = func(ctx context.Context, token string) (Viewer, bool) {
+			v, ok := resolve(ctx, token) // the replaced configuration's answer
+			f.h.ResetSessions()          // the reload lands here
+			return v, ok
+		}
+	})
+	res := f.do(t, request{method: http.MethodPost, path: "/login", form: url.Values{"token": {"tok-all"}},
+		header: map[string]string{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin"}})
+	if ck := cookieNamed(res, cookieName); ck != nil && ck.MaxAge > 0 {
+		if res, _ := f.get(t, "/", ck); res.StatusCode == http.StatusOK {
+			t.Fatal("a session resolved by the replaced configuration outlived the reload's reset")
+		}
+	}
+	if n := f.h.sessions.len(); n != 0 {
+		t.Errorf("%d sessions after the reset", n)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,14 +37,30 @@ type sessionStore struct {
 	m   map[string]session
 	max int
 	ttl time.Duration
+	// gen counts resets: a session resolved before one (by the replaced
+	// configuration) is not started after it.
+	gen uint64
 }
 
 func newSessionStore(max int, ttl time.Duration) *sessionStore {
 	return &sessionStore{m: map[string]session{}, max: max, ttl: ttl}
 }
 
-// create starts a session and returns its id.
-func (s *sessionStore) create(v Viewer, now time.Time) (string, error) {
+// errReset is a session refused because the store was reset after its
+// viewer was resolved (gen is older than the store's).
+var errReset = errors.New("the configuration changed during the sign-in")
+
+// generation is the store's reset count, read before a viewer is resolved
+// and given back to create.
+func (s *sessionStore) generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// create starts a session and returns its id, unless the store was reset
+// since gen (errReset).
+func (s *sessionStore) create(v Viewer, now time.Time, gen uint64) (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -51,6 +68,9 @@ func (s *sessionStore) create(v Viewer, now time.Time) (string, error) {
 	id := base64.RawURLEncoding.EncodeToString(b[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if gen != s.gen {
+		return "", errReset
+	}
 	if len(s.m) >= s.max {
 		s.evictLocked(now)
 	}
@@ -100,6 +120,7 @@ func (s *sessionStore) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m = map[string]session{}
+	s.gen++
 }
 
 func (s *sessionStore) len() int {
@@ -190,6 +211,7 @@ func (h *Handler) login(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/login")
 	}
 	now, addr := h.o.Now(), h.remoteAddr(c)
+	gen := h.sessions.generation() // before the token is resolved
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
 		return h.errorPage(c, http.StatusBadRequest, "Bad request", "The sign-in form could not be read.")
@@ -213,7 +235,12 @@ func (h *Handler) login(c echo.Context) error {
 		data.Error = "That token was not accepted."
 		return h.render(c, http.StatusUnauthorized, "login", data)
 	}
-	id, err := h.sessions.create(v, now)
+	id, err := h.sessions.create(v, now, gen)
+	if errors.Is(err, errReset) {
+		h.log.Info("login: the configuration changed meanwhile; signing in again", "remote", addr)
+		data.Error = "The catalog's configuration changed while you signed in. Sign in again."
+		return h.render(c, http.StatusConflict, "login", data)
+	}
 	if err != nil {
 		h.log.Error("start session", "err", err)
 		return h.errorPage(c, http.StatusInternalServerError, "Something went wrong", "The session could not be started.")

@@ -287,6 +287,10 @@ var errorCodeRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 func (h *Handler) callback(c echo.Context) error {
 	r := c.Request()
 	c.Response().Header().Set("Cache-Control", "no-store")
+	// Read before the sign-in configuration: a reload after this point
+	// (which ends every session) refuses the session this callback would
+	// start with the replaced configuration's rules.
+	gen := h.sessions.generation()
 	si := h.signIn()
 	if si == nil {
 		return c.Redirect(http.StatusSeeOther, "/login")
@@ -385,7 +389,11 @@ func (h *Handler) callback(c echo.Context) error {
 		h.log.Warn("sign-in: no access for this person", "remote", addr, "subject", claims.Subject, "email", claims.Email)
 		return h.errorPage(c, http.StatusForbidden, "No access", "You signed in, but this catalog has nothing for you. Ask its operator for access.")
 	}
-	id, err := h.sessions.create(v, h.o.Now())
+	id, err := h.sessions.create(v, h.o.Now(), gen)
+	if errors.Is(err, errReset) {
+		h.log.Info("sign-in: the configuration changed meanwhile; signing in again", "remote", addr)
+		return h.signInError(c, http.StatusConflict, f.Next, "The catalog's configuration changed while you signed in. Sign in again.")
+	}
 	if err != nil {
 		h.log.Error("start session", "err", err)
 		return h.signInError(c, http.StatusInternalServerError, f.Next, "The session could not be started.")

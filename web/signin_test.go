@@ -664,3 +664,31 @@ func TestSignInCallbackWithIssuer(t *testing.T) {
 		t.Errorf("callback naming this issuer: %d %s", res.StatusCode, body)
 	}
 }
+
+// A reload that lands while someone is signing in (between /login and the
+// session the callback starts: the token request takes a while) ends every
+// session, and must end that one too: its viewer was resolved by the
+// replaced configuration's rules, which may no longer give that person
+// anything.
+func TestSignInDuringReloadStartsNoStaleSession(t *testing.T) {
+	s := newSSO(t, "http://example.com", nil)
+	si := *s.si.Load()
+	si.Resolve = func(c oidc.Claims) (Viewer, bool) {
+		// The reload happens here: the daemon swaps the configuration and
+		// ends every session (ResetSessions) while this callback, holding
+		// the old rules, is on its way to starting one.
+		s.h.ResetSessions()
+		return resolveGroups(c)
+	}
+	s.si.Store(&si)
+	a := s.start(t, "/", false)
+	res, _ := s.callback(t, s.login(t, a, "bob@example.com", "pw-bob"), a.flow, false)
+	if ck := cookieNamed(res, cookieName); ck != nil && ck.MaxAge > 0 {
+		if res, _ := s.get(t, "/", ck); res.StatusCode == http.StatusOK {
+			t.Fatal("a session resolved by the replaced configuration outlived the reload's reset")
+		}
+	}
+	if n := s.h.sessions.len(); n != 0 {
+		t.Errorf("%d sessions after the reset", n)
+	}
+}
