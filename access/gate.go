@@ -212,6 +212,9 @@ func (g *Gate) Authenticate(ctx context.Context, token string) (Identity, error)
 	claims, err := g.o.Verifier.VerifyAccessToken(ctx, token)
 	switch {
 	case err == nil:
+	case errors.Is(err, oidc.ErrInvalidToken):
+		// Decided: a failed attempt, even if the caller has hung up since.
+		return Identity{}, fmt.Errorf("%w: %w", ErrInvalidCredential, err)
 	case errors.Is(err, oidc.ErrUnavailable), ctx.Err() != nil:
 		return Identity{}, err
 	default:

@@ -373,3 +373,31 @@ func TestResourceMetadata(t *testing.T) {
 		t.Fatalf("without oidc: %d", rec.Code)
 	}
 }
+
+// hangUp is a TokenVerifier that refuses every token as the caller hangs
+// up: the request's context ends while the provider's answer (an
+// introspection saying "inactive", say) is being decided.
+type hangUp struct{ cancel context.CancelFunc }
+
+func (h hangUp) VerifyAccessToken(context.Context, string) (oidc.Claims, error) {
+	h.cancel()
+	return oidc.Claims{}, fmt.Errorf("inactive at introspection: %w", oidc.ErrInvalidToken)
+}
+
+// A refusal the verifier decided is a failed attempt even when the caller
+// has gone by then: otherwise a guesser who hangs up as soon as its guess
+// is sent would never be counted.
+func TestCheckCountsRefusalWhenCallerHangsUp(t *testing.T) {
+	var failures atomic.Int64
+	lim := NewLimiter(time.Minute, 3)
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		g := NewGate(GateOptions{Verifier: hangUp{cancel}, Limiter: lim, OnFailure: func() { failures.Add(1) }})
+		if _, err := g.Check(ctx, "guesser", fmt.Sprintf("guess-%d", i)); !errors.Is(err, ErrInvalidCredential) {
+			t.Errorf("guess %d: %v, want ErrInvalidCredential", i, err)
+		}
+	}
+	if failures.Load() != 3 || lim.Allow("guesser") {
+		t.Fatalf("%d failures counted of 3 refused guesses; address still allowed: %v", failures.Load(), lim.Allow("guesser"))
+	}
+}
