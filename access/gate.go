@@ -50,6 +50,9 @@ type Identity struct {
 	// Subject and Email are the token's "sub" and "email" (for a client,
 	// Subject is its name).
 	Subject, Email string
+	// EmailVerified is the token's "email_verified": email rules match
+	// only a verified email.
+	EmailVerified bool
 	// Groups and Scopes are the token's groups (GroupsClaim) and scopes,
 	// sorted.
 	Groups, Scopes []string
@@ -61,10 +64,14 @@ type Identity struct {
 }
 
 // Key is a stable cache key of what decides the identity's view: its kind,
-// subject, email and sorted groups. Never the token.
+// subject, email (and whether it is verified) and sorted groups. Never the
+// token.
 func (id Identity) Key() string {
 	var b strings.Builder
 	b.WriteString(id.Kind.String())
+	if id.EmailVerified {
+		b.WriteString("+v")
+	}
 	for _, s := range append([]string{id.Subject, id.Email}, id.Groups...) {
 		// Length-prefixed, so that no choice of names makes two
 		// identities' keys collide.
@@ -259,13 +266,14 @@ func (g *Gate) Check(ctx context.Context, addr, token string) (Identity, error) 
 // ID token's) claims: what its rules let it see.
 func (g *Gate) FromClaims(c oidc.Claims) Identity {
 	id := Identity{
-		Kind:    KindOIDC,
-		Name:    c.Subject,
-		Subject: c.Subject,
-		Email:   c.Email,
-		Groups:  sortedSet(c.Groups),
-		Scopes:  sortedSet(c.Scopes),
-		Expiry:  c.Expiry,
+		Kind:          KindOIDC,
+		Name:          c.Subject,
+		Subject:       c.Subject,
+		Email:         c.Email,
+		EmailVerified: c.EmailVerified,
+		Groups:        sortedSet(c.Groups),
+		Scopes:        sortedSet(c.Scopes),
+		Expiry:        c.Expiry,
 	}
 	if c.Email != "" {
 		id.Name = c.Email

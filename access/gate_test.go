@@ -401,3 +401,18 @@ func TestCheckCountsRefusalWhenCallerHangsUp(t *testing.T) {
 		t.Fatalf("%d failures counted of 3 refused guesses; address still allowed: %v", failures.Load(), lim.Allow("guesser"))
 	}
 }
+
+// The key names everything the view depends on: an email matches an
+// email rule only when verified, so two identities alike but for that
+// see different sources, and must not share a key.
+func TestIdentityKeyEmailVerified(t *testing.T) {
+	g := NewGate(GateOptions{Rules: Rules{{Emails: []string{"@example.com"}, Sources: []string{"secret"}}}})
+	verified := g.FromClaims(oidc.Claims{Subject: "s", Email: "a@example.com", EmailVerified: true})
+	unverified := g.FromClaims(oidc.Claims{Subject: "s", Email: "a@example.com"})
+	if sources(verified.Filter) == sources(unverified.Filter) {
+		t.Fatalf("the rule does not tell them apart: %q", sources(verified.Filter))
+	}
+	if verified.Key() == unverified.Key() {
+		t.Fatalf("identities seeing %q and %q share the key %q", sources(verified.Filter), sources(unverified.Filter), verified.Key())
+	}
+}
