@@ -143,7 +143,17 @@ type Gate struct {
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]cached // verified provider tokens, by hash
+	// Undecided credentials (the provider unreachable, an unknown key id
+	// just after a refresh) are no failed attempts, so nothing else bounds
+	// how often a caller can make the gate log one: it logs one per
+	// undecidedLogEvery and counts the others.
+	lastUndecided time.Time
+	unlogged      int
 }
+
+// undecidedLogEvery is how often "cannot check a credential" is logged at
+// most.
+const undecidedLogEvery = 10 * time.Second
 
 type cached struct {
 	id    Identity
@@ -257,9 +267,26 @@ func (g *Gate) Check(ctx context.Context, addr, token string) (Identity, error) 
 	case errors.Is(err, ErrInsufficientScope):
 		g.log.Info("credential refused", "remote", addr, "identity", id.Name, "err", err)
 	default:
-		g.log.Warn("cannot check a credential", "remote", addr, "err", err)
+		if unlogged, ok := g.logUndecided(); ok {
+			g.log.Warn("cannot check a credential", "remote", addr, "err", err, "not_logged_since", unlogged)
+		}
 	}
 	return id, err
+}
+
+// logUndecided reports whether an undecided credential is to be logged
+// now, and how many were not logged since the last one that was.
+func (g *Gate) logUndecided() (int, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.o.Now()
+	if !g.lastUndecided.IsZero() && now.Sub(g.lastUndecided) < undecidedLogEvery {
+		g.unlogged++
+		return 0, false
+	}
+	n := g.unlogged
+	g.lastUndecided, g.unlogged = now, 0
+	return n, true
 }
 
 // FromClaims is the identity of a provider token's (or the web sign-in's

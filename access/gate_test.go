@@ -1,10 +1,12 @@
 package access
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -414,5 +416,34 @@ func TestIdentityKeyEmailVerified(t *testing.T) {
 	}
 	if verified.Key() == unverified.Key() {
 		t.Fatalf("identities seeing %q and %q share the key %q", sources(verified.Filter), sources(unverified.Filter), verified.Key())
+	}
+}
+
+// Undecided credentials are no failed attempts, so the log line they make
+// is what bounds them: one per ten seconds, with the count of the others.
+func TestUndecidedLoggedSometimes(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_800_000_000, 0)
+	g := NewGate(GateOptions{
+		Verifier: &tokenTable{},
+		Limiter:  NewLimiter(time.Minute, 5),
+		Logger:   slog.New(slog.NewJSONHandler(&buf, nil)),
+		Now:      func() time.Time { return now },
+	})
+	lines := func() []string { return strings.Split(strings.TrimSpace(buf.String()), "\n") }
+	for range 100 {
+		if _, err := g.Check(context.Background(), "192.0.2.1", "down"); !errors.Is(err, oidc.ErrUnavailable) {
+			t.Fatalf("down: %v", err)
+		}
+	}
+	if l := lines(); len(l) != 1 || !strings.Contains(l[0], `"not_logged_since":0`) {
+		t.Fatalf("100 undecided within 10 s logged %d lines: %q", len(l), l)
+	}
+	now = now.Add(undecidedLogEvery)
+	if _, err := g.Check(context.Background(), "192.0.2.1", "down"); !errors.Is(err, oidc.ErrUnavailable) {
+		t.Fatalf("down: %v", err)
+	}
+	if l := lines(); len(l) != 2 || !strings.Contains(l[1], `"not_logged_since":99`) {
+		t.Fatalf("after 10 s: %q", l)
 	}
 }
