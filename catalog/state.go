@@ -40,6 +40,11 @@ type State struct {
 	// older than the one served before the restart (its persist had
 	// failed); the resync the restart starts replaces it.
 	Stale bool `json:"stale,omitempty"`
+	// Saving means the catalog served is not stored yet: a directory
+	// source's first catalog is served as soon as it is indexed and
+	// stored right after. Once stored it is false; a failed store sets
+	// PersistError instead.
+	Saving bool `json:"saving,omitempty"`
 
 	// Watch says how the changes of a directory source are noticed
 	// (zero for other kinds). It is the running process's, never stored.

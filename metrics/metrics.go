@@ -181,7 +181,7 @@ var (
 	genDesc      = prometheus.NewDesc("skillreg_catalog_generation", "Generation number of the current catalog.", nil, nil)
 	storeDesc    = prometheus.NewDesc("skillreg_store_size_bytes", "Size of the store file on disk.", nil, nil)
 	snapshotDesc = prometheus.NewDesc("skillreg_snapshot_age_seconds", "Age of each source's served snapshot.", []string{"source"}, nil)
-	unsavedDesc  = prometheus.NewDesc("skillreg_catalog_unsaved", "1 while a source's served catalog is not in the store (its persist failed and is being retried).", []string{"source"}, nil)
+	unsavedDesc  = prometheus.NewDesc("skillreg_catalog_unsaved", "1 while a source's served catalog is not in the store (its persist failed and is being retried, or a directory source's first catalog is being stored).", []string{"source"}, nil)
 	staleDesc    = prometheus.NewDesc("skillreg_catalog_stale", "1 while a source serves a stored catalog older than the one served before the restart, until its resync.", []string{"source"}, nil)
 	watchedDesc  = prometheus.NewDesc("skillreg_source_watched_directories", "Directories watched for changes, by directory source.", []string{"source"}, nil)
 	exhaustDesc  = prometheus.NewDesc("skillreg_source_watch_exhausted", "1 while a directory source could not watch every directory for lack of inotify watches (fs.inotify.max_user_watches); its changes beneath the rest are found by its periodic rescan.", []string{"source"}, nil)
@@ -212,7 +212,7 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.o.States != nil {
 		for _, st := range c.o.States() {
-			ch <- prometheus.MustNewConstMetric(unsavedDesc, prometheus.GaugeValue, b2f(st.PersistError != "" && !st.Stale), st.Source)
+			ch <- prometheus.MustNewConstMetric(unsavedDesc, prometheus.GaugeValue, b2f((st.PersistError != "" || st.Saving) && !st.Stale), st.Source)
 			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, b2f(st.Stale), st.Source)
 			if st.Stalled != "" {
 				ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, 1, st.Source, string(st.Stalled))

@@ -32,7 +32,7 @@ type PersistMetrics interface {
 func (r *Registry) storeSnapshot(snap *catalog.Snapshot, st catalog.State) error {
 	saved := st
 	saved.PersistError, saved.PersistErrorAt, saved.PersistFailures, saved.NextPersist = "", time.Time{}, 0, time.Time{}
-	saved.Stale = false
+	saved.Stale, saved.Saving = false, false
 	return r.o.Store.SaveSnapshot(snap, saved)
 }
 
@@ -49,6 +49,7 @@ type persistNote struct {
 // notePersistLocked records in s the outcome of storing snap (err) and
 // arms or stops the persist's retry. r.mu is held.
 func (r *Registry) notePersistLocked(name string, s *catalog.State, err error) persistNote {
+	s.Saving = false
 	if err == nil {
 		n := persistNote{recovered: s.PersistFailures}
 		s.PersistError, s.PersistErrorAt, s.PersistFailures, s.NextPersist = "", time.Time{}, 0, time.Time{}

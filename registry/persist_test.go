@@ -34,7 +34,12 @@ func TestPersistOnFullDisk(t *testing.T) {
 
 	// The first process stores 5 skills, then syncs 305 on a full disk.
 	d1 := startRegistry(t, dbPath, src)
-	testkit.WaitUntil(t, "first sync", func() bool { st := d1.state(); return st.LastResult == "updated" && st.Skills == 5 })
+	// Stored once no longer saving: a directory source's first catalog is
+	// served first, stored right after.
+	testkit.WaitUntil(t, "first sync, stored", func() bool {
+		st := d1.state()
+		return st.LastResult == "updated" && st.Skills == 5 && !st.Saving
+	})
 	free := fulldisk.Fill(t, mnt)
 	addSkills(t, root, 5, 300)
 	d1.reg.RequestSync("local", catalog.TriggerManual)

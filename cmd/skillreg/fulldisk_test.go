@@ -77,7 +77,11 @@ func TestDaemonOnFullDisk(t *testing.T) {
 	yaml := "data_dir: " + data + "\nsources:\n  - name: team\n    url: " + remote.URL() + "\n    path: skills\n    poll: 0\n  - name: local\n    dir: " + root + "\n    poll: 0\n"
 
 	first := startDaemonKeep(t, yaml)
-	waitUntil(t, func() bool { return first.Registry.Current().Len(catalog.Filter{}) == 6 })
+	// A directory source's first catalog is served before it is stored
+	// (saving): the disk fills once it is.
+	waitUntil(t, func() bool {
+		return first.Registry.Current().Len(catalog.Filter{}) == 6 && !readyzOf(t, first.echo)["local"].Saving
+	})
 	free := fulldisk.Fill(t, mnt)
 	big := strings.Repeat("Text that takes room in the store. ", 400)
 	// Written beside the source, then moved in by one rename: the watcher
