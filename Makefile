@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # The shared conformance suite sits beside the checkout.
 CONFORMANCE ?= ../shared/conformance/run.sh
 
-.PHONY: all build run test unit lint conformance inspector bench fmt-check vet tools go-tools chromium node npm-tools
+.PHONY: all build run test unit lint conformance inspector bench fmt-check vet tools go-tools debian-tools node npm-tools
 all: build
 
 tools:
@@ -43,11 +43,12 @@ lint: go-tools
 	@out=$$($(GO_TOOLS_BIN)/deadcode -test ./...) || exit 1; \
 	if [ -n "$$out" ]; then echo "deadcode: unreachable functions (delete them, or use them):" >&2; echo "$$out" >&2; exit 1; fi
 
-# The web catalog's browser test drives Debian's headless Chromium; this
-# installs it when missing (a no-op when present; outside CI the test skips
-# with a message if it cannot be installed, with CI=true it fails).
-chromium:
-	@scripts/install-chromium.sh
+# The web catalog's browser tests drive Debian's headless Chromium, and the
+# headersHelper tests run curl and jq; this installs them when missing (a
+# no-op when present; outside CI those tests skip with a message if they
+# cannot be installed, with CI=true they fail).
+debian-tools:
+	@scripts/install-debian-tools.sh
 
 # The pinned npm tools that tests run (Node.js itself, the official
 # TypeScript MCP SDK, the MCP Inspector, ...): the list is
@@ -57,7 +58,7 @@ chromium:
 npm-tools:
 	@scripts/install-npm-tools.sh
 
-unit: tools chromium npm-tools
+unit: tools debian-tools npm-tools
 	$(GO) test -race -count=1 ./...
 
 test: fmt-check vet lint unit conformance inspector

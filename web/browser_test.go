@@ -31,7 +31,7 @@ var screenshotDir = filepath.Join("..", "docs", "screenshots")
 
 // chromiumPath finds Debian's Chromium (SKILLREG_CHROMIUM overrides). It
 // skips the test when there is none, except under CI=true, where a missing
-// browser is a failure: CI installs it (scripts/install-chromium.sh).
+// browser is a failure: CI installs it (scripts/install-debian-tools.sh).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	candidates := []string{"chromium", "chromium-browser", "/usr/bin/chromium"}
@@ -43,7 +43,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	msg := fmt.Sprintf("Chromium not found (looked for %s): the browser test needs Debian's chromium package; run scripts/install-chromium.sh", strings.Join(candidates, ", "))
+	msg := fmt.Sprintf("Chromium not found (looked for %s): the browser test needs Debian's chromium package; run scripts/install-debian-tools.sh", strings.Join(candidates, ", "))
 	tools.Missing(t, msg)
 	return ""
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
+	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/mcp"
 )
 
@@ -726,7 +727,7 @@ func TestOIDCHeadersHelper(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the helper needs %s", tool)
+			tools.Missing(t, "the headersHelper needs "+tool+" (make test installs it: scripts/install-debian-tools.sh)")
 		}
 	}
 	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
@@ -835,7 +836,7 @@ func TestOIDCHeadersHelperDeviceFlow(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the helper needs %s", tool)
+			tools.Missing(t, "the headersHelper needs "+tool+" (make test installs it: scripts/install-debian-tools.sh)")
 		}
 	}
 	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
