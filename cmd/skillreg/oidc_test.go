@@ -725,15 +725,7 @@ func TestOIDCSDKClientSignsIn(t *testing.T) {
 // takes a token from a command the organisation already has.
 func TestOIDCHeadersHelper(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tools.Missing(t, "the headersHelper needs "+tool+" (make test installs it: scripts/install-debian-tools.sh)")
-		}
-	}
-	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := headersHelperScript(t)
 	w := startOIDCWorld(t, defaultProviderOptions(), oidcAccess)
 	cache := t.TempDir()
 	runArgs := func(args []string, env ...string) (map[string]string, string, error) {
@@ -834,15 +826,7 @@ func TestOIDCHeadersHelper(t *testing.T) {
 // with exactly their sources.
 func TestOIDCHeadersHelperDeviceFlow(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tools.Missing(t, "the headersHelper needs "+tool+" (make test installs it: scripts/install-debian-tools.sh)")
-		}
-	}
-	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := headersHelperScript(t)
 	w := startOIDCWorld(t, defaultProviderOptions(), oidcAccess)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SKILLREG_CACHE_DIR=" + t.TempDir(),
 		"SKILLREG_OIDC_ISSUER=" + w.p.Issuer(), "SKILLREG_OIDC_CLIENT_ID=" + cliClient, "SKILLREG_RESOURCE=" + w.resource}
@@ -912,4 +896,20 @@ func TestOIDCHeadersHelperDeviceFlow(t *testing.T) {
 	if !got["deploy"] || got["lint"] {
 		t.Errorf("alice's marketplace through the device flow: %v, want deploy and not lint", got)
 	}
+}
+
+// headersHelperScript is the path of deploy/headers-helper's script, once
+// the tools it runs (curl, jq) are found.
+func headersHelperScript(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tools.Missing(t, "the headersHelper needs "+tool+" (make test installs it: scripts/install-debian-tools.sh)")
+		}
+	}
+	script, err := filepath.Abs("../../deploy/headers-helper/skillreg-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script
 }
