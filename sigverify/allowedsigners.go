@@ -58,13 +58,11 @@ func parseAllowedSigner(line []byte) (*allowedSigner, error) {
 		return nil, fmt.Errorf("no public key after the principals: %w", ErrMalformed)
 	}
 	// What follows is authorized_keys syntax: [options] keytype key
-	// [comment].
-	key, _, options, tail, err := ssh.ParseAuthorizedKey(rest)
+	// [comment]; a second key on the line is part of the comment, as
+	// ssh-keygen reads it.
+	key, _, options, _, err := ssh.ParseAuthorizedKey(rest)
 	if err != nil {
 		return nil, fmt.Errorf("public key: %v: %w", err, ErrMalformed)
-	}
-	if len(bytes.TrimSpace(tail)) != 0 {
-		return nil, fmt.Errorf("more than one key on the line: %w", ErrMalformed)
 	}
 	s := &allowedSigner{principals: principals, key: key, keyBytes: key.Marshal()}
 	for _, o := range options {
