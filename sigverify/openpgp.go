@@ -78,10 +78,11 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 			s.Signer = id.Name
 		}
 	}
-	if err != nil && errors.Is(err, pgperrors.ErrSignatureExpired) && signer != nil {
+	if (err == nil || errors.Is(err, pgperrors.ErrSignatureExpired)) && signer != nil {
 		// go-crypto judges every signature involved at one time, so a
 		// binding signature made after this signature (a key whose expiry
-		// was extended later) counts as "expired" then. Those checks come
+		// was extended later) counts as "expired" then, and no signature
+		// is ever past its own lifetime at its creation. Those checks come
 		// last, after the revocation and key expiry checks passed; redo
 		// them as gpg does: each signature's own lifetime, now.
 		err = expiredNow(k.openpgp, signer, *chosen.IssuerKeyId, chosen, time.Now())

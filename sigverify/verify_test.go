@@ -2,12 +2,18 @@ package sigverify_test
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha512"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hiddeco/sshsig"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/sigtest"
@@ -341,6 +347,26 @@ func TestVerifyOpenPGPKeyExpiry(t *testing.T) {
 	}
 }
 
+// TestVerifyOpenPGPSignatureExpiry: a signature's own expiry date is
+// judged now, as gpg does.
+func TestVerifyOpenPGPSignatureExpiry(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	_, payload := h.object(t, h.unsigned)
+	t0 := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	key := sigtest.NewGPGKey(t, "Gus <gus@example.com>", sigtest.GPGOptions{Created: t0})
+	keys := mustParse(t, [][]byte{key.Public}, "")
+	lasting := key.SignDetached(t, payload, t0.Add(time.Hour), "--default-sig-expire", "20y")
+	if s, err := keys.Verify(sigverify.Commit, sigtest.WithSignature(payload, lasting)); err != nil || !s.Verified {
+		t.Errorf("a signature that expires in 2045: %v, %v", s, err)
+	}
+	expired := key.SignDetached(t, payload, t0.Add(time.Hour), "--default-sig-expire", "1d")
+	got, err := keys.Verify(sigverify.Commit, sigtest.WithSignature(payload, expired))
+	if !errors.Is(err, sigverify.ErrNotValid) || got.Verified || got.Key != key.Fingerprint {
+		t.Errorf("a signature that expired in 2025: %#v, %v; want ErrNotValid", got, err)
+	}
+}
+
 // TestVerifyOpenPGPRevokedKey: a signature made after the key's
 // revocation does not verify.
 func TestVerifyOpenPGPRevokedKey(t *testing.T) {
@@ -438,5 +464,43 @@ func TestSignatureString(t *testing.T) {
 		if got := c.s.String(); got != c.want {
 			t.Errorf("%#v: %q, want %q", c.s, got, c.want)
 		}
+	}
+}
+
+// TestVerifySSHRSASHA1IsRefused: the sshsig format allows RSA keys only
+// SHA-2 signatures and ssh-keygen refuses "ssh-rsa" (SHA-1) ones; a
+// correct SHA-1 signature, made here by hand since no tool makes one, is
+// refused too (sshsig's parser refuses the format: a guard that it still
+// does).
+func TestVerifySSHRSASHA1IsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	_, payload := h.object(t, h.unsigned)
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(algo string) []byte {
+		digest := sha512.Sum512(payload)
+		// The signed data of PROTOCOL.sshsig.
+		data := append([]byte("SSHSIG"), ssh.Marshal(struct {
+			Namespace, Reserved, Hash, Digest string
+		}{"git", "", "sha512", string(digest[:])})...)
+		raw, err := signer.(ssh.AlgorithmSigner).SignWithAlgorithm(rand.Reader, data, algo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sshsig.Armor(&sshsig.Signature{Version: 1, PublicKey: signer.PublicKey(), Namespace: "git", HashAlgorithm: sshsig.HashSHA512, Signature: raw})
+	}
+	keys := mustParse(t, nil, "rsa@example.com "+string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+	if s, err := keys.Verify(sigverify.Commit, sigtest.WithSignature(payload, sign(ssh.KeyAlgoRSASHA512))); err != nil || !s.Verified {
+		t.Fatalf("rsa-sha2-512: %v, %v", s, err)
+	}
+	if s, err := keys.Verify(sigverify.Commit, sigtest.WithSignature(payload, sign(ssh.KeyAlgoRSA))); !errors.Is(err, sigverify.ErrMalformed) || s.Verified {
+		t.Errorf("ssh-rsa (SHA-1): %#v, %v; want ErrMalformed", s, err)
 	}
 }
