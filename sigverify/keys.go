@@ -191,7 +191,13 @@ func readKeyFile(path string) ([]byte, error) {
 // keys give the same ID whatever the files' order, comments or layout, and
 // any change to a key (a new subkey, an expiry, a revocation) or to an
 // allowed signer changes it. A change of ID means "verify again".
-func (k *Keys) ID() string { return k.id }
+// A nil *Keys has the ID "".
+func (k *Keys) ID() string {
+	if k == nil {
+		return ""
+	}
+	return k.id
+}
 
 func (k *Keys) digest() string {
 	var parts []string

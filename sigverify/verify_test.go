@@ -504,3 +504,45 @@ func TestVerifySSHRSASHA1IsRefused(t *testing.T) {
 		t.Errorf("ssh-rsa (SHA-1): %#v, %v; want ErrMalformed", s, err)
 	}
 }
+
+// TestVerifyConcurrently shares one Keys between goroutines, as every sync
+// and reader does (run with -race).
+func TestVerifyConcurrently(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	keys := mustParse(t, [][]byte{h.gpg.Public, h.gpgSub.Public}, h.ssh.AllowedSigner("bob@example.com"))
+	var objects [][2]any
+	for _, id := range []string{h.bySSH, h.byGPG, h.bySubkey, h.tagSSH, h.tagGPG} {
+		kind, raw := h.object(t, id)
+		objects = append(objects, [2]any{kind, raw})
+	}
+	errs := make(chan error, 8*len(objects))
+	for range 8 {
+		go func() {
+			for _, o := range objects {
+				_, err := keys.Verify(o[0].(sigverify.Kind), o[1].([]byte))
+				errs <- err
+			}
+		}()
+	}
+	for range 8 * len(objects) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestNilKeysTrustNothing(t *testing.T) {
+	t.Parallel()
+	h := newHistory(t)
+	var keys *sigverify.Keys
+	for _, id := range []string{h.bySSH, h.byGPG} {
+		kind, raw := h.object(t, id)
+		if s, err := keys.Verify(kind, raw); !errors.Is(err, sigverify.ErrUnknownKey) || s.Verified || s.Key == "" {
+			t.Errorf("%s: %#v, %v", id, s, err)
+		}
+	}
+	if keys.ID() != "" {
+		t.Errorf("nil ID %q", keys.ID())
+	}
+}
