@@ -121,9 +121,12 @@ func optionValue(name, value string, hasValue bool) (string, error) {
 	if !hasValue {
 		return "", fmt.Errorf("option %s without a value: %w", name, ErrMalformed)
 	}
-	if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
-		value = value[1 : len(value)-1]
+	// ssh-keygen refuses an unquoted value ("missing start quote"), so a
+	// file means the same to git and here.
+	if len(value) < 2 || value[0] != '"' || value[len(value)-1] != '"' {
+		return "", fmt.Errorf("option %s=%s: the value must be quoted (%s=\"...\"), as ssh-keygen reads it: %w", name, value, name, ErrMalformed)
 	}
+	value = value[1 : len(value)-1]
 	if value == "" {
 		return "", fmt.Errorf("option %s with an empty value: %w", name, ErrMalformed)
 	}

@@ -28,6 +28,8 @@ func TestParseAllowedSignersErrorsNameTheLine(t *testing.T) {
 		{"bad month", `a@example.com valid-before="20231301" ` + key.Public + "\n", `line 1: valid-before="20231301"`},
 		{"empty namespaces", `a@example.com namespaces="" ` + key.Public + "\n", "line 1: option namespaces with an empty value"},
 		{"option without value", `a@example.com valid-after ` + key.Public + "\n", "line 1: option valid-after without a value"},
+		{"unquoted value", good + `a@example.com valid-after=20230101 ` + key.Public + "\n", "line 2: option valid-after=20230101: the value must be quoted"},
+		{"unquoted namespaces", `a@example.com namespaces=git ` + key.Public + "\n", "line 1: option namespaces=git: the value must be quoted"},
 		{"unterminated quote", `"a@example.com ` + key.Public + "\n", "line 1: unterminated quoted principals"},
 		{"a key without principals", "a@example.com " + key.Public + "\n" + key.Public + "\n", "line 2: public key"},
 	} {
@@ -35,6 +37,10 @@ func TestParseAllowedSignersErrorsNameTheLine(t *testing.T) {
 		if err == nil || !errors.Is(err, sigverify.ErrMalformed) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want ErrMalformed naming %q", c.name, err, c.want)
 		}
+	}
+	// Option names are case-insensitive, as ssh-keygen reads them.
+	if _, err := sigverify.Parse(nil, []byte(`a@example.com VALID-AFTER="20230101",Namespaces="git" `+key.Public)); err != nil {
+		t.Errorf("upper-case option names: %v", err)
 	}
 	// Comments, blank lines, CRLF and leading spaces are fine.
 	if _, err := sigverify.Parse(nil, []byte("# team\r\n\r\n  "+strings.TrimSuffix(good, "\n")+"\r\n")); err != nil {
