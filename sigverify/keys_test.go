@@ -190,6 +190,14 @@ func TestLoadFiles(t *testing.T) {
 			t.Errorf("LoadFile(%s): %v", c.path, err)
 		}
 	}
+	// gpg's own key database is named, not read as allowed_signers.
+	kbx := filepath.Join(gpg.Home, "pubring.kbx")
+	if _, err := sigverify.LoadFile(kbx); !errors.Is(err, sigverify.ErrMalformed) || !strings.Contains(err.Error(), kbx+": a GnuPG keybox") {
+		t.Errorf("LoadFile(pubring.kbx): %v", err)
+	}
+	if _, err := sigverify.LoadFiles([]string{kbx}, ""); err == nil || !strings.Contains(err.Error(), "gpg --export --armor") {
+		t.Errorf("LoadFiles(pubring.kbx): %v", err)
+	}
 	if _, err := sigverify.LoadFile(broken); err == nil || !strings.Contains(err.Error(), broken+": line 1") {
 		t.Errorf("LoadFile(broken): %v", err)
 	}
