@@ -68,7 +68,12 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 		}
 		return s, fmt.Errorf("key %s: %w", s.Key, ErrUnknownKey)
 	}
-	s.Key = issuer(chosen)
+	// Name the trusted key now, so that a bad signature by it says whose.
+	known := k.openpgp.KeysByIdUsage(*chosen.IssuerKeyId, packet.KeyFlagSign)[0].Entity
+	s.Key = fmt.Sprintf("%X", known.PrimaryKey.Fingerprint)
+	if id := known.PrimaryIdentity(); id != nil {
+		s.Signer = id.Name
+	}
 	at := chosen.CreationTime
 	cfg := &packet.Config{Time: func() time.Time { return at }}
 	_, signer, err := openpgp.VerifyDetachedSignature(k.openpgp, bytes.NewReader(payload), bytes.NewReader(body), cfg)
