@@ -144,8 +144,9 @@ type installState struct {
 // flight is one request in progress that every caller who needs its
 // result waits for: one lookup per owner, one mint per installation.
 type flight struct {
-	done chan struct{}
-	err  error
+	done  chan struct{}
+	token string // a mint's token
+	err   error
 }
 
 // New checks cfg and parses the key. It makes no request.
@@ -358,53 +359,51 @@ func (a *App) findInstallation(ctx context.Context, owner string) (int64, error)
 // one held is within RefreshBefore of its expiry, or it is stale (GitHub
 // refused it: the token the caller presented).
 func (a *App) token(ctx context.Context, owner string, id int64, stale string) (string, error) {
-	for {
-		a.mu.Lock()
-		in := a.insts[id]
-		if in == nil {
-			in = &installState{}
-			a.insts[id] = in
-		}
-		if stale != "" && in.token == stale {
-			in.token, in.expires = "", time.Time{}
-		}
-		now := a.now()
-		if in.token != "" && now.Before(in.expires.Add(-RefreshBefore)) {
-			tok := in.token
-			a.mu.Unlock()
-			return tok, nil
-		}
-		f := in.mint
-		if f == nil {
-			f = &flight{done: make(chan struct{})}
-			in.mint = f
-			go a.mint(context.WithoutCancel(ctx), in, owner, id, f)
-		}
-		a.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		if f.err == nil {
-			stale = "" // the new token is not the refused one
-			continue
-		}
-		// A failed refresh of a token that is still accepted keeps it:
-		// GitHub's blip must not fail a sync while the token works.
-		a.mu.Lock()
-		tok, live := in.token, in.token != "" && a.now().Before(in.expires)
-		a.mu.Unlock()
-		if live && tok != stale {
-			a.log.Warn("could not refresh the GitHub App's installation token; using the current one until it expires",
-				"owner", owner, "installation", id, "err", f.err)
-			return tok, nil
-		}
-		if errors.Is(f.err, ErrNotInstalled) {
-			a.Forget(owner)
-		}
-		return "", f.err
+	a.mu.Lock()
+	in := a.insts[id]
+	if in == nil {
+		in = &installState{}
+		a.insts[id] = in
 	}
+	if stale != "" && in.token == stale {
+		in.token, in.expires = "", time.Time{}
+	}
+	if in.token != "" && a.now().Before(in.expires.Add(-RefreshBefore)) {
+		tok := in.token
+		a.mu.Unlock()
+		return tok, nil
+	}
+	f := in.mint
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		in.mint = f
+		go a.mint(context.WithoutCancel(ctx), in, owner, id, f)
+	}
+	a.mu.Unlock()
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	if f.err == nil {
+		// The token just minted, however short its life: minting again
+		// would not give a longer one.
+		return f.token, nil
+	}
+	// A failed refresh of a token that is still accepted keeps it: a blip
+	// at GitHub must not fail a sync while the token works.
+	a.mu.Lock()
+	tok, live := in.token, in.token != "" && a.now().Before(in.expires)
+	a.mu.Unlock()
+	if live && tok != stale {
+		a.log.Warn("could not refresh the GitHub App's installation token; using the current one until it expires",
+			"owner", owner, "installation", id, "err", f.err)
+		return tok, nil
+	}
+	if errors.Is(f.err, ErrNotInstalled) {
+		a.Forget(owner)
+	}
+	return "", f.err
 }
 
 // mint asks GitHub for a new token of installation id and records it in in.
@@ -418,7 +417,7 @@ func (a *App) mint(ctx context.Context, in *installState, owner string, id int64
 		in.token, in.expires = tok, expires
 	}
 	in.mint = nil
-	f.err = err
+	f.token, f.err = tok, err
 	a.mu.Unlock()
 	if err == nil {
 		a.log.Debug("minted a GitHub App installation token", "owner", owner, "installation", id, "expires", expires)
