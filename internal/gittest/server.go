@@ -73,7 +73,7 @@ type Server struct {
 	mu      sync.Mutex
 	failure Failure
 	token   string
-	check   func(user, password string) bool
+	check   func(path, user, password string) bool
 	closed  chan struct{}
 	once    sync.Once
 }
@@ -188,11 +188,12 @@ func (s *Server) RequireToken(token string) {
 }
 
 // RequireCredential makes every request need HTTP basic auth that check
-// accepts: no credentials get 401, refused ones 403, as RequireToken. The
-// check is asked at each request, so a credential it stops accepting (an
-// expired installation token, say) is refused from then on. Nil turns it
-// off; with RequireToken as well, both must accept.
-func (s *Server) RequireCredential(check func(user, password string) bool) {
+// accepts (path is the request's, "/acme/skills.git/info/refs"): no
+// credentials get 401, refused ones 403, as RequireToken. The check is
+// asked at each request, so a credential it stops accepting (an expired
+// installation token, say) is refused from then on. Nil turns it off; with
+// RequireToken as well, both must accept.
+func (s *Server) RequireCredential(check func(path, user, password string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.check = check
@@ -224,7 +225,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="gittest"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
-		case token != "" && pass != token, check != nil && !check(user, pass):
+		case token != "" && pass != token, check != nil && !check(r.URL.Path, user, pass):
 			http.Error(w, "bad credentials", http.StatusForbidden)
 			return
 		}

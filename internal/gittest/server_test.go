@@ -187,11 +187,11 @@ func TestFailures(t *testing.T) {
 	// accepting is refused from then on.
 	accepted := map[string]bool{"ghs_live": true}
 	var mu sync.Mutex
-	var users []string
-	s.RequireCredential(func(user, password string) bool {
+	var users, paths []string
+	s.RequireCredential(func(path, user, password string) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		users = append(users, user)
+		users, paths = append(users, user), append(paths, path)
 		return accepted[password]
 	})
 	if got := status(get()); got != http.StatusUnauthorized {
@@ -212,8 +212,8 @@ func TestFailures(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(users) != 2 || users[0] != "x-access-token" {
-		t.Fatalf("check saw users %q, want x-access-token twice", users)
+	if len(users) != 2 || users[0] != "x-access-token" || paths[0] != "/x.git/info/refs" {
+		t.Fatalf("check saw users %q at %q, want x-access-token twice at /x.git/info/refs", users, paths)
 	}
 }
 
