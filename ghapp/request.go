@@ -119,11 +119,8 @@ func (a *App) appRequest(ctx context.Context, method string, u *url.URL, out any
 	}
 	status := resp.StatusCode
 	if status >= 200 && status < 300 {
-		if err := jsonbound.Check(body, jsonbound.Limits{MaxDepth: maxBodyDepth, MaxTokens: maxBodyValues}); err != nil {
-			return status, fmt.Errorf("%s: %w: %w", what, err, ErrUnavailable)
-		}
-		if err := json.Unmarshal(body, out); err != nil {
-			return status, fmt.Errorf("%s: malformed answer: %w", what, ErrUnavailable)
+		if err := decode(body, out); err != nil {
+			return status, fmt.Errorf("%s: %w", what, err)
 		}
 		return status, nil
 	}
@@ -145,6 +142,17 @@ func (a *App) appRequest(ctx context.Context, method string, u *url.URL, out any
 		}
 	}
 	return status, fmt.Errorf("%s: %s: %w", what, said, ErrUnavailable)
+}
+
+// decode reads a 2xx answer's JSON into out, once its bounds are checked.
+func decode(body []byte, out any) error {
+	if err := jsonbound.Check(body, jsonbound.Limits{MaxDepth: maxBodyDepth, MaxTokens: maxBodyValues}); err != nil {
+		return fmt.Errorf("%w: %w", err, ErrUnavailable)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("malformed answer: %w", ErrUnavailable)
+	}
+	return nil
 }
 
 // message is GitHub's error message from an answer's body, sanitised (the

@@ -48,6 +48,10 @@ func newApp(cfg *config.Config, log *slog.Logger, secrets *redact.Set) (*ghapp.A
 		return nil, fmt.Errorf("github.app.private_key_file: %w", err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.Mode().Perm()&0o077 != 0 {
+		log.Warn("the GitHub App's private key file may be read by others; chmod 600 it",
+			"file", ac.PrivateKeyFile, "mode", info.Mode().Perm().String())
+	}
 	key, err := io.ReadAll(io.LimitReader(f, maxAppKeyBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("github.app.private_key_file: %w", err)
@@ -88,6 +92,9 @@ func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (func() (str
 			return "", nil
 		}
 		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
+	}
+	if u := repo.URL(); !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return nil, "" // tokens are HTTPS credentials (an SSH remote has its own auth)
 	}
 	owner, _, ok := repo.OwnerName()
 	if app == nil || !ok {

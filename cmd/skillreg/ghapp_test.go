@@ -194,6 +194,13 @@ sources:
 	if a, b := gh.Requests("/orgs/other/installation"), gh.Requests("/users/other/installation"); a != 1 || b != 1 {
 		t.Errorf("other's installation looked up %d+%d times, want once each (remembered)", a, b)
 	}
+	appRequests := gh.Requests("/orgs/acme/installation") + gh.Requests("/users/acme/installation") +
+		gh.Requests(fmt.Sprintf("/app/installations/%d/access_tokens", acme)) +
+		gh.Requests("/orgs/other/installation") + gh.Requests("/users/other/installation")
+	t.Logf("the App's own requests: %d (the README's cost section quotes this)", appRequests)
+	if appRequests != 4 {
+		t.Errorf("the App sent %d requests, want 4 (acme: lookup, mint; other: two lookups)", appRequests)
+	}
 	// The Releases API was asked with the installation token: answered,
 	// and never 401 (the fake takes no github.token_env token).
 	if st := gh.Stats("/repos/acme/skills/releases/latest"); st.Status[http.StatusOK] == 0 || st.Status[http.StatusUnauthorized] != 0 {
