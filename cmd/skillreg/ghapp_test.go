@@ -56,6 +56,64 @@ func (c *credentials) all() []string {
 	return out
 }
 
+// appFixture is a fake GitHub with App appID registered, and the App's
+// private key in dir/app.pem (with mode perm).
+func appFixture(t *testing.T, dir string, appID int64, perm os.FileMode) (*fakegithub.Server, []byte, string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, keyPEM, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(keyFile, perm); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	gh := fakegithub.New(fakegithub.Options{})
+	t.Cleanup(gh.Close)
+	gh.RegisterApp(appID, &key.PublicKey)
+	return gh, keyPEM, keyFile
+}
+
+// TestGitHubAppAsksNothingBeforeServing: opening a daemon with a GitHub
+// App sends nothing to GitHub (the stored catalog is served before any
+// network call; tokens are minted by the first sync that needs one), and
+// a key file others may read is warned about.
+func TestGitHubAppAsksNothingBeforeServing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	gh, _, keyFile := appFixture(t, dir, 5, 0o644)
+	gh.Install(5, "acme", fakegithub.Organization)
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`data_dir: %s
+github:
+  api_url: %s/
+  app: {app_id: 5, private_key_file: %s}
+sources:
+  - name: acme
+    url: http://127.0.0.1:9/acme/skills.git
+    poll: 0
+`, filepath.Join(dir, "data"), gh.URL, keyFile)), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	var logs syncBuffer
+	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if n := gh.Total(); n != 0 {
+		t.Fatalf("%d requests to GitHub while the daemon opened", n)
+	}
+	if !strings.Contains(logs.String(), "may be read by others") {
+		t.Fatalf("no warning about the key file's mode:\n%s", logs.String())
+	}
+}
+
 // TestGitHubAppEndToEnd runs the daemon with a GitHub App against the fake
 // GitHub API and a loopback git server that accepts only what GitHub
 // accepts (unexpired installation tokens, and github.token_env's token,
@@ -76,19 +134,7 @@ func TestGitHubAppEndToEnd(t *testing.T) {
 	t.Setenv("SKILLREG_TEST_GH_TOKEN", envToken)
 	t.Setenv("SKILLREG_TEST_OWN_TOKEN", ownToken)
 	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	keyFile := filepath.Join(dir, "app.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	gh := fakegithub.New(fakegithub.Options{})
-	t.Cleanup(gh.Close)
-	gh.RegisterApp(appID, &key.PublicKey)
+	gh, keyPEM, keyFile := appFixture(t, dir, appID, 0o600)
 	acme := gh.Install(appID, "acme", fakegithub.Organization)
 	gh.CreateRepo("acme/skills")
 	gh.Publish("acme/skills", fakegithub.Release{TagName: "v1.0.0"})
