@@ -20,6 +20,7 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/ghapp"
 	"github.com/skillreg/skillreg/internal/fakegithub"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/mcp"
@@ -316,5 +317,46 @@ sources:
 		if strings.Contains(string(raw), leak) {
 			t.Errorf("the store holds a secret (%.12s...)", leak)
 		}
+	}
+}
+
+// TestAppReleasesTransport: the Releases API's requests go out with the
+// installation token of the repository's owner where the App is installed,
+// else with github.token_env's token, on the public API's paths and on
+// GitHub Enterprise's (/api/v3/).
+func TestAppReleasesTransport(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range []string{"/", "/api/v3/"} {
+		t.Run(prefix, func(t *testing.T) {
+			t.Parallel()
+			gh, keyPEM, _ := appFixture(t, t.TempDir(), 8, 0o600)
+			acme := gh.Install(8, "acme", fakegithub.Organization)
+			gh.Publish("acme/skills", fakegithub.Release{TagName: "v1.0.0"})
+			gh.Publish("other/pub", fakegithub.Release{TagName: "v2.0.0"})
+			app, err := ghapp.New(ghapp.Config{APIURL: gh.URL + prefix, AppID: 8, PrivateKey: keyPEM})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The fake takes no static token: github.token_env's is
+			// refused with a 401, which shows it was the one sent.
+			hc := newAppReleases(app, gh.URL+prefix, "env-token")
+			get := func(repo string) int {
+				resp, err := hc.Get(gh.URL + prefix + "repos/" + repo + "/releases/latest")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if got := get("acme/skills"); got != http.StatusOK || gh.TokensIssued(acme) != 1 {
+				t.Fatalf("acme/skills: %d after %d mints; want 200 with the installation token", got, gh.TokensIssued(acme))
+			}
+			if got := get("other/pub"); got != http.StatusUnauthorized {
+				t.Fatalf("other/pub: %d; want the fallback token (refused by the fake)", got)
+			}
+			if _, remaining, _ := gh.RateLimit(false); remaining != fakegithub.DefaultAnonymousLimit {
+				t.Fatal("a request went out without credentials")
+			}
+		})
 	}
 }
