@@ -125,15 +125,45 @@ func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (func() (str
 // the App's: reading it may ask GitHub, so nothing reads it but a sync.
 func isAppToken(tokenID string) bool { return strings.HasPrefix(tokenID, appTokenID) }
 
-// appReleases is the Releases API's transport with a GitHub App: a
-// request for a repository goes out with the installation token of the
-// repository's owner, or, where the App is not installed, with
-// github.token_env's token (or none).
-type appReleases struct {
+// ownerClients returns, per owner, the REST client of the credential
+// precedence for the GitHub API: the App's installation token where the App
+// is installed on owner, else the fallback token (github.token_env's), else
+// none. The Releases API asks through it (appReleases), and discovery's
+// listings can (discovery.Options.Client has this shape).
+func ownerClients(app *ghapp.App, fallback string) func(owner string) *http.Client {
+	return func(owner string) *http.Client {
+		return &http.Client{Transport: &ownerTransport{app: app, owner: owner, fallback: fallback, base: http.DefaultTransport}}
+	}
+}
+
+// ownerTransport is ownerClients' RoundTripper for one owner.
+type ownerTransport struct {
 	app      *ghapp.App
-	basePath string // the API URL's path, "/" or "/api/v3/"
-	token    string // github.token_env's, "" for none
+	owner    string
+	fallback string
 	base     http.RoundTripper
+}
+
+func (t *ownerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.app != nil && t.owner != "" {
+		resp, err := t.app.Client(t.owner).Transport.RoundTrip(req)
+		if !errors.Is(err, ghapp.ErrNotInstalled) {
+			return resp, err
+		}
+	}
+	r := req.Clone(req.Context())
+	if t.fallback != "" {
+		r.Header.Set("Authorization", "Bearer "+t.fallback)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// appReleases is the Releases API's transport with a GitHub App: each
+// request goes through the owner's client of ownerClients, the owner read
+// from the request's path ("/repos/{owner}/...").
+type appReleases struct {
+	clients  func(owner string) *http.Client
+	basePath string // the API URL's path, "/" or "/api/v3/"
 }
 
 func newAppReleases(app *ghapp.App, apiURL, token string) *http.Client {
@@ -141,21 +171,11 @@ func newAppReleases(app *ghapp.App, apiURL, token string) *http.Client {
 	if u, err := url.Parse(apiURL); err == nil && u.Path != "" {
 		basePath = strings.TrimSuffix(u.Path, "/") + "/"
 	}
-	return &http.Client{Transport: &appReleases{app: app, basePath: basePath, token: token, base: http.DefaultTransport}}
+	return &http.Client{Transport: &appReleases{clients: ownerClients(app, token), basePath: basePath}}
 }
 
 func (t *appReleases) RoundTrip(req *http.Request) (*http.Response, error) {
-	if owner := t.owner(req.URL.Path); owner != "" {
-		resp, err := t.app.Client(owner).Transport.RoundTrip(req)
-		if !errors.Is(err, ghapp.ErrNotInstalled) {
-			return resp, err
-		}
-	}
-	r := req.Clone(req.Context())
-	if t.token != "" {
-		r.Header.Set("Authorization", "Bearer "+t.token)
-	}
-	return t.base.RoundTrip(r)
+	return t.clients(t.owner(req.URL.Path)).Transport.RoundTrip(req)
 }
 
 // owner is the repository owner of an API path ("/repos/{owner}/..."), or
