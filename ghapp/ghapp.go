@@ -310,9 +310,11 @@ func (a *App) installation(ctx context.Context, owner string) (int64, error) {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		if f.err != nil && !errors.Is(f.err, ErrNotInstalled) {
+		if f.err != nil {
 			return 0, f.err
 		}
+		// Found: read it from the owner's state (unless Forget dropped it
+		// meanwhile, which asks again).
 	}
 }
 
