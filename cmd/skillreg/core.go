@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
@@ -78,7 +79,7 @@ type loadResult struct {
 // own copy at once) and builds the registry over it. The registry has no
 // sources until the first runtime is installed; the stored catalogs load
 // in the background meanwhile, for restore.
-func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory bool) (_ *core, err error) {
+func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory bool, appNow func() time.Time) (_ *core, err error) {
 	c := &core{cfg: cfg, log: log, secrets: secrets}
 	defer func() {
 		if err != nil {
@@ -140,7 +141,7 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	ropts.Git = c.pool
-	if c.app, err = newApp(cfg, log, secrets); err != nil {
+	if c.app, err = newApp(cfg, log, secrets, appNow); err != nil {
 		return nil, err
 	}
 	rel, err := c.releasesClient()

@@ -37,8 +37,8 @@ const (
 // newApp builds the GitHub App of github.app, or nil without one. The key
 // file is read here (once: github.app changes need a restart); the key,
 // and every token the App mints, are given to the scrubber before anything
-// can echo them.
-func newApp(cfg *config.Config, log *slog.Logger, secrets *redact.Set) (*ghapp.App, error) {
+// can echo them. now is the App's clock (nil: time.Now).
+func newApp(cfg *config.Config, log *slog.Logger, secrets *redact.Set, now func() time.Time) (*ghapp.App, error) {
 	ac := cfg.GitHub.App
 	if ac == nil {
 		return nil, nil
@@ -70,6 +70,7 @@ func newApp(cfg *config.Config, log *slog.Logger, secrets *redact.Set) (*ghapp.A
 		PrivateKey:     key,
 		InstallationID: ac.InstallationID,
 		Logger:         log,
+		Now:            now,
 		// Each minted token is known to the scrubber before git or the
 		// Releases API sends it anywhere.
 		OnToken: func(tok string) { secrets.AddBasic(gitstore.TokenUser, tok) },

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
@@ -59,7 +61,7 @@ func (c *credentials) all() []string {
 
 // appFixture is a fake GitHub with App appID registered, and the App's
 // private key in dir/app.pem (with mode perm).
-func appFixture(t *testing.T, dir string, appID int64, perm os.FileMode) (*fakegithub.Server, []byte, string) {
+func appFixture(t *testing.T, dir string, appID int64, perm os.FileMode, now ...func() time.Time) (*fakegithub.Server, []byte, string) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -73,7 +75,11 @@ func appFixture(t *testing.T, dir string, appID int64, perm os.FileMode) (*fakeg
 	if err := os.Chmod(keyFile, perm); err != nil { // past the umask
 		t.Fatal(err)
 	}
-	gh := fakegithub.New(fakegithub.Options{})
+	var opts fakegithub.Options
+	if len(now) > 0 {
+		opts.Now = now[0]
+	}
+	gh := fakegithub.New(opts)
 	t.Cleanup(gh.Close)
 	gh.RegisterApp(appID, &key.PublicKey)
 	return gh, keyPEM, keyFile
@@ -358,5 +364,86 @@ func TestAppReleasesTransport(t *testing.T) {
 				t.Fatal("a request went out without credentials")
 			}
 		})
+	}
+}
+
+// TestGitHubAppRefreshesTheGitCredential: with GitHub's clock and the
+// App's one clock that the test moves, each sync presents the installation
+// token GitHub accepts at that time. The git server refuses a token once
+// GitHub's clock passes its expires_at, so a token read once and kept
+// would fail the second and third syncs.
+func TestGitHubAppRefreshesTheGitCredential(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := fakegithub.NewClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	gh, _, keyFile := appFixture(t, dir, 12, 0o600, clock.Now)
+	acme := gh.Install(12, "acme", fakegithub.Organization)
+	srv := gittest.NewServer(t)
+	creds := &credentials{seen: map[string][]string{}}
+	srv.RequireCredential(func(path, user, password string) bool {
+		creds.record(path, password)
+		return user == "x-access-token" && gh.ValidToken(password)
+	})
+	remote := srv.CreateRepo("acme/skills")
+	write := func(version string) {
+		remote.WriteFiles(map[string]string{"deploy/SKILL.md": "---\nname: deploy\ndescription: Deploy, " + version + ".\n---\n"})
+		remote.Commit(version)
+		remote.Push("main")
+	}
+	write("one")
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`data_dir: %s
+github:
+  api_url: %s/
+  app: {app_id: 12, private_key_file: %s}
+sources:
+  - name: acme
+    url: %s
+    poll: 0
+`, filepath.Join(dir, "data"), gh.URL, keyFile, remote.URL())), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = "127.0.0.1:0"
+	d, err := openDaemon(context.Background(), cfg, slog.New(slog.DiscardHandler), serveSurfaces, false,
+		func(d *Daemon) { d.appNow = clock.Now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveDaemon(t, d)
+	served := func() string {
+		snap, _ := d.Registry.Current().Snapshot("acme")
+		if snap == nil {
+			return ""
+		}
+		return snap.Commit
+	}
+	waitUntil(t, func() bool { return served() == remote.Head() })
+	sync := func(step string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := d.Registry.SyncNow(ctx, "acme"); err != nil {
+			t.Fatalf("%s: sync: %v", step, err)
+		}
+		if served() != remote.Head() {
+			t.Fatalf("%s: serving %s, want %s", step, served(), remote.Head())
+		}
+	}
+	first := creds.of("/acme/skills.git")
+	clock.Advance(56 * time.Minute) // the first token has 4 minutes left
+	write("two")
+	sync("within the refresh window")
+	if n := gh.TokensIssued(acme); n != 2 {
+		t.Fatalf("%d tokens minted, want the first and one refreshed 5 minutes before its expiry", n)
+	}
+	clock.Advance(61 * time.Minute) // both tokens so far have expired
+	write("three")
+	sync("after the expiry")
+	if n := gh.TokensIssued(acme); n != 3 {
+		t.Fatalf("%d tokens minted, want 3", n)
+	}
+	all := creds.of("/acme/skills.git")
+	if last := all[len(all)-1]; last == first[0] || !gh.ValidToken(last) {
+		t.Fatal("the last fetch did not present the current token")
 	}
 }

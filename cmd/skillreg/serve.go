@@ -164,6 +164,8 @@ type Daemon struct {
 	// budget bounds the body bytes in flight across all requests.
 	budget *netlimit.Budget
 	tuning frontTuning
+	// appNow, when set (tests), is the GitHub App's clock.
+	appNow func() time.Time
 }
 
 // surfaces says which faces a command builds on the core.
@@ -208,7 +210,7 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 	}
 	d.budget = netlimit.NewBudget(d.tuning.budget, d.tuning.budgetWait)
 	d.authLimiter = access.NewLimiter(6*time.Second, 10)
-	if d.core, err = openCore(cfg, log, secrets, memory); err != nil {
+	if d.core, err = openCore(cfg, log, secrets, memory, d.appNow); err != nil {
 		d.stopHooks()
 		return nil, err
 	}
