@@ -142,6 +142,26 @@ func (s *Server) ValidToken(token string) bool {
 	return token != "" && (token == s.token || s.installationTokenLocked(token, s.now()))
 }
 
+// InstallationAccount returns the account of the installation an
+// unexpired installation token was minted for (what GET
+// /installation/repositories lists).
+func (s *Server) InstallationAccount(token string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.installationAccountLocked(token, s.now())
+}
+
+func (s *Server) installationAccountLocked(token string, now time.Time) (string, bool) {
+	if !s.installationTokenLocked(token, now) {
+		return "", false
+	}
+	in, ok := s.apps.installs[s.apps.tokens[token].installation]
+	if !ok {
+		return "", false
+	}
+	return in.account, true
+}
+
 // TokensIssued returns how many installation tokens were minted for an
 // installation (revoked and expired ones included).
 func (s *Server) TokensIssued(installationID int64) int {

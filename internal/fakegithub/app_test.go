@@ -55,11 +55,11 @@ func signJWT(t *testing.T, key *rsa.PrivateKey, alg string, claims map[string]an
 	return signing + "." + enc.EncodeToString(sig)
 }
 
-type bearer struct {
+type jwtAuth struct {
 	token string
 }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b jwtAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
@@ -83,7 +83,7 @@ func TestAppFlowThroughGoGitHub(t *testing.T) {
 	now := clk.Now()
 	jwt := signJWT(t, appKey(t, 0), "RS256", map[string]any{"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(9 * time.Minute).Unix(), "iss": "7"})
 	ctx := context.Background()
-	app := github.NewClient(&http.Client{Transport: bearer{jwt}})
+	app := github.NewClient(&http.Client{Transport: jwtAuth{jwt}})
 	app.BaseURL = client(t, s.URL).BaseURL
 
 	got, _, err := app.Apps.FindOrganizationInstallation(ctx, "chainbase-labs")
@@ -106,6 +106,9 @@ func TestAppFlowThroughGoGitHub(t *testing.T) {
 	if s.TokensIssued(inst) != 1 || !s.ValidToken(tok.GetToken()) {
 		t.Fatal("the token is not counted or not valid")
 	}
+	if account, ok := s.InstallationAccount(tok.GetToken()); !ok || account != "chainbase-labs" {
+		t.Fatalf("the token's installation account: %q %v", account, ok)
+	}
 
 	user := clientWith(t, s.URL, tok.GetToken())
 	rel, _, err := user.Repositories.GetReleaseByTag(ctx, "chainbase-labs", "agentkey", "v2.0.0")
@@ -127,6 +130,9 @@ func TestAppFlowThroughGoGitHub(t *testing.T) {
 	}
 	if s.ValidToken(tok.GetToken()) {
 		t.Fatal("ValidToken accepts an expired token")
+	}
+	if _, ok := s.InstallationAccount(tok.GetToken()); ok {
+		t.Fatal("an expired token still names its installation's account")
 	}
 }
 
@@ -194,7 +200,7 @@ func TestSuspendedAndUninstalled(t *testing.T) {
 	s.RegisterApp(7, &appKey(t, 0).PublicKey)
 	inst := s.Install(7, "octocat", fakegithub.User)
 	now := clk.Now()
-	app := github.NewClient(&http.Client{Transport: bearer{signJWT(t, appKey(t, 0), "RS256",
+	app := github.NewClient(&http.Client{Transport: jwtAuth{signJWT(t, appKey(t, 0), "RS256",
 		map[string]any{"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(9 * time.Minute).Unix(), "iss": 7})}})
 	app.BaseURL = client(t, s.URL).BaseURL
 	ctx := context.Background()
