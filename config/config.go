@@ -114,6 +114,7 @@ type GitHub struct {
 	TokenEnv          string `yaml:"token_env"`
 	WebhookSecretEnv  string `yaml:"webhook_secret_env"`
 	WebhookSecretFile string `yaml:"webhook_secret_file"`
+	App               *App   `yaml:"app"` // a GitHub App (app.go)
 }
 
 // WebHost is the lower-case web host of the GitHub API URL: github.com for
@@ -438,6 +439,7 @@ func (c *Config) Validate() error {
 		bad("github.api_url: %q is not an http(s) URL", c.GitHub.APIURL)
 	}
 
+	c.GitHub.App.validate(bad)
 	errs = append(errs, c.HTTP.validate()...)
 
 	seen := map[string]int{}

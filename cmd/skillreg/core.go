@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/ghapp"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/redact"
@@ -41,6 +43,9 @@ type core struct {
 	releases *releases.Client
 	metrics  *metrics.Metrics
 	tempDir  string // the git stores of a memory-only core
+
+	// app is the GitHub App (github.app; ghapp.go), nil without one.
+	app *ghapp.App
 
 	// loaded is the stored catalogs, read while the rest is built.
 	loaded chan loadResult
@@ -74,7 +79,7 @@ type loadResult struct {
 // own copy at once) and builds the registry over it. The registry has no
 // sources until the first runtime is installed; the stored catalogs load
 // in the background meanwhile, for restore.
-func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory bool) (_ *core, err error) {
+func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory bool, appNow func() time.Time) (_ *core, err error) {
 	c := &core{cfg: cfg, log: log, secrets: secrets}
 	defer func() {
 		if err != nil {
@@ -136,6 +141,9 @@ func openCore(cfg *config.Config, log *slog.Logger, secrets *redact.Set, memory 
 		return nil, fmt.Errorf("git object stores: %w", err)
 	}
 	ropts.Git = c.pool
+	if c.app, err = newApp(cfg, log, secrets, appNow); err != nil {
+		return nil, err
+	}
 	rel, err := c.releasesClient()
 	if err != nil {
 		return nil, err
@@ -235,13 +243,18 @@ func (c *core) releasesClient() (*releases.Client, error) {
 		token = strings.TrimSpace(os.Getenv(env))
 	}
 	c.secrets.Add(token)
-	rc, err := releases.New(releases.Options{
+	opts := releases.Options{
 		APIURL:  c.cfg.GitHub.APIURL,
 		Token:   token,
 		Store:   c.releaseStore(),
 		Metrics: c.metrics,
 		Logger:  c.log,
-	})
+	}
+	if c.app != nil {
+		// Each repository's owner's installation token, else the token.
+		opts.Token, opts.HTTPClient = "", newAppReleases(c.app, c.cfg.GitHub.APIURL, token)
+	}
+	rc, err := releases.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
@@ -263,8 +276,8 @@ func (c *core) releaseStore() releases.Store {
 // the registry adds at each sync.
 func (c *core) learnTokens(srcs []catalog.Source) {
 	for _, s := range srcs {
-		if s.Git == nil || s.Git.Token == nil {
-			continue
+		if s.Git == nil || s.Git.Token == nil || isAppToken(s.Git.TokenID) {
+			continue // the App's tokens: OnToken tells the scrubber of each
 		}
 		if tok, err := s.Git.Token(); err == nil {
 			c.secrets.AddBasic(gitstore.TokenUser, tok)

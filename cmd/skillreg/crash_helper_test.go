@@ -166,7 +166,7 @@ func crashHelper(cfgPath string) int {
 		Digests: registry.NewDigestMapFrom(digests),
 		Git:     pool,
 	})
-	srcs, err := sources(cfg)
+	srcs, err := sources(cfg, nil)
 	if err != nil {
 		return fail(err)
 	}

@@ -48,7 +48,7 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 	}{
 		{"listen", old.Listen, cfg.Listen}, {"data_dir", dataDir(old), dataDir(cfg)},
 		{"log.format", old.Log.Format, cfg.Log.Format}, {"github.api_url", old.GitHub.APIURL, cfg.GitHub.APIURL},
-		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv},
+		{"github.token_env", old.GitHub.TokenEnv, cfg.GitHub.TokenEnv}, {"github.app", old.GitHub.App, cfg.GitHub.App},
 		{"http.max_connections", old.HTTP.MaxConnections, cfg.HTTP.MaxConnections},
 		{"http.max_connections_per_ip", old.HTTP.MaxConnectionsPerIP, cfg.HTTP.MaxConnectionsPerIP},
 		{"http.trusted_proxies", old.HTTP.TrustedProxyNets, cfg.HTTP.TrustedProxyNets},
@@ -65,8 +65,8 @@ func (d *Daemon) Reload(cfg *config.Config) error {
 		}
 	}
 	// Keep what needs a restart, so the config on record is what runs.
-	cfg.Listen, cfg.DataDir, cfg.Log.Format, cfg.GitHub.APIURL, cfg.GitHub.TokenEnv =
-		old.Listen, old.DataDir, old.Log.Format, old.GitHub.APIURL, old.GitHub.TokenEnv
+	cfg.Listen, cfg.DataDir, cfg.Log.Format, cfg.GitHub.APIURL, cfg.GitHub.TokenEnv, cfg.GitHub.App =
+		old.Listen, old.DataDir, old.Log.Format, old.GitHub.APIURL, old.GitHub.TokenEnv, old.GitHub.App
 	// Of the http section, only the Host, Origin and metrics-network
 	// policies change at runtime.
 	keep := cfg.HTTP

@@ -46,7 +46,7 @@ type runtimeConfig struct {
 // is left running.
 func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 	rt := &runtimeConfig{cfg: cfg, front: newFrontPolicy(cfg)}
-	if rt.sources, err = sources(cfg); err != nil {
+	if rt.sources, err = sources(cfg, d.core.app); err != nil {
 		return nil, err
 	}
 	if rt.clients, err = clientsOf(cfg.Clients); err != nil {

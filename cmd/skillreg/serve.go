@@ -23,6 +23,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/examples"
+	"github.com/skillreg/skillreg/ghapp"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/mcp"
@@ -163,6 +164,8 @@ type Daemon struct {
 	// budget bounds the body bytes in flight across all requests.
 	budget *netlimit.Budget
 	tuning frontTuning
+	// appNow, when set (tests), is the GitHub App's clock.
+	appNow func() time.Time
 }
 
 // surfaces says which faces a command builds on the core.
@@ -207,7 +210,7 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 	}
 	d.budget = netlimit.NewBudget(d.tuning.budget, d.tuning.budgetWait)
 	d.authLimiter = access.NewLimiter(6*time.Second, 10)
-	if d.core, err = openCore(cfg, log, secrets, memory); err != nil {
+	if d.core, err = openCore(cfg, log, secrets, memory, d.appNow); err != nil {
 		d.stopHooks()
 		return nil, err
 	}
@@ -351,8 +354,8 @@ func (d *Daemon) catalogSwapped(old, new *catalog.Catalog) {
 }
 
 // sources turns configured sources into registry sources; without any, the
-// embedded examples.
-func sources(cfg *config.Config) ([]catalog.Source, error) {
+// embedded examples. app is the GitHub App (nil without github.app).
+func sources(cfg *config.Config, app *ghapp.App) ([]catalog.Source, error) {
 	if len(cfg.Sources) == 0 {
 		return []catalog.Source{{Name: "examples", Kind: catalog.KindEmbedded, FS: examples.Skills}}, nil
 	}
@@ -371,7 +374,7 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 		}
 		// Repo and Pin were parsed when the configuration loaded.
 		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
-		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv)
+		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv, app)
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
@@ -379,9 +382,12 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 }
 
 // tokenSource says where a git source's token comes from: its own auth,
-// else github.token_env for URLs on the GitHub host. The token is read at
-// every sync (so a rotated file takes effect) and never kept elsewhere.
-func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string) (func() (string, error), string) {
+// else, for URLs on the GitHub host, the GitHub App's installation token
+// for the repository's owner, then github.token_env (ghapp.go). The token
+// is read at every sync (so a rotated file takes effect, and an
+// installation token is replaced before it expires) and never kept
+// elsewhere.
+func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string, app *ghapp.App) (func() (string, error), string) {
 	switch {
 	case a != nil && a.TokenEnv != "":
 		env := a.TokenEnv
@@ -405,9 +411,8 @@ func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string) (f
 			}
 			return v, nil
 		}, "file:" + file
-	case ghTokenEnv != "" && ghHost != "" && repo.Host() == ghHost:
-		env := ghTokenEnv
-		return func() (string, error) { return strings.TrimSpace(os.Getenv(env)), nil }, "github:" + env
+	case ghHost != "" && repo.Host() == ghHost:
+		return githubToken(app, repo, ghTokenEnv)
 	}
 	return nil, ""
 }

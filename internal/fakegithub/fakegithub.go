@@ -127,6 +127,7 @@ type Server struct {
 	failCode  int
 	secondary *secondaryLimit
 	hold      chan struct{} // non-nil while held; closed on release
+	apps      *appSide      // GitHub Apps, installations and their tokens (app.go)
 	held      int
 	heldCh    chan struct{} // closed and replaced whenever held changes
 }
@@ -490,9 +491,15 @@ func (s *Server) answerLocked(r *http.Request, path, prefix string) answer {
 	h.Add("Vary", "Accept-Encoding, Accept, X-Requested-With")
 	h.Set("Access-Control-Expose-Headers", "ETag, Link, Location, Retry-After, X-GitHub-OTP, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Used, X-RateLimit-Resource, X-RateLimit-Reset")
 
-	authenticated := false
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		if s.token == "" || (auth != "Bearer "+s.token && auth != "token "+s.token) {
+	// A GitHub App's JWT, and the App endpoints, are checked by app.go.
+	app, deny := s.appAuthLocked(r, path, h, now)
+	if deny != nil {
+		return *deny
+	}
+	authenticated := app != 0
+	if auth := r.Header.Get("Authorization"); auth != "" && app == 0 {
+		tok := credentialToken(auth)
+		if !s.installationTokenLocked(tok, now) && (s.token == "" || (auth != "Bearer "+s.token && auth != "token "+s.token)) {
 			return errorAnswer(h, http.StatusUnauthorized, "Bad credentials", "https://docs.github.com/rest")
 		}
 		authenticated = true
@@ -529,7 +536,12 @@ func (s *Server) answerLocked(r *http.Request, path, prefix string) answer {
 			"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-rate-limit-for-primary-rate-limits")
 	}
 
-	a := s.routeLocked(r, path, prefix, authenticated, h)
+	var a answer
+	if app != 0 {
+		a = s.appRouteLocked(r, path, app, h, now)
+	} else {
+		a = s.routeLocked(r, path, prefix, authenticated, h)
+	}
 
 	// GitHub: a 304 to an authorized conditional request costs nothing;
 	// everything else, errors included, spends one request.

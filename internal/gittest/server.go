@@ -73,6 +73,7 @@ type Server struct {
 	mu      sync.Mutex
 	failure Failure
 	token   string
+	check   func(path, user, password string) bool
 	closed  chan struct{}
 	once    sync.Once
 }
@@ -186,6 +187,18 @@ func (s *Server) RequireToken(token string) {
 	s.token = token
 }
 
+// RequireCredential makes every request need HTTP basic auth that check
+// accepts (path is the request's, "/acme/skills.git/info/refs"): no
+// credentials get 401, refused ones 403, as RequireToken. The check is
+// asked at each request, so a credential it stops accepting (an expired
+// installation token, say) is refused from then on. Nil turns it off; with
+// RequireToken as well, both must accept.
+func (s *Server) RequireCredential(check func(path, user, password string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.check = check
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	isFetch := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack")
 	switch {
@@ -197,7 +210,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	f, token := s.failure, s.token
+	f, token, check := s.failure, s.token, s.check
 	if f != (Failure{}) && (!f.FetchOnly || isFetch) && f.Count > 0 {
 		if s.failure.Count--; s.failure.Count == 0 {
 			s.failure = Failure{}
@@ -205,14 +218,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	if token != "" {
-		_, pass, ok := r.BasicAuth()
+	if token != "" || check != nil {
+		user, pass, ok := r.BasicAuth()
 		switch {
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Basic realm="gittest"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
-		case pass != token:
+		case token != "" && pass != token, check != nil && !check(r.URL.Path, user, pass):
 			http.Error(w, "bad credentials", http.StatusForbidden)
 			return
 		}

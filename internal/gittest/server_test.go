@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -179,6 +180,40 @@ func TestFailures(t *testing.T) {
 	req.SetBasicAuth("x-access-token", "s3cret")
 	if got := status(req); got != http.StatusOK {
 		t.Fatalf("right token answered %d", got)
+	}
+	s.RequireToken("")
+
+	// A credential check is asked at each request: what it stops
+	// accepting is refused from then on.
+	accepted := map[string]bool{"ghs_live": true}
+	var mu sync.Mutex
+	var users, paths []string
+	s.RequireCredential(func(path, user, password string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		users, paths = append(users, user), append(paths, path)
+		return accepted[password]
+	})
+	if got := status(get()); got != http.StatusUnauthorized {
+		t.Fatalf("no credential answered %d", got)
+	}
+	req = get()
+	req.SetBasicAuth("x-access-token", "ghs_live")
+	if got := status(req); got != http.StatusOK {
+		t.Fatalf("accepted credential answered %d", got)
+	}
+	mu.Lock()
+	accepted["ghs_live"] = false
+	mu.Unlock()
+	req = get()
+	req.SetBasicAuth("x-access-token", "ghs_live")
+	if got := status(req); got != http.StatusForbidden {
+		t.Fatalf("a credential no longer accepted answered %d", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(users) != 2 || users[0] != "x-access-token" || paths[0] != "/x.git/info/refs" {
+		t.Fatalf("check saw users %q at %q, want x-access-token twice at /x.git/info/refs", users, paths)
 	}
 }
 
