@@ -315,3 +315,43 @@ func TestVerifyRestartAndReload(t *testing.T) {
 		t.Fatalf("the restart's check asked the remote: %+v", n)
 	}
 }
+
+// TestVerifyTagRemadeOnSameCommit: a verified source pinned to a tag
+// notices a tag re-made on the same commit (here: unsigned): the sync
+// does not stop early as "unchanged", it checks the new tag object.
+func TestVerifyTagRemadeOnSameCommit(t *testing.T) {
+	t.Parallel()
+	f := newGitFixture(t, Options{})
+	alice := sigtest.NewSSHKey(t, "alice")
+	sigtest.Tag(f.remote, alice, "v1.0.0")
+	r := f.reg
+	r.SetSources([]catalog.Source{f.verified(gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, verifyWith(t, catalog.VerifyTag, nil, alice.AllowedSigner("alice@example.com")))})
+	mustSync(t, r, "team")
+	commit := servedCommit(r, "team")
+
+	f.remote.Tag("v1.0.0", true) // moved (forced) to an unsigned tag object, same commit
+	wantUnverified(t, r, r.SyncNow(context.Background(), "team"), "unsigned")
+	if got := servedCommit(r, "team"); got != commit {
+		t.Fatalf("serving %q, want the last verified %s", got, commit)
+	}
+}
+
+// FuzzTagTarget: the headers of any tag object parse without a panic,
+// and what they name is what an "object" and a "type" line of the
+// headers say.
+func FuzzTagTarget(f *testing.F) {
+	f.Add([]byte("object 0123456789012345678901234567890123456789\ntype commit\ntag v1\ntagger A <a@b> 1 +0000\n\nmsg\n"))
+	f.Add([]byte("type tag\nobject x\n\nobject y\n"))
+	f.Add([]byte(""))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, typ := tagTarget(data)
+		headers, _, _ := strings.Cut(string(data), "\n\n")
+		if obj != "" && !strings.Contains("\n"+headers+"\n", "\nobject "+obj+"\n") {
+			t.Fatalf("object %q is not a header line of %q", obj, data)
+		}
+		if typ != "" && !strings.Contains("\n"+headers+"\n", "\ntype "+typ+"\n") {
+			t.Fatalf("type %q is not a header line of %q", typ, data)
+		}
+	})
+}
