@@ -147,4 +147,17 @@ func TestVerifiedSourceEndToEnd(t *testing.T) {
 	if st := readyzSource(t, d.URL); st.Stalled != "" || st.LastError != "" {
 		t.Fatalf("still stalled after bob's commit: %q %q", st.Stalled, st.LastError)
 	}
+
+	// A key file that does not parse fails the reload, naming it, and
+	// changes nothing.
+	if err := os.WriteFile(signers, []byte("bob@example.com not-a-key-type AAAA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := d.reloadFile(cfgFile)
+	if err == nil || !strings.Contains(err.Error(), "source team: verify: ") || !strings.Contains(err.Error(), "allowed_signers") {
+		t.Fatalf("reload with a broken allowed_signers file: %v", err)
+	}
+	if s, ok := d.Registry.Current().Snapshot("team"); !ok || s.Commit != byBob {
+		t.Fatal("a refused reload changed what is served")
+	}
 }
