@@ -298,6 +298,16 @@ func TestVerifyRestartAndReload(t *testing.T) {
 	if c := servedCommit(r, "team"); c != good {
 		t.Fatalf("after trusting alice again, serving %q", c)
 	}
+	// Verify dropped: the commit stays served, no longer claiming a
+	// signature; verify back: the signature is found again, at once.
+	r.SetSources([]catalog.Source{f.source("team", pin, "skills")})
+	if snap, ok := r.Current().Snapshot("team"); !ok || snap.Commit != good || snap.Signature != nil {
+		t.Fatalf("without verify: serving %+v", snap)
+	}
+	r.SetSources([]catalog.Source{f.verified(pin, byAlice)})
+	if snap, ok := r.Current().Snapshot("team"); !ok || snap.Signature == nil || snap.Signature.Key != alice.Fingerprint {
+		t.Fatalf("verify again: serving %+v", snap)
+	}
 	st.Close()
 
 	// A restart that trusts only bob serves nothing, stalled before any
