@@ -372,6 +372,7 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 		// Repo and Pin were parsed when the configuration loaded.
 		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
 		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv)
+		sshAuth(g, s.Auth)
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}

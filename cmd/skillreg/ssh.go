@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/config"
+)
+
+// sshAuth gives a source on an ssh URL its SSH settings (validated at
+// load: a key file, known_hosts or the insecure flag) instead of a token:
+// there is nothing to send a token with, and github.token_env must not be
+// read for it. Other sources are left as they are.
+func sshAuth(g *catalog.GitSource, a *config.Auth) {
+	if !g.Repo.IsSSH() {
+		return
+	}
+	g.Token, g.TokenID = nil, ""
+	if a == nil {
+		return
+	}
+	g.SSH = catalog.SSHAuth{KeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile, InsecureIgnoreHostKey: a.InsecureIgnoreHostKey}
+	if env := a.SSHPassphraseEnv; env != "" {
+		// Read at every sync, like a token; the registry tells the
+		// scrubber before anything can echo it.
+		g.SSH.PassphraseID = "env:" + env
+		g.SSH.Passphrase = func() (string, error) {
+			v := os.Getenv(env)
+			if v == "" {
+				return "", fmt.Errorf("ssh passphrase environment variable %s is empty", env)
+			}
+			return v, nil
+		}
+	}
+}
