@@ -310,6 +310,12 @@ func (c *callConn) Close() error {
 	return c.Conn.Close()
 }
 
+// The service account's ~/.ssh/config is not read: go-git would take a
+// HostName and Port from it for the address it dials, which is not what
+// the source's URL (and its known_hosts line) says. Set once, before any
+// call: gitstore is go-git's only user in the process.
+func init() { gitssh.DefaultSSHConfig = nil }
+
 // sshTransport is go-git's SSH client. Its configuration is nil: go-git
 // replaces every field of a call's configuration with a non-nil one's
 // (overrideConfig), which would drop the key and the host key check.
