@@ -29,8 +29,9 @@ type Repo struct {
 // ([user@]host:path, which carries no port). A URL with credentials is
 // refused, and the message shows it without them: a token belongs in a
 // source's auth, where it never reaches a key, a path, a log line or an
-// error. An ssh user name ("git") is no credential and is kept: it is the
-// account the SSH server authenticates the key for.
+// error. An ssh user name is no credential and is kept (it is the account
+// the SSH server authenticates the key for), except the default "git",
+// which the canonical ssh:// URL leaves out.
 //
 // The scp-like form names a path relative to the account's home directory
 // unless it starts with "/": an absolute one is made the ssh URL it is
@@ -64,6 +65,10 @@ func ParseRepo(raw string) (Repo, error) {
 		if name := u.User.Username(); !validSSHUser(name) {
 			u.User = nil
 			return Repo{}, fmt.Errorf("%w: %s: the ssh user name must be letters, digits, '.', '_' and '-' (not first)", ErrInvalidRepo, u.Redacted())
+		} else if name == DefaultSSHUser {
+			// The default goes: a URL's user information is what log
+			// scrubbers hide, and "git" is no secret worth hiding.
+			u.User = nil
 		}
 	} else if u.User != nil {
 		u.User = nil
@@ -160,7 +165,11 @@ func parseSCP(raw string) (Repo, error) {
 	case strings.HasPrefix(clean, "-"):
 		return Repo{}, fmt.Errorf("%w: %s:%s: a path starting with '-' is not accepted", ErrInvalidRepo, at, p)
 	}
-	return Repo{url: at + ":" + clean}, nil
+	out := at + ":" + clean
+	if Key(out) == "" {
+		return Repo{}, fmt.Errorf("%w: %s: no repository path", ErrInvalidRepo, out) // ".git"
+	}
+	return Repo{url: out}, nil
 }
 
 // scpPortRE reports whether an scp-like path starts with what go-git
@@ -247,19 +256,27 @@ func (r Repo) Host() string {
 	return u.Hostname()
 }
 
-// SSHUser returns the user name of an ssh repository ("" when it names
-// none, or for other schemes).
+// DefaultSSHUser is the account an ssh URL that names none is reached
+// as: the one every hosted git service expects. The canonical ssh:// URL
+// leaves it out (ssh://git@host/x is ssh://host/x).
+const DefaultSSHUser = "git"
+
+// SSHUser returns the account an ssh repository is reached as: the URL's
+// user, else DefaultSSHUser ("" for other schemes).
 func (r Repo) SSHUser() string {
 	if !r.IsSSH() {
 		return ""
 	}
+	user := ""
 	if !hasScheme(r.url) {
-		return r.scp().user
+		user = r.scp().user
+	} else if u, err := url.Parse(r.url); err == nil && u.User != nil {
+		user = u.User.Username()
 	}
-	if u, err := url.Parse(r.url); err == nil && u.User != nil {
-		return u.User.Username()
+	if user == "" {
+		return DefaultSSHUser
 	}
-	return ""
+	return user
 }
 
 type scpParts struct{ user, host, path string }

@@ -21,15 +21,17 @@ func TestParseRepo(t *testing.T) {
 		{in: "  https://example.com/org/repo  ", want: "https://example.com/org/repo"},
 		{in: "file:///srv/git/repo.git", want: "file:///srv/git/repo.git"},
 		{in: "file://localhost/srv/git/repo.git/", want: "file:///srv/git/repo.git"},
-		{in: "ssh://git@GitHub.com/Org/Repo.git", want: "ssh://git@github.com/Org/Repo.git"},
-		{in: "SSH://git@example.com:22/org//repo/", want: "ssh://git@example.com/org/repo"},
-		{in: "ssh://git@127.0.0.1:2222/org/repo.git", want: "ssh://git@127.0.0.1:2222/org/repo.git"},
+		{in: "ssh://git@GitHub.com/Org/Repo.git", want: "ssh://github.com/Org/Repo.git"},
+		{in: "SSH://git@example.com:22/org//repo/", want: "ssh://example.com/org/repo"},
+		{in: "ssh://git@127.0.0.1:2222/org/repo.git", want: "ssh://127.0.0.1:2222/org/repo.git"},
+		{in: "ssh://deploy@example.com/srv/git/repo.git", want: "ssh://deploy@example.com/srv/git/repo.git"},
 		{in: "ssh://example.com/srv/git/repo.git", want: "ssh://example.com/srv/git/repo.git"},
-		{in: "ssh://git@[::1]:2222/a/b", want: "ssh://git@[::1]:2222/a/b"},
+		{in: "ssh://git@[::1]:2222/a/b", want: "ssh://[::1]:2222/a/b"},
 		{in: "git@GitHub.com:Org/Repo.git", want: "git@github.com:Org/Repo.git"},
 		{in: "git@example.com:org//x/../repo/", want: "git@example.com:org/repo"},
 		{in: "example.com:repos/skills.git", want: "example.com:repos/skills.git"},
-		{in: "git@example.com:/srv/git/repo.git", want: "ssh://git@example.com/srv/git/repo.git"},
+		{in: "git@example.com:/srv/git/repo.git", want: "ssh://example.com/srv/git/repo.git"},
+		{in: "deploy@example.com:/srv/git/repo.git", want: "ssh://deploy@example.com/srv/git/repo.git"},
 	}
 	for _, tt := range tests {
 		got, err := ParseRepo(tt.in)
@@ -223,7 +225,7 @@ func TestSSHRepo(t *testing.T) {
 		{in: "git@github.com:Codertocat/Hello-World.git", scheme: "ssh", host: "github.com", user: "git", key: "github.com/codertocat/hello-world", owner: "Codertocat", name: "Hello-World"},
 		{in: "ssh://git@127.0.0.1:2222/team/skills.git", scheme: "ssh", host: "127.0.0.1", user: "git", key: "127.0.0.1/team/skills", owner: "team", name: "skills"},
 		{in: "deploy@git.example.com:skills", scheme: "ssh", host: "git.example.com", user: "deploy", key: "git.example.com/skills"},
-		{in: "git.example.com:/srv/skills.git", scheme: "ssh", host: "git.example.com", key: "git.example.com/srv/skills", owner: "srv", name: "skills"},
+		{in: "git.example.com:/srv/skills.git", scheme: "ssh", host: "git.example.com", user: "git", key: "git.example.com/srv/skills", owner: "srv", name: "skills"},
 	}
 	for _, tt := range tests {
 		r, err := ParseRepo(tt.in)
@@ -270,7 +272,7 @@ func TestSCPFormCarriesNoPort(t *testing.T) {
 		t.Fatalf("ParseRepo = %q, %v; host %q", r, err, r.Host())
 	}
 	r, err = ParseRepo("ssh://git@example.com:2222/org/repo.git")
-	if err != nil || r.Host() != "example.com" || r.URL() != "ssh://git@example.com:2222/org/repo.git" {
+	if err != nil || r.Host() != "example.com" || r.URL() != "ssh://example.com:2222/org/repo.git" {
 		t.Fatalf("ParseRepo = %q, %v", r, err)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	xknownhosts "golang.org/x/crypto/ssh/knownhosts"
 	"golang.org/x/net/proxy"
+
+	"github.com/skillreg/skillreg/gitref"
 )
 
 // ErrHostKey means an SSH server's host key is not trusted: its host is not
@@ -32,10 +34,6 @@ var ErrHostKey = errors.New("ssh host key not trusted")
 // is unreadable, it is not a private key, or its passphrase is missing or
 // wrong. Its messages name the file, never the key or the passphrase.
 var ErrSSHKey = errors.New("ssh private key unusable")
-
-// defaultSSHUser is the account presented when an ssh URL names none: the
-// one every hosted git service expects.
-const defaultSSHUser = "git"
 
 // maxSSHKeyFile bounds the private key file read at each call; an OpenSSH
 // RSA-16384 key is about 13 KiB.
@@ -69,7 +67,7 @@ func (a Auth) sshMethod(user string) (*sshAuth, error) {
 	}
 	m := &sshAuth{user: user, signer: signer}
 	if user == "" {
-		m.user = defaultSSHUser
+		m.user = gitref.DefaultSSHUser
 	}
 	switch {
 	case a.InsecureIgnoreHostKey:

@@ -15,6 +15,7 @@ import (
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/sshgit"
 	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/redact"
 )
 
 // TestSSHSourceEndToEnd: a running daemon serves a source over
@@ -43,6 +44,7 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 	srv := sshgit.Start(t, filepath.Dir(filepath.Dir(remote.BareDir())), pub)
 	known := sshgit.WriteKnownHosts(t, srv.KnownHostsLine())
 	url := srv.URL("acme/skills")
+	canonical := "ssh://" + srv.Addr() + "/acme/skills.git" // the default user "git" left out
 
 	// The GitHub host is the SSH server's, so a delivery's full_name
 	// "acme/skills" names the source (and github.token_env would apply
@@ -73,8 +75,8 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 	}
 	for _, e := range entries {
 		verifyEntry(t, cs, e)
-		if p := e.Meta.Provenance; p.Repository != url || p.Commit != remote.Head() {
-			t.Errorf("provenance %+v; want %s at %s", p, url, remote.Head())
+		if p := e.Meta.Provenance; p.Repository != canonical || p.Commit != remote.Head() {
+			t.Errorf("provenance %+v; want %s at %s", p, canonical, remote.Head())
 		}
 	}
 
@@ -127,7 +129,7 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 		t.Fatal("a sync with a changed host key succeeded")
 	}
 	st := d.Registry.States()[0]
-	if st.LastResult != "stalled" || st.Stalled != "host_key_rejected" || !strings.Contains(st.LastError, "changed") {
+	if st.LastResult != "stalled" || st.Stalled != "host_key_rejected" || !strings.Contains(st.LastError, "changed") || !strings.Contains(st.LastError, canonical+": ") {
 		t.Fatalf("state %+v; want stalled host_key_rejected", st)
 	}
 	entries, _ = listAll(t, cs)
@@ -138,6 +140,9 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 	texts := shown()
 	if !strings.Contains(texts["/readyz"], "host_key_rejected") || !strings.Contains(texts["/metrics"], `skillreg_source_stalled{reason="host_key_rejected",source="team"} 1`) {
 		t.Errorf("the stall is not shown:\n/readyz %s", texts["/readyz"])
+	}
+	if strings.Contains(texts["log"]+texts["registry state"], "ssh://"+redact.Placeholder) {
+		t.Errorf("the repository's URL is shown scrubbed, as if it held a credential:\n%s", texts["log"])
 	}
 	keyBody := strings.Split(string(key), "\n")[2]
 	for where, text := range texts {
