@@ -34,3 +34,18 @@ func sshAuth(g *catalog.GitSource, a *config.Auth) {
 		}
 	}
 }
+
+// learnPassphrases tells the scrubber the SSH key passphrases configured
+// now, as learnTokens does the tokens: before any sync reads them, so a
+// restored last_error or a log line of the start cannot show one. The
+// registry adds those read later at each sync.
+func (c *core) learnPassphrases(srcs []catalog.Source) {
+	for _, s := range srcs {
+		if s.Git == nil || s.Git.SSH.Passphrase == nil {
+			continue
+		}
+		if pass, err := s.Git.SSH.Passphrase(); err == nil {
+			c.secrets.Add(pass)
+		}
+	}
+}

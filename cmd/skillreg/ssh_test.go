@@ -153,3 +153,26 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestSSHPassphraseScrubbedFromStart: the configured passphrase is known
+// to the scrubber once the daemon is built, before any sync read it.
+func TestSSHPassphraseScrubbedFromStart(t *testing.T) {
+	const pass = "start passphrase 3"
+	t.Setenv("SKILLREG_TEST_SSH_PASS", pass)
+	keyFile, _, _ := sshgit.NewKey(t, pass)
+	known := sshgit.WriteKnownHosts(t, sshgit.OtherHostKeyLine(t, "git.example.com:22"))
+	cfg, err := config.Parse([]byte("sources:\n  - name: team\n    url: git@git.example.com:acme/skills.git\n    poll: 0\n"+
+		"    auth: {ssh_key_file: "+keyFile+", ssh_passphrase_env: SKILLREG_TEST_SSH_PASS, known_hosts_file: "+known+"}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
+	d, err := NewDaemon(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got := d.secrets.String("said " + pass); strings.Contains(got, pass) {
+		t.Fatalf("the scrubber does not know the passphrase: %q", got)
+	}
+}
