@@ -284,3 +284,42 @@ func TestSSHCallEndsWithContext(t *testing.T) {
 }
 
 func fingerprint(s *sshgit.Server) string { return ssh.FingerprintSHA256(s.HostKey()) }
+
+// BenchmarkPollListing is what a poll of an unchanged source costs: one
+// ref listing, over SSH (a TCP connection, the key exchange, the host key
+// check, public key auth, an upload-pack process) and over smart HTTP to
+// the same repository.
+func BenchmarkPollListing(b *testing.B) {
+	git := gittest.NewServer(b)
+	remote := git.CreateRepo("skills")
+	remote.WriteFiles(map[string]string{"skills/a/SKILL.md": "---\nname: a\n---\n"})
+	remote.Commit("first")
+	remote.Push("main")
+	keyFile, _, pub := sshgit.NewKey(b, "")
+	srv := sshgit.Start(b, filepath.Dir(remote.BareDir()), pub)
+	known := sshgit.WriteKnownHosts(b, srv.KnownHostsLine())
+	pool, err := NewPool(b.TempDir(), PoolOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
+	for _, c := range []struct {
+		name, url string
+		auth      Auth
+	}{
+		{"ssh", srv.URL("skills"), Auth{SSHKeyFile: keyFile, KnownHostsFile: known}},
+		{"http", remote.URL(), Auth{}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			repo, err := pool.Repo(c.url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := repo.ListRemote(context.Background(), c.auth); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
