@@ -252,21 +252,23 @@ func (r *Repo) sshSession(ctx context.Context, ep *transport.Endpoint, auth Auth
 const dialScheme = "skillreg-ssh-dial"
 
 var (
-	dials    sync.Map // id -> context.Context of the call
-	dialSeq  atomic.Uint64
-	dialOnce sync.Once
+	dials   sync.Map // id -> context.Context of the call
+	dialSeq atomic.Uint64
 )
 
-func registerDial(ctx context.Context) string {
-	dialOnce.Do(func() {
-		proxy.RegisterDialerType(dialScheme, func(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
-			v, ok := dials.Load(u.Host)
-			if !ok {
-				return nil, errors.New("ssh dial: the call is over")
-			}
-			return sshDialer{call: v.(context.Context)}, nil
-		})
+// The registry of dialer types is a plain map: written here, before any
+// goroutine can read it.
+func init() {
+	proxy.RegisterDialerType(dialScheme, func(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {
+		v, ok := dials.Load(u.Host)
+		if !ok {
+			return nil, errors.New("ssh dial: the call is over")
+		}
+		return sshDialer{call: v.(context.Context)}, nil
 	})
+}
+
+func registerDial(ctx context.Context) string {
 	id := "c" + strconv.FormatUint(dialSeq.Add(1), 10)
 	dials.Store(id, ctx)
 	return id

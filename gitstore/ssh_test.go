@@ -323,3 +323,33 @@ func BenchmarkPollListing(b *testing.B) {
 		})
 	}
 }
+
+// TestSSHErrorClasses: over SSH as over HTTP, a repository the server does
+// not have is ErrRepoNotFound (stalled), a server that is not there is
+// ErrNetwork (retried).
+func TestSSHErrorClasses(t *testing.T) {
+	t.Parallel()
+	f := newSSHFixture(t, "")
+	pool := newPool(t, t.TempDir())
+	missing, err := pool.Repo(f.srv.URL("nope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := Auth{SSHKeyFile: f.keyFile, KnownHostsFile: f.known}
+	if _, err := missing.ListRemote(context.Background(), auth); !errors.Is(err, ErrRepoNotFound) {
+		t.Fatalf("missing repository: %v; want ErrRepoNotFound", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	gone, err := pool.Repo("ssh://git@" + addr + "/skills.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gone.ListRemote(context.Background(), Auth{SSHKeyFile: f.keyFile, InsecureIgnoreHostKey: true}); !errors.Is(err, ErrNetwork) || errors.Is(err, ErrAuth) {
+		t.Fatalf("no server: %v; want ErrNetwork", err)
+	}
+}
