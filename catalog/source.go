@@ -61,11 +61,37 @@ type GitSource struct {
 	// a valid signature by one of its keys; nil serves what the pin
 	// resolves to.
 	Verify *Verify
+
+	// SSH is how an ssh repository (Repo.IsSSH) is reached; the zero
+	// value for others.
+	SSH SSHAuth
+}
+
+// SSHAuth is the SSH part of a git source: plain values (file paths, read
+// at each sync, so a rotated key or an edited known_hosts file takes
+// effect) and the passphrase, read like Token.
+type SSHAuth struct {
+	KeyFile string // the private key (auth.ssh_key_file)
+	// Passphrase returns the key's passphrase; nil when it has none. It is
+	// never logged; its error says where it was to come from.
+	Passphrase func() (string, error)
+	// PassphraseID identifies where the passphrase comes from ("env:NAME"),
+	// never the passphrase itself.
+	PassphraseID   string
+	KnownHostsFile string // the trusted host keys (auth.known_hosts_file)
+	// InsecureIgnoreHostKey accepts any host key: a warning at every sync.
+	InsecureIgnoreHostKey bool
+}
+
+// Equal reports whether two SSH configurations are the same.
+func (a SSHAuth) Equal(o SSHAuth) bool {
+	return a.KeyFile == o.KeyFile && a.PassphraseID == o.PassphraseID && a.KnownHostsFile == o.KnownHostsFile &&
+		a.InsecureIgnoreHostKey == o.InsecureIgnoreHostKey && (a.Passphrase == nil) == (o.Passphrase == nil)
 }
 
 // Equal reports whether two git sources are configured the same way.
 func (g GitSource) Equal(o GitSource) bool {
-	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID && g.Verify.Equal(o.Verify)
+	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID && g.Verify.Equal(o.Verify) && g.SSH.Equal(o.SSH)
 }
 
 // VerifyMode says which object's signature a verified source checks.

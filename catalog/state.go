@@ -98,6 +98,7 @@ const (
 	StallAuthRefused  StallReason = "auth_refused"         // the remote refused the credentials (or their absence)
 	StallPathMissing  StallReason = "path_missing"         // the source's directory or subpath does not exist
 	StallUnverified   StallReason = "unverified"           // the commit or tag to serve is not signed by one of the source's verify keys
+	StallHostKey      StallReason = "host_key_rejected"    // the SSH server's host key is not in known_hosts, or differs from it
 )
 
 // Hint says, for people, what to fix and when the source is tried again:
@@ -109,17 +110,19 @@ func (r StallReason) Hint(polled bool) string {
 	case StallInvalidPin:
 		fix = "the source's ref is not a valid pin: fix it in the configuration"
 	case StallInvalidRepo:
-		fix = "the source's repository URL is not an accepted https, http or file URL without credentials: fix it in the configuration"
+		fix = "the source's repository URL is not an accepted https, http, file or ssh URL without credentials: fix it in the configuration"
 	case StallRefNotFound:
 		fix = "the pinned branch, tag, version range or release does not exist on the remote: fix the ref in the configuration, or push it"
 	case StallRepoNotFound:
 		fix = "the remote has no such repository: fix the URL in the configuration, or check that the token may see it"
 	case StallAuthRefused:
-		fix = "the remote refused the credentials: check the source's token (or add one)"
+		fix = "the remote refused the credentials: check the source's token or ssh key (or add one)"
 	case StallPathMissing:
 		fix = "the source's directory (or path inside the repository) does not exist: fix the path, or create it"
 	case StallUnverified:
 		fix = "the commit or tag to serve does not carry a valid signature by one of the source's verify keys (the last verified snapshot, if any, stays served): push a signed one, or trust its key in the source's verify keys and reload"
+	case StallHostKey:
+		fix = "the SSH server's host key is not in the source's known_hosts file, or differs from the one there: check the key the error shows against the server's published fingerprints, then add or replace its line"
 	default:
 		return ""
 	}

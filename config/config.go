@@ -165,10 +165,16 @@ type Ref struct {
 	Release string `yaml:"release"`
 }
 
-// Auth says where a git source's token comes from; exactly one field is set.
+// Auth says where a git source's credentials come from: for https, a
+// token (exactly one of TokenEnv and TokenFile); for ssh, the rest (see
+// ssh.go).
 type Auth struct {
-	TokenEnv  string `yaml:"token_env"`
-	TokenFile string `yaml:"token_file"`
+	TokenEnv              string `yaml:"token_env"`
+	TokenFile             string `yaml:"token_file"`
+	SSHKeyFile            string `yaml:"ssh_key_file"`
+	SSHPassphraseEnv      string `yaml:"ssh_passphrase_env"`
+	KnownHostsFile        string `yaml:"known_hosts_file"`
+	InsecureIgnoreHostKey bool   `yaml:"insecure_ignore_host_key"`
 }
 
 // SkillMeta configures one skill-meta tool.
@@ -489,9 +495,7 @@ func (c *Config) Validate() error {
 					bad("%s.path: %q must be a directory inside the repository", at, s.Path)
 				}
 			}
-			if a := s.Auth; a != nil && (a.TokenEnv == "") == (a.TokenFile == "") {
-				bad("%s.auth: set exactly one of token_env and token_file", at)
-			}
+			errs = append(errs, validateAuth(at, s)...)
 		}
 	}
 

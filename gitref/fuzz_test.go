@@ -58,7 +58,8 @@ func FuzzParseRepo(f *testing.F) {
 		"https://github.com/Codertocat/Hello-World.git", "https://Example.COM:443/org//x/../repo/",
 		"http://127.0.0.1:8080/a/b.git", "https://[::1]:8443/a", "file:///srv/git/repo.git",
 		"file://localhost/srv/x", "https://user:s3cret@example.com/x", "https://example.com/x?token=s3cret",
-		"ssh://git@github.com/a/b", "git@github.com:a/b.git", "://", "", "https://example.com",
+		"ssh://git@github.com/a/b", "git@github.com:a/b.git", "ssh://git@127.0.0.1:2222/a/b.git",
+		"git@host:2222:a/b", "git@host:/srv/a.git", "ssh://git:s3cret@host/a", "user:s3cret@example.com/org/repo", "://", "", "https://example.com",
 	} {
 		f.Add(seed)
 	}
@@ -79,9 +80,17 @@ func FuzzParseRepo(f *testing.F) {
 		if err != nil || again != r {
 			t.Fatalf("ParseRepo(%q) = %q, which parses to %q, %v", raw, r, again, err)
 		}
-		u, err := url.Parse(r.URL())
-		if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			t.Fatalf("ParseRepo(%q) = %q carries credentials, a query or a fragment", raw, r)
+		if r.IsSSH() && !strings.Contains(r.URL(), "://") {
+			// user@host:path: no password, query or fragment in it.
+			if strings.ContainsAny(r.URL(), "?#") || strings.Count(r.URL(), "@") > 1 || r.Host() == "" {
+				t.Fatalf("ParseRepo(%q) = %q carries credentials, a query or a fragment", raw, r)
+			}
+		} else {
+			u, err := url.Parse(r.URL())
+			_, hasPassword := u.User.Password()
+			if err != nil || (u.User != nil && (u.Scheme != "ssh" || hasPassword)) || u.RawQuery != "" || u.Fragment != "" {
+				t.Fatalf("ParseRepo(%q) = %q carries credentials, a query or a fragment", raw, r)
+			}
 		}
 		if r.Key() == "" {
 			t.Fatalf("ParseRepo(%q) = %q has no key", raw, r)

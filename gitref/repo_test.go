@@ -21,6 +21,17 @@ func TestParseRepo(t *testing.T) {
 		{in: "  https://example.com/org/repo  ", want: "https://example.com/org/repo"},
 		{in: "file:///srv/git/repo.git", want: "file:///srv/git/repo.git"},
 		{in: "file://localhost/srv/git/repo.git/", want: "file:///srv/git/repo.git"},
+		{in: "ssh://git@GitHub.com/Org/Repo.git", want: "ssh://github.com/Org/Repo.git"},
+		{in: "SSH://git@example.com:22/org//repo/", want: "ssh://example.com/org/repo"},
+		{in: "ssh://git@127.0.0.1:2222/org/repo.git", want: "ssh://127.0.0.1:2222/org/repo.git"},
+		{in: "ssh://deploy@example.com/srv/git/repo.git", want: "ssh://deploy@example.com/srv/git/repo.git"},
+		{in: "ssh://example.com/srv/git/repo.git", want: "ssh://example.com/srv/git/repo.git"},
+		{in: "ssh://git@[::1]:2222/a/b", want: "ssh://[::1]:2222/a/b"},
+		{in: "git@GitHub.com:Org/Repo.git", want: "git@github.com:Org/Repo.git"},
+		{in: "git@example.com:org//x/../repo/", want: "git@example.com:org/repo"},
+		{in: "example.com:repos/skills.git", want: "example.com:repos/skills.git"},
+		{in: "git@example.com:/srv/git/repo.git", want: "ssh://example.com/srv/git/repo.git"},
+		{in: "deploy@example.com:/srv/git/repo.git", want: "ssh://deploy@example.com/srv/git/repo.git"},
 	}
 	for _, tt := range tests {
 		got, err := ParseRepo(tt.in)
@@ -34,9 +45,23 @@ func TestParseRepo(t *testing.T) {
 	for _, bad := range []string{
 		"https://user:s3cret@example.com/org/repo",
 		"https://s3cret@example.com/org/repo",
-		"ssh://git@example.com/org/repo",
-		"git@example.com:org/repo.git",
+		"ssh://git:s3cret@example.com/org/repo",
+		"ssh://-oProxyCommand=s3cret@example.com/org/repo",
+		"ssh://git@-oProxyCommand=x/org/repo",
+		"ssh://git@example.com",
+		"ssh://git@example.com/",
+		"ssh://git@example.com/-u/x",
+		"ssh://git@example.com/org/repo?s3cret",
+		"git@example.com:",
+		"git@example.com:..",
+		"git@example.com:../up/repo.git",
+		"git@example.com:-u/x",
+		"git@-oProxyCommand=x:org/repo",
+		"git@example.com:2222:org/repo.git",
+		"git@example.com:org/repo?s3cret",
+		"git@ex ample.com:org/repo",
 		"user:s3cret@example.com/org/repo",
+		"git+ssh://git@example.com/org/repo",
 		"example.com/org/repo",
 		"https://example.com",
 		"https://example.com/",
@@ -186,5 +211,68 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSSHRepo: ssh URLs and the scp-like form, their parts, and that a
+// repository on the GitHub host over SSH matches the webhook's
+// repository.full_name spelling (host/owner/name) as its https URL does.
+func TestSSHRepo(t *testing.T) {
+	tests := []struct {
+		in, scheme, host, user, key, owner, name string
+	}{
+		{in: "ssh://git@github.com/Codertocat/Hello-World.git", scheme: "ssh", host: "github.com", user: "git", key: "github.com/codertocat/hello-world", owner: "Codertocat", name: "Hello-World"},
+		{in: "git@github.com:Codertocat/Hello-World.git", scheme: "ssh", host: "github.com", user: "git", key: "github.com/codertocat/hello-world", owner: "Codertocat", name: "Hello-World"},
+		{in: "ssh://git@127.0.0.1:2222/team/skills.git", scheme: "ssh", host: "127.0.0.1", user: "git", key: "127.0.0.1/team/skills", owner: "team", name: "skills"},
+		{in: "deploy@git.example.com:skills", scheme: "ssh", host: "git.example.com", user: "deploy", key: "git.example.com/skills"},
+		{in: "git.example.com:/srv/skills.git", scheme: "ssh", host: "git.example.com", user: "git", key: "git.example.com/srv/skills", owner: "srv", name: "skills"},
+	}
+	for _, tt := range tests {
+		r, err := ParseRepo(tt.in)
+		if err != nil {
+			t.Fatalf("ParseRepo(%q): %v", tt.in, err)
+		}
+		owner, name, _ := r.OwnerName()
+		if r.Scheme() != tt.scheme || !r.IsSSH() || r.Host() != tt.host || r.SSHUser() != tt.user || r.Key() != tt.key || owner != tt.owner || name != tt.name {
+			t.Errorf("%s: scheme %q host %q user %q key %q owner/name %q/%q", tt.in, r.Scheme(), r.Host(), r.SSHUser(), r.Key(), owner, name)
+		}
+		if !r.Match(tt.key) {
+			t.Errorf("%s does not match its key %s", r, tt.key)
+		}
+	}
+	for _, spelling := range []string{"git@github.com:Codertocat/Hello-World.git", "ssh://git@github.com/Codertocat/Hello-World.git"} {
+		r, err := ParseRepo(spelling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What webhook.sameRepo offers for a delivery on the GitHub host.
+		for _, sent := range []string{"github.com/Codertocat/Hello-World", "https://github.com/Codertocat/Hello-World.git", "git@github.com:Codertocat/Hello-World.git"} {
+			if !r.Match(sent) {
+				t.Errorf("%s does not match the delivery's %s", r, sent)
+			}
+		}
+	}
+	https, _ := ParseRepo("https://github.com/a/b")
+	if https.IsSSH() || https.SSHUser() != "" {
+		t.Errorf("%s reads as ssh", https)
+	}
+}
+
+// TestSCPFormCarriesNoPort: git reads host:2222:path as the path
+// "2222:path", go-git as port 2222; the address is refused with the ssh
+// URL that says what is meant, and a port-like path segment further on
+// is an ordinary path.
+func TestSCPFormCarriesNoPort(t *testing.T) {
+	_, err := ParseRepo("git@example.com:2222:org/repo.git")
+	if !errors.Is(err, ErrInvalidRepo) || !strings.Contains(err.Error(), "ssh://git@example.com:PORT/path") {
+		t.Fatalf("err = %v; want ErrInvalidRepo naming the ssh URL form", err)
+	}
+	r, err := ParseRepo("git@example.com:org/2222:x")
+	if err != nil || r.URL() != "git@example.com:org/2222:x" || r.Host() != "example.com" {
+		t.Fatalf("ParseRepo = %q, %v; host %q", r, err, r.Host())
+	}
+	r, err = ParseRepo("ssh://git@example.com:2222/org/repo.git")
+	if err != nil || r.Host() != "example.com" || r.URL() != "ssh://example.com:2222/org/repo.git" {
+		t.Fatalf("ParseRepo = %q, %v", r, err)
 	}
 }

@@ -4,7 +4,8 @@
 // read blobs by id, and prune what no kept commit needs. It never checks
 // out a working tree and knows nothing about skills.
 //
-// go-git v5 supplies the transport (smart HTTP, file), the protocol
+// go-git v5 supplies the transport (smart HTTP, file, and SSH, whose key,
+// host key check and context-bound connections are set up in ssh.go), the protocol
 // messages, the pack index format and delta patching. Two parts are this
 // package's own, because go-git's were measured wrong or slow on a
 // 10,000-skill, 30,000-file repository:

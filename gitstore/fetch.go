@@ -18,10 +18,13 @@ import (
 	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
-func (r *Repo) session(auth Auth) (transport.UploadPackSession, error) {
+func (r *Repo) session(ctx context.Context, auth Auth) (transport.UploadPackSession, error) {
 	ep, err := transport.NewEndpoint(r.url)
 	if err != nil {
 		return nil, err
+	}
+	if r.scheme == "ssh" {
+		return r.sshSession(ctx, ep, auth)
 	}
 	return r.transport.NewUploadPackSession(ep, auth.method(r.scheme))
 }
@@ -91,7 +94,7 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 	fail := func(err error) (int64, error) { return 0, r.remoteError(ctx, op, err, auth) }
 	want := plumbing.NewHash(res.Commit)
 
-	sess, err := r.session(auth)
+	sess, err := r.session(ctx, auth)
 	if err != nil {
 		return fail(err)
 	}

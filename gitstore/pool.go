@@ -174,10 +174,13 @@ func DirName(normalizedURL string) string {
 // directory left half-made by a crash).
 func (p *Pool) open(u string) (*Repo, error) {
 	dir := filepath.Join(p.dir, DirName(u))
-	scheme, _, _ := strings.Cut(u, ":")
+	scheme := repoScheme(u)
 	tr := p.http
-	if scheme == "file" {
+	switch scheme {
+	case "file":
 		tr = file.DefaultClient
+	case "ssh":
+		tr = sshTransport
 	}
 	r := &Repo{
 		url:       u,

@@ -22,29 +22,58 @@ import (
 	"github.com/skillreg/skillreg/redact"
 )
 
-// Auth carries the credentials for one remote call. The token is sent as
-// HTTP basic auth "x-access-token:<token>", which hosted git services
-// accept for app, OAuth and personal tokens. It is never logged, never put
-// in an error and never written to disk.
+// Auth carries the credentials for one remote call. For http and https
+// remotes, the token is sent as HTTP basic auth "x-access-token:<token>",
+// which hosted git services accept for app, OAuth and personal tokens. For
+// ssh remotes, the private key (SSHKey, else read from SSHKeyFile at each
+// call, so a rotated file takes effect) is presented, with SSHPassphrase
+// when it is protected, and the server's host key must be in
+// KnownHostsFile unless InsecureIgnoreHostKey is set; neither an agent nor
+// ~/.ssh is consulted. None of it is logged, put in an error or written
+// to disk.
 type Auth struct {
 	Token string
+
+	SSHKey                []byte // a private key (OpenSSH or PEM); wins over SSHKeyFile
+	SSHKeyFile            string
+	SSHPassphrase         string
+	KnownHostsFile        string
+	InsecureIgnoreHostKey bool
 }
 
-// String keeps the token out of any accidental %v or %+v.
+// String keeps the token, the key and the passphrase out of any
+// accidental %v or %+v.
 func (a Auth) String() string {
-	if a.Token == "" {
-		return "Auth{}"
+	var parts []string
+	if a.Token != "" {
+		parts = append(parts, "Token:<redacted>")
 	}
-	return "Auth{Token:<redacted>}"
+	if len(a.SSHKey) > 0 {
+		parts = append(parts, "SSHKey:<redacted>")
+	}
+	if a.SSHKeyFile != "" {
+		parts = append(parts, "SSHKeyFile:"+a.SSHKeyFile)
+	}
+	if a.SSHPassphrase != "" {
+		parts = append(parts, "SSHPassphrase:<redacted>")
+	}
+	if a.KnownHostsFile != "" {
+		parts = append(parts, "KnownHostsFile:"+a.KnownHostsFile)
+	}
+	if a.InsecureIgnoreHostKey {
+		parts = append(parts, "InsecureIgnoreHostKey")
+	}
+	return "Auth{" + strings.Join(parts, " ") + "}"
 }
 
-// GoString keeps the token out of %#v.
+// GoString keeps the secrets out of %#v.
 func (a Auth) GoString() string { return a.String() }
 
-// method returns the go-git auth method, nil when there is no token (or
-// the transport is local and ignores credentials).
+// method returns the go-git auth method of an http or file call, nil when
+// there is no token (or the transport is local and ignores credentials).
+// SSH calls build theirs in sshSession.
 func (a Auth) method(scheme string) transport.AuthMethod {
-	if a.Token == "" || scheme == "file" {
+	if a.Token == "" || scheme == "file" || scheme == "ssh" {
 		return nil
 	}
 	return &githttp.BasicAuth{Username: TokenUser, Password: a.Token}
@@ -235,7 +264,7 @@ func (r *Repo) ListRemote(ctx context.Context, auth Auth) (*RemoteRefs, error) {
 	if err := r.usable(); err != nil {
 		return nil, fmt.Errorf("list refs %s: %w", r.url, err)
 	}
-	sess, err := r.session(auth)
+	sess, err := r.session(ctx, auth)
 	if err != nil {
 		return nil, r.remoteError(ctx, "list refs", err, auth)
 	}
@@ -267,6 +296,11 @@ const capsFresh = time.Minute
 // and scrubbed of the token in every spelling a server could echo.
 func (r *Repo) remoteError(ctx context.Context, op string, err error, auth Auth) error {
 	var out error
+	if r.scheme == "ssh" && ctx.Err() == nil {
+		if out := r.sshError(op, err); out != nil {
+			return sanitize(out, len(out.Error()), auth) // our own words: only the secrets scrubbed
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		// The transport's own message for a cancelled request varies;
@@ -327,7 +361,7 @@ func (e *sanitizedError) Unwrap() []error { return e.errs }
 
 // sentinels are the errors a sanitised error still matches: every one
 // this package defines, and the context's.
-var sentinels = []error{ErrInvalidPin, ErrInvalidURL, ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrNetwork,
+var sentinels = []error{ErrInvalidPin, ErrInvalidURL, ErrRefNotFound, ErrRepoNotFound, ErrAuth, ErrHostKey, ErrSSHKey, ErrNetwork,
 	ErrPathNotFound, ErrObjectNotFound, ErrCorrupt, ErrBadTree, ErrTooLarge, ErrStorage, ErrClosed,
 	context.Canceled, context.DeadlineExceeded}
 
@@ -340,9 +374,14 @@ func sanitize(err error, keep int, auth Auth) error {
 	msg := err.Error()
 	keep = min(keep, len(msg))
 	clean := msg[:keep] + redact.Remote(msg[keep:], maxRemoteText)
-	if auth.Token != "" {
+	if auth.Token != "" || auth.SSHPassphrase != "" {
 		s := redact.New()
-		s.AddBasic(TokenUser, auth.Token)
+		if auth.Token != "" {
+			s.AddBasic(TokenUser, auth.Token)
+		}
+		if auth.SSHPassphrase != "" {
+			s.Add(auth.SSHPassphrase)
+		}
 		clean = s.String(clean)
 	}
 	if clean == msg {

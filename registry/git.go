@@ -181,7 +181,7 @@ func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSyn
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
 	s := &gitSync{r: r, src: src, prev: prev, repo: repo}
-	if g.Token != nil {
+	if g.Token != nil && !g.Repo.IsSSH() {
 		if s.auth.Token, err = g.Token(); err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err) // "token file: ..." already
 		}
@@ -189,7 +189,33 @@ func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSyn
 		// of later ones is scrubbed of it (rotated tokens included).
 		r.redact.AddBasic(gitstore.TokenUser, s.auth.Token)
 	}
+	if g.Repo.IsSSH() {
+		if err := r.sshAuth(src, &s.auth); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// sshAuth fills in the SSH part of a sync's credentials: the files are
+// read by the object store at each call, the passphrase here, at each
+// sync, and told to the scrubber before anything can echo it.
+func (r *Registry) sshAuth(src *catalog.Source, auth *gitstore.Auth) error {
+	c := src.Git.SSH
+	auth.SSHKeyFile, auth.KnownHostsFile, auth.InsecureIgnoreHostKey = c.KeyFile, c.KnownHostsFile, c.InsecureIgnoreHostKey
+	if c.Passphrase != nil {
+		pass, err := c.Passphrase()
+		if err != nil {
+			return fmt.Errorf("source %s: %w", src.Name, err) // "ssh passphrase environment variable ..." already
+		}
+		r.redact.Add(pass)
+		auth.SSHPassphrase = pass
+	}
+	if c.InsecureIgnoreHostKey {
+		r.log.Warn("ssh host key not checked (insecure_ignore_host_key): whoever answers at the address can serve this source's skills",
+			"source", src.Name, "repo", src.Git.Repo.URL())
+	}
+	return nil
 }
 
 // unchanged reports whether the pin resolved to the commit served (and,

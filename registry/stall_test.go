@@ -116,6 +116,8 @@ func TestStallReason(t *testing.T) {
 		{name: "no release", err: fmt.Errorf("resolve release: %w", ErrNoRelease), want: catalog.StallRefNotFound},
 		{name: "repository not found", err: fmt.Errorf("list refs: %w", gitstore.ErrRepoNotFound), want: catalog.StallRepoNotFound},
 		{name: "auth refused", err: fmt.Errorf("list refs: %w", gitstore.ErrAuth), want: catalog.StallAuthRefused},
+		{name: "ssh host key", err: fmt.Errorf("list refs: %w", gitstore.ErrHostKey), want: catalog.StallHostKey},
+		{name: "ssh key unusable", err: fmt.Errorf("list refs: %w", gitstore.ErrSSHKey), want: ""},
 		{name: "subpath missing", err: fmt.Errorf("walk: %w", gitstore.ErrPathNotFound), want: catalog.StallPathMissing},
 		{name: "directory missing", err: fmt.Errorf("source s: %w", errDirMissing), want: catalog.StallPathMissing},
 		{name: "network", err: fmt.Errorf("fetch: %w", gitstore.ErrNetwork), want: ""},

@@ -402,6 +402,8 @@ func stallReason(err error) catalog.StallReason {
 		return catalog.StallRepoNotFound
 	case errors.Is(err, gitstore.ErrAuth):
 		return catalog.StallAuthRefused
+	case errors.Is(err, gitstore.ErrHostKey):
+		return catalog.StallHostKey
 	case errors.Is(err, gitstore.ErrPathNotFound), errors.Is(err, errDirMissing):
 		return catalog.StallPathMissing
 	case errors.Is(err, ErrUnverified):

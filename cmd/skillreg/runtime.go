@@ -85,6 +85,7 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 // replaced is retired.
 func (d *Daemon) install(rt *runtimeConfig) {
 	d.learnTokens(rt.sources)
+	d.learnPassphrases(rt.sources)
 	d.secrets.Add(rt.hookSecrets...)
 	if rt.oidc != nil {
 		d.secrets.Add(rt.oidc.secrets...)

@@ -379,6 +379,7 @@ func sources(cfg *config.Config, app *ghapp.App) ([]catalog.Source, error) {
 		if g.Verify, err = sourceVerify(s); err != nil {
 			return nil, err
 		}
+		sshAuth(g, s.Auth)
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
