@@ -225,3 +225,39 @@ func TestBuildChecksWhatItReads(t *testing.T) {
 		t.Fatalf("a damaged tree: %v, want ErrMalformed naming %s", err, tree)
 	}
 }
+
+// TestBuildTooLarge makes a skill directory whose one tree is past the
+// bound with git mktree (100,000 entries sharing one blob), and a commit
+// of it: Build stops with ErrTooLarge instead of a proof no client reads.
+func TestBuildTooLarge(t *testing.T) {
+	t.Parallel()
+	s := gittest.NewServer(t)
+	r := s.CreateRepo("big")
+	r.WriteFiles(map[string]string{"x": "x\n"})
+	r.Commit("x")
+	git := catFile{t, r.WorkDir()}
+	blob := git.lines("rev-parse", "HEAD:x")[0]
+	var list strings.Builder
+	for i := range 100_000 {
+		fmt.Fprintf(&list, "100644 blob %s\tfile-%06d.md\n", blob, i)
+	}
+	cmd := exec.Command("git", "-C", r.WorkDir(), "mktree")
+	cmd.Env = append(cmd.Environ(), gittest.Env()...)
+	cmd.Stdin = strings.NewReader(list.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.TrimSpace(string(out))
+	cmd = exec.Command("git", "-C", r.WorkDir(), "mktree")
+	cmd.Env = append(cmd.Environ(), gittest.Env()...)
+	cmd.Stdin = strings.NewReader("040000 tree " + big + "\tbig\n")
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := r.Git("commit-tree", "-m", "big", strings.TrimSpace(string(out)))
+	if _, err := proof.Build(git, proof.Proof{Source: "s", Commit: commit, Path: "big"}); !errors.Is(err, proof.ErrTooLarge) {
+		t.Fatalf("a %d-byte tree: %v, want ErrTooLarge", len(list.String()), err)
+	}
+}
