@@ -99,3 +99,25 @@ func FuzzHeaders(f *testing.F) {
 		}
 	})
 }
+
+// FuzzURI: URI and ParseURI are inverse on every source and path ParseURI
+// accepts.
+func FuzzURI(f *testing.F) {
+	f.Add("skillreg://proof/team/review/pr")
+	f.Add("skillreg://proof/team/")
+	f.Add("skillreg://proof/t%2Fx/a%20b")
+	f.Add("skillreg://proof/team/a/../b")
+	f.Fuzz(func(t *testing.T, uri string) {
+		src, p, err := proof.ParseURI(uri)
+		if err != nil {
+			if !errors.Is(err, proof.ErrMalformed) {
+				t.Fatalf("error without ErrMalformed: %v", err)
+			}
+			return
+		}
+		src2, p2, err := proof.ParseURI(proof.URI(src, p))
+		if err != nil || src2 != src || p2 != p {
+			t.Fatalf("URI(%q, %q) = %q parses to %q %q %v", src, p, proof.URI(src, p), src2, p2, err)
+		}
+	})
+}

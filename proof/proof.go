@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -97,26 +98,50 @@ type Object struct {
 	Data []byte `json:"data"`
 }
 
-// URI returns the proof resource's URI of the skill at skillPath in source.
+// URI returns the proof resource's URI of the skill at skillPath in
+// source. Each path segment is percent-encoded as a URI path segment (a
+// plain name stays as it is), as skill:// URIs encode theirs.
 func URI(source, skillPath string) string {
-	return URIPrefix + source + "/" + skillPath
+	var b strings.Builder
+	b.WriteString(URIPrefix)
+	b.WriteString(url.PathEscape(source))
+	b.WriteByte('/')
+	for i, c := range Components(skillPath) {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(url.PathEscape(c))
+	}
+	return b.String()
 }
 
-// ParseURI splits a proof URI into its source and skill path. It checks
-// the shape only; whether such a skill exists is the server's to say.
+// ParseURI splits a proof URI into its source and skill path, undoing
+// URI's encoding. It checks the shape only; whether such a skill exists is
+// the server's to say.
 func ParseURI(uri string) (source, skillPath string, err error) {
 	rest, ok := strings.CutPrefix(uri, URIPrefix)
 	if !ok {
 		return "", "", fmt.Errorf("%w: %q is not a proof URI", ErrMalformed, uri)
 	}
-	source, skillPath, ok = strings.Cut(rest, "/")
-	if !ok || source == "" {
+	src, rest, ok := strings.Cut(rest, "/")
+	if !ok || src == "" {
 		return "", "", fmt.Errorf("%w: proof URI %q names no source", ErrMalformed, uri)
 	}
-	if skillPath != "" {
-		if err := checkPath(skillPath); err != nil {
-			return "", "", fmt.Errorf("proof URI %q: %w", uri, err)
+	if source, err = url.PathUnescape(src); err != nil || source == "" || strings.Contains(source, "/") {
+		return "", "", fmt.Errorf("%w: proof URI %q has a bad source", ErrMalformed, uri)
+	}
+	if rest == "" {
+		return source, "", nil
+	}
+	parts := strings.Split(rest, "/")
+	for i, p := range parts {
+		if parts[i], err = url.PathUnescape(p); err != nil || strings.Contains(parts[i], "/") {
+			return "", "", fmt.Errorf("%w: proof URI %q has a bad path segment %q", ErrMalformed, uri, p)
 		}
+	}
+	skillPath = strings.Join(parts, "/")
+	if err := checkPath(skillPath); err != nil {
+		return "", "", fmt.Errorf("proof URI %q: %w", uri, err)
 	}
 	return source, skillPath, nil
 }
