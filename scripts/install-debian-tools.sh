@@ -2,7 +2,9 @@
 # Makes sure the Debian packages some tests run are installed: headless
 # Chromium for the web package's browser tests (web/browser_test.go), and
 # curl and jq for the marketplace headersHelper tests
-# (cmd/skillreg/oidc_test.go runs deploy/headers-helper/skillreg-headers).
+# (cmd/skillreg/oidc_test.go runs deploy/headers-helper/skillreg-headers),
+# and gpg and ssh-keygen, which internal/sigtest signs commits and tags with
+# for the signature tests (sigverify, verified sources, pull --verify-keys).
 # A no-op when they are.
 #
 #   scripts/install-debian-tools.sh
@@ -18,9 +20,11 @@ wanted=(
   "chromium|chromium-browser chromium"
   "jq jq"
   "curl curl"
+  "gpg gnupg"
+  "ssh-keygen openssh-client"
 )
 
-missing=()
+missing=() missingcmds=()
 for w in "${wanted[@]}"; do
   cmds=${w% *} pkg=${w##* } found=
   IFS='|' read -ra names <<<"$cmds"
@@ -30,7 +34,7 @@ for w in "${wanted[@]}"; do
       break
     fi
   done
-  [ -n "$found" ] || missing+=("$pkg")
+  [ -n "$found" ] || { missing+=("$pkg"); missingcmds+=("$cmds"); }
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -53,6 +57,11 @@ echo "install-debian-tools: installing ${missing[*]} with apt-get" >&2
 "${sudo[@]}" apt-get update -qq || fail "apt-get update failed"
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
   fail "apt-get install ${missing[*]} failed"
-for pkg in "${missing[@]}"; do
-  command -v "$pkg" >/dev/null 2>&1 || fail "$pkg is still not on PATH after installing"
+for i in "${!missing[@]}"; do
+  found=
+  IFS='|' read -ra names <<<"${missingcmds[$i]}"
+  for name in "${names[@]}"; do
+    command -v "$name" >/dev/null 2>&1 && found=1
+  done
+  [ -n "$found" ] || fail "${missing[$i]} is installed but ${missingcmds[$i]} is still not on PATH"
 done
