@@ -29,6 +29,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/proof"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -90,6 +91,12 @@ type Skill struct {
 	URI       string
 	// Provenance, when set, is sent as _meta "dev.skillreg/provenance".
 	Provenance map[string]string
+	// Proof, when set, is served as the skill's proof resource at
+	// ProofURI (default proof.URI of the skill's authority and path), and
+	// the provenance names ProofURI as its "proof". A ProofURI without a
+	// Proof is named but not served.
+	Proof    []byte
+	ProofURI string
 }
 
 // Options configures a Server. The zero value serves nothing, honestly.
@@ -118,6 +125,7 @@ type Server struct {
 	o       Options
 	mu      sync.Mutex
 	skills  map[string]*served // by SKILL.md URI
+	proofs  map[string][]byte  // by proof URI
 	order   []string           // SKILL.md URIs, sorted
 	reads   []string
 	clients []string
@@ -138,7 +146,7 @@ func New(tb testing.TB, o Options) *Server {
 	if o.PageSize <= 0 {
 		o.PageSize = 2
 	}
-	s := &Server{o: o, skills: map[string]*served{}, asked: map[string]int{}}
+	s := &Server{o: o, skills: map[string]*served{}, asked: map[string]int{}, proofs: map[string][]byte{}}
 	for _, sk := range o.Skills {
 		sv, err := prepare(sk)
 		if err != nil {
@@ -146,6 +154,9 @@ func New(tb testing.TB, o Options) *Server {
 		}
 		uri := sv.dir + "/SKILL.md"
 		s.skills[uri] = sv
+		if sv.Proof != nil {
+			s.proofs[sv.ProofURI] = sv.Proof
+		}
 		s.order = append(s.order, uri)
 	}
 	sort.Strings(s.order)
@@ -214,6 +225,10 @@ func prepare(sk Skill) (*served, error) {
 	if sv.Target == "" {
 		sv.Target = "SKILL.md"
 	}
+	if sv.Proof != nil && sv.ProofURI == "" {
+		source, rest, _ := strings.Cut(sk.Path, "/")
+		sv.ProofURI = proof.URI(source, rest)
+	}
 	files := map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"}
 	for p, c := range sk.Files {
 		files[p] = c
@@ -276,8 +291,15 @@ func (sv *served) entryFor(n int) (entry, error) {
 		return entry{}, err
 	}
 	e := entry{URI: uri, Frontmatter: fm.JSON}
-	if sv.Provenance != nil {
-		e.Meta = map[string]any{"dev.skillreg/provenance": sv.Provenance}
+	if sv.Provenance != nil || sv.ProofURI != "" {
+		prov := map[string]any{}
+		for k, v := range sv.Provenance {
+			prov[k] = v
+		}
+		if sv.ProofURI != "" {
+			prov["proof"] = sv.ProofURI
+		}
+		e.Meta = map[string]any{"dev.skillreg/provenance": prov}
 	}
 	if sv.Misbehave == Dynamic {
 		e.Resources = "dynamic"
@@ -395,7 +417,11 @@ func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		s.mu.Lock()
 		s.reads = append(s.reads, p.URI)
+		pr, isProof := s.proofs[p.URI]
 		s.mu.Unlock()
+		if isProof {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: p.URI, MIMEType: proof.MediaType, Text: string(pr)}}}, nil
+		}
 		sv, data, ok := s.file(p.URI)
 		if !ok {
 			d, _ := json.Marshal(map[string]string{"uri": p.URI})
