@@ -138,14 +138,14 @@ func Check(p []byte, files map[string][]byte, keys *sigverify.Keys) (Result, err
 		res.Signed, res.Signature = sigverify.Commit, sig
 		return res, nil
 	}
-	why := fmt.Errorf("commit %s: %s: %w", commit.ID, sig, err)
+	why := fmt.Errorf("commit %s: %w", commit.ID, err)
 	if tag != nil {
 		tsig, terr := keys.Verify(sigverify.Tag, tag.Data)
 		if terr == nil {
 			res.Signed, res.Signature = sigverify.Tag, tsig
 			return res, nil
 		}
-		why = fmt.Errorf("commit %s: %s; tag %s: %s: %w", commit.ID, sig, tag.ID, tsig, terr)
+		why = fmt.Errorf("commit %s: %v; tag %s: %w", commit.ID, err, tag.ID, terr)
 	}
 	res.Signature = sig
 	return res, fmt.Errorf("%w (rule 5): %w", ErrSignature, why)

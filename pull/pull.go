@@ -28,6 +28,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/skillreg/skillreg/sigverify"
 )
 
 // Errors about what the user asked for.
@@ -73,6 +75,11 @@ type Options struct {
 	ProtocolVersion string
 	// Force replaces a folder that skills.lock does not record.
 	Force bool
+	// Keys, when set, require a proof for every skill installed: its
+	// files must be the blobs of a commit (or tag) signed by one of the
+	// keys, or the skill is refused (see ClientOptions.Keys). The lock
+	// records what was verified, and Locked then needs Keys to install.
+	Keys *sigverify.Keys
 	// HTTPClient carries the requests (nil: a default one).
 	HTTPClient *http.Client
 	// Logger receives debug and warning lines; nil discards them.
@@ -99,6 +106,8 @@ type Installed struct {
 	// OldCommit and NewCommit are the provenance commits, when the server
 	// sends them.
 	OldCommit, NewCommit string
+	// Verified is what the skill's proof proved (with Options.Keys).
+	Verified *Verified
 }
 
 // Failure is a skill that was not written, and why.
@@ -137,6 +146,7 @@ func (cc *connections) get(ctx context.Context, server string) (*Client, error) 
 		ClientName: cc.o.ClientName, ClientVersion: cc.o.ClientVersion,
 		ProtocolVersion: cc.o.ProtocolVersion,
 		HTTPClient:      cc.o.HTTPClient, Logger: cc.o.Logger,
+		Keys: cc.o.Keys,
 	})
 	if err != nil {
 		return nil, err
@@ -220,8 +230,9 @@ func installAndLock(o Options, lock *Lock, s *Skill, rep *Report) (Installed, bo
 	entry := LockedSkill{
 		Name: s.Name, Provenance: s.Provenance, PulledAt: o.now().UTC().Format(time.RFC3339),
 		Resources: lockResources(s.Resources), Server: s.Server, URI: s.URI,
+		Verified: s.Verified,
 	}
-	in := Installed{Name: s.Name, URI: s.URI, Files: len(s.Files)}
+	in := Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Verified: s.Verified}
 	if s.Provenance != nil {
 		in.NewCommit = s.Provenance.Commit
 	}
@@ -238,7 +249,7 @@ func installAndLock(o Options, lock *Lock, s *Skill, rep *Report) (Installed, bo
 		} else {
 			in.Change = diffResources(dir, prev.resources(), s.Resources)
 		}
-		if prev.Server == entry.Server && prev.URI == entry.URI && in.Change.Empty() && prev.Provenance.equal(entry.Provenance) {
+		if prev.Server == entry.Server && prev.URI == entry.URI && in.Change.Empty() && prev.Provenance.equal(entry.Provenance) && prev.Verified.equal(entry.Verified) {
 			return in, true
 		}
 	}
@@ -438,7 +449,9 @@ func (c Change) oneLine() string {
 // fetched and verified first, against the lock as well as its entry; if
 // any differs from the lock (a file added, removed or changed, or the skill
 // gone) or fails verification, nothing at all is written. The lock itself
-// is never rewritten.
+// is never rewritten. A skill the lock records as verified is proven
+// again (Options.Keys is then required: ErrKeysRequired otherwise), and
+// must be the same commit and tag, signed with the same key.
 func Locked(ctx context.Context, o Options) (*Report, error) {
 	lock, err := ReadLock(o.Dir)
 	if err != nil {
@@ -447,6 +460,17 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 	targets, err := lockTargets(o, lock)
 	if err != nil {
 		return nil, err
+	}
+	if o.Keys == nil {
+		var verified []string
+		for _, t := range targets {
+			if t.Verified != nil {
+				verified = append(verified, t.Name)
+			}
+		}
+		if len(verified) > 0 {
+			return nil, fmt.Errorf("%s (%s): %w", LockFile, strings.Join(verified, ", "), ErrKeysRequired)
+		}
 	}
 	cc := &connections{o: o}
 	defer cc.close()
@@ -481,6 +505,10 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 			rep.fail(t.Name, t.URI, refuse(t.URI, "", CheckLock, "the skill is now named %q", s.Name))
 			continue
 		}
+		if err := againstLockVerified(t, s.Verified); err != nil {
+			rep.fail(t.Name, t.URI, err)
+			continue
+		}
 		staged = append(staged, s)
 	}
 	if len(rep.Failed) > 0 {
@@ -491,7 +519,7 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 			rep.fail(s.Name, s.URI, err)
 			continue
 		}
-		rep.Installed = append(rep.Installed, Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Previous: true})
+		rep.Installed = append(rep.Installed, Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Previous: true, Verified: s.Verified})
 	}
 	return rep, nil
 }

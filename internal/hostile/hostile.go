@@ -586,3 +586,26 @@ func (s *Server) SetFile(skillPath, file, content string) {
 	}
 	sv.files[uri] = []byte(content)
 }
+
+// SetProof serves data as the proof at uri from now on (nil: no longer
+// served).
+func (s *Server) SetProof(uri string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if data == nil {
+		delete(s.proofs, uri)
+		return
+	}
+	s.proofs[uri] = data
+}
+
+// SetProvenance sets one member of a skill's provenance in later entries.
+func (s *Server) SetProvenance(skillPath, key, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.skills["skill://"+skillPath+"/SKILL.md"]
+	if sv.Provenance == nil {
+		sv.Provenance = map[string]string{}
+	}
+	sv.Provenance[key] = value
+}

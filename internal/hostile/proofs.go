@@ -194,6 +194,46 @@ func RewriteObject(tb testing.TB, p *proof.Proof, id string, data []byte) {
 	}
 }
 
+// DropEntry removes the entry name from the tree id in p, as a server
+// hiding a file or folder would: the tree and everything up to the commit
+// are rewritten (RewriteObject), and the trees only the entry reached are
+// left out of the proof, so that only the signature check can refuse it.
+func DropEntry(tb testing.TB, p *proof.Proof, id, name string) {
+	tb.Helper()
+	i := FindObject(p, id)
+	if i < 0 {
+		tb.Fatalf("hostile: no tree %s in the proof", id)
+	}
+	entries, err := proof.ParseTree(p.ObjectFormat, p.Objects[i].Data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	RewriteObject(tb, p, id, WithoutEntry(tb, p.ObjectFormat, p.Objects[i].Data, name))
+	for _, e := range entries {
+		if e.Name == name && e.IsTree() {
+			dropTree(tb, p, e.ID)
+		}
+	}
+}
+
+// dropTree removes a tree and the trees below it from p.
+func dropTree(tb testing.TB, p *proof.Proof, id string) {
+	i := FindObject(p, id)
+	if i < 0 {
+		return
+	}
+	entries, err := proof.ParseTree(p.ObjectFormat, p.Objects[i].Data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.Objects = append(p.Objects[:i], p.Objects[i+1:]...)
+	for _, e := range entries {
+		if e.IsTree() {
+			dropTree(tb, p, e.ID)
+		}
+	}
+}
+
 // WithoutEntry returns a tree's data without the entry named name.
 func WithoutEntry(tb testing.TB, format string, data []byte, name string) []byte {
 	tb.Helper()
