@@ -308,3 +308,50 @@ func (r *Repo) Tag(tb testing.TB, name, commit string, signed bool) string {
 	r.Git(tb, args...)
 	return r.Git(tb, "rev-parse", name)
 }
+
+// SignedSkill is one skill of a commit of a Repo, ready to serve: its files
+// as committed, the commit, and its proof from git.
+type SignedSkill struct {
+	Name   string
+	Files  map[string]string // inside the skill
+	Commit string
+	Proof  *proof.Proof
+}
+
+// SignedSkills commits the named skills (skills/<name>, three files each)
+// in a new SHA-1 repository, signed by signer, and returns the repository
+// and each skill with its proof, served under the source "team".
+func SignedSkills(tb testing.TB, signer sigtest.Signer, names ...string) (*Repo, map[string]SignedSkill) {
+	tb.Helper()
+	r := NewRepo(tb, "sha1", signer)
+	all := map[string]string{}
+	per := map[string]map[string]string{}
+	for _, n := range names {
+		per[n] = map[string]string{"SKILL.md": testkit.SkillMD(n), "references/guide.md": "# " + n + " guide\n", "scripts/run.sh": "#!/bin/sh\necho " + n + "\n"}
+		for p, c := range per[n] {
+			all["skills/"+n+"/"+p] = c
+		}
+	}
+	commit := r.Commit(tb, all, true)
+	out := map[string]SignedSkill{}
+	for _, n := range names {
+		out[n] = SignedSkill{Name: n, Files: per[n], Commit: commit,
+			Proof: GitProof(tb, r.Dir, "https://example.com/acme/skills", "team", n, "skills/"+n, commit, "")}
+	}
+	return r, out
+}
+
+// Serve is the Server's Skill for s, honest until the test changes it:
+// at team/<name>, with its proof and the provenance skillreg states.
+func (s SignedSkill) Serve(tb testing.TB) Skill {
+	tb.Helper()
+	files := make(map[string]string, len(s.Files))
+	for p, c := range s.Files {
+		files[p] = c
+	}
+	return Skill{
+		Path: "team/" + s.Name, Files: files,
+		Proof:      EncodeProof(tb, s.Proof),
+		Provenance: map[string]string{"commit": s.Commit, "path": "skills/" + s.Name, "repository": "https://example.com/acme/skills"},
+	}
+}
