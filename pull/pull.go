@@ -12,6 +12,12 @@
 // Writing is atomic per skill (a temporary folder renamed into place, the
 // old version kept until the new one is complete), and skills.lock records
 // what was installed so that `--locked` can reproduce it exactly.
+//
+// With keys (Options.Keys, `pull --verify-keys`), pull trusts the server
+// for nothing: each skill's proof (the git commit, tag and tree objects its
+// provenance names) must tie the verified bytes to a commit or tag signed
+// by one of the keys (proof.Check), or the skill is refused, and the lock
+// records the commit, signer and key.
 package pull
 
 import (
