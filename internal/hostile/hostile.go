@@ -10,6 +10,11 @@
 // refuses exactly the bad one. The server records every file read, so a
 // test can also check that the host stopped reading a skill at its first
 // failure.
+//
+// A skill can also carry a proof (skillreg's format, package proof),
+// served at the URI its provenance names: proofs.go builds real ones from
+// signed repositories with git itself, and rewrites them the ways a
+// forging server would.
 package hostile
 
 import (
