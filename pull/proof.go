@@ -14,9 +14,9 @@ import (
 	"github.com/skillreg/skillreg/sigverify"
 )
 
-// ErrKeysRequired is returned by Locked when skills.lock records skills
-// that were installed verified (with a signature) and no keys were given:
-// a locked install re-verifies them or installs nothing.
+// ErrKeysRequired ends a run without keys (Options.Keys) that would
+// install a skill skills.lock records as verified: such a skill is
+// installed again, by Pull, Update or Locked, only verified.
 var ErrKeysRequired = errors.New("skills.lock records verified skills; pass the keys to verify them with")
 
 // Verified is what a skill's proof proved, as skills.lock records it: the

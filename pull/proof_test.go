@@ -224,31 +224,64 @@ func TestLockedReverifies(t *testing.T) {
 	assertOnly(t, dir, LockFile)
 }
 
-// TestPullWithoutKeysRecordsNoVerification: a pull without keys neither
-// reads proofs nor keeps a verification the lock recorded before.
-func TestPullWithoutKeysRecordsNoVerification(t *testing.T) {
+// TestAVerifiedSkillStaysVerified: once the lock records a skill as
+// verified, a pull or an update without keys refuses to install it
+// (ErrKeysRequired, nothing written, the lock untouched), while a skill the
+// lock does not record as verified still installs without keys.
+func TestAVerifiedSkillStaysVerified(t *testing.T) {
 	t.Parallel()
 	alice := sigtest.NewSSHKey(t, "alice")
-	_, sk := hostile.SignedSkills(t, alice, "one")
-	srv := hostile.New(t, hostile.Options{Skills: []hostile.Skill{sk["one"].Serve(t)}})
+	_, sk := hostile.SignedSkills(t, alice, "one", "two")
+	srv := hostile.New(t, hostile.Options{Skills: []hostile.Skill{sk["one"].Serve(t), sk["two"].Serve(t)}})
 	dir := t.TempDir()
-	if _, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL, Keys: trusting(t, alice)}, nil); err != nil {
+	if _, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL, Keys: trusting(t, alice)}, []string{"one"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL}, nil); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, "one")); err != nil {
 		t.Fatal(err)
 	}
-	lock, err := ReadLock(dir)
-	if err != nil || lock.Skills[0].Verified != nil {
-		t.Fatalf("lock after a pull without keys: %+v, %v", lock, err)
+	lockBefore, _ := os.ReadFile(filepath.Join(dir, LockFile))
+	for name, run := range map[string]func() error{
+		"pull": func() error {
+			_, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL}, nil)
+			return err
+		},
+		"update": func() error { _, err := Update(context.Background(), Options{Dir: dir}, "one"); return err },
+	} {
+		if err := run(); !errors.Is(err, ErrKeysRequired) || !strings.Contains(err.Error(), "(one)") {
+			t.Errorf("%s without keys = %v, want ErrKeysRequired naming one", name, err)
+		}
+		assertOnly(t, dir, LockFile)
+		if after, _ := os.ReadFile(filepath.Join(dir, LockFile)); string(after) != string(lockBefore) {
+			t.Errorf("%s without keys rewrote the lock", name)
+		}
+	}
+	rep, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL}, []string{"two"})
+	if err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("pull two without keys: %+v, %v", rep, err)
+	}
+	lock, _ := ReadLock(dir)
+	if one, _ := lock.Find("one"); one.Verified == nil {
+		t.Errorf("one lost its verification")
+	}
+	if two, _ := lock.Find("two"); two.Verified != nil {
+		t.Errorf("two, pulled without keys, is recorded verified: %+v", two.Verified)
+	}
+	// The proof is read only by the pulls with keys.
+	if _, err := Pull(context.Background(), Options{Dir: dir, Server: srv.URL, Keys: trusting(t, alice)}, []string{"two"}); err != nil {
+		t.Fatal(err)
+	}
+	lock, _ = ReadLock(dir)
+	if two, _ := lock.Find("two"); two.Verified == nil || two.Verified.Commit != sk["two"].Commit {
+		t.Errorf("two, pulled again with keys, is not recorded verified: %+v", two.Verified)
 	}
 	proofReads := 0
 	for _, r := range srv.Reads() {
-		if r == proof.URI("team", "one") {
+		if strings.HasPrefix(r, proof.URIPrefix) {
 			proofReads++
 		}
 	}
-	if proofReads != 1 {
-		t.Errorf("the proof was read %d times by a pull with keys and one without, want once", proofReads)
+	if proofReads != 2 {
+		t.Errorf("proofs were read %d times, want twice", proofReads)
 	}
 }

@@ -174,7 +174,9 @@ func (cc *connections) close() {
 // empty) from Options.Server into Options.Dir and records them in
 // skills.lock. A name is a SKILL.md URI or a frontmatter name; a name that
 // is not served, or that several skills share, is an error before anything
-// is fetched. Each skill is fetched, verified and written on its own: one
+// is fetched, and so is a skill skills.lock records as verified when
+// Options.Keys is not set (ErrKeysRequired). Each skill is fetched,
+// verified and written on its own: one
 // that fails is reported in Report.Failed and the others proceed. The
 // returned error is for what ends the run (the server unreachable, a
 // protocol error, a bad name or lock).
@@ -196,6 +198,17 @@ func Pull(ctx context.Context, o Options, names []string) (*Report, error) {
 	entries, err := selectEntries(ctx, c, names, rep)
 	if err != nil {
 		return nil, err
+	}
+	if o.Keys == nil {
+		var verified []string
+		for _, e := range entries {
+			if prev, ok := lock.Find(entryName(e)); ok && prev.Verified != nil {
+				verified = append(verified, prev.Name)
+			}
+		}
+		if err := keysRequired(verified); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range entries {
 		name := entryName(e)
@@ -223,6 +236,16 @@ func Pull(ctx context.Context, o Options, names []string) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// keysRequired is ErrKeysRequired for the named locked skills, or nil: a
+// skill the lock records as verified is installed again only verified, so
+// that forgetting the keys never turns it into an unverified one.
+func keysRequired(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (%s): %w", LockFile, strings.Join(names, ", "), ErrKeysRequired)
 }
 
 // installAndLock writes a verified skill and moves its lock entry forward;
@@ -474,8 +497,8 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 				verified = append(verified, t.Name)
 			}
 		}
-		if len(verified) > 0 {
-			return nil, fmt.Errorf("%s (%s): %w", LockFile, strings.Join(verified, ", "), ErrKeysRequired)
+		if err := keysRequired(verified); err != nil {
+			return nil, err
 		}
 	}
 	cc := &connections{o: o}
@@ -544,6 +567,9 @@ func Update(ctx context.Context, o Options, name string) (*Report, error) {
 	}
 	if o.Server != "" && t.Server != o.Server {
 		return nil, fmt.Errorf("%s is locked from %s, not %s: %w", name, t.Server, o.Server, ErrNotLocked)
+	}
+	if o.Keys == nil && t.Verified != nil {
+		return nil, keysRequired([]string{t.Name})
 	}
 	cc := &connections{o: o}
 	defer cc.close()

@@ -46,8 +46,9 @@ digests and sizes, provenance and pull time.
                  or binary, or an ssh allowed_signers file); a skill with
                  no proof, or whose bytes, trees, commit or signature do
                  not check out, is refused. skills.lock records the commit,
-                 signer and key, and --locked then needs --verify-keys and
-                 the same commit and key
+                 signer and key; a skill recorded so is installed again
+                 only with --verify-keys (and by --locked only as the same
+                 commit and key)
 
 The folder is --into DIR, or the folder of --client in the project (the
 working directory), or with --global in your home:
