@@ -238,8 +238,9 @@ func TestBuildTooLarge(t *testing.T) {
 	git := catFile{t, r.WorkDir()}
 	blob := git.lines("rev-parse", "HEAD:x")[0]
 	var list strings.Builder
-	for i := range 100_000 {
-		fmt.Fprintf(&list, "100644 blob %s\tfile-%06d.md\n", blob, i)
+	long := strings.Repeat("n", 4000)
+	for i := range 900 {
+		fmt.Fprintf(&list, "100644 blob %s\t%s-%03d.md\n", blob, long, i)
 	}
 	cmd := exec.Command("git", "-C", r.WorkDir(), "mktree")
 	cmd.Env = append(cmd.Environ(), gittest.Env()...)
