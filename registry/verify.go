@@ -95,6 +95,11 @@ func verifyResolved(src *catalog.Source, repo objectReader, commit, tag string) 
 // which carries no signature.
 var errNoTagObject = errors.New("the pin resolved through a lightweight tag: no tag object to verify")
 
+// errNoTagRecorded: a served snapshot records no tag object to check
+// again (a lightweight tag, or stored by a version that did not record
+// tags).
+var errNoTagRecorded = errors.New("the served snapshot records no annotated tag (a lightweight tag, or stored before tags were recorded); the resync checks the tag")
+
 // verifyTag checks the annotated tag object behind the pin: it must name
 // the commit itself (a tag of a tag could not be proven) and carry a
 // signature by a trusted key.
@@ -172,6 +177,12 @@ func (r *Registry) reverify(src *catalog.Source, snap *catalog.Snapshot) (*catal
 		return snap, nil
 	}
 	var sig *sigverify.Signature
+	if v := src.Git.Verify; v != nil && v.Mode.Tag() && snap.Tag == "" {
+		// Nothing to check from the store; the sync that follows
+		// resolves the pin again and serves the commit if its tag
+		// verifies.
+		return nil, &UnverifiedError{Kind: sigverify.Tag, ID: snap.Commit, Err: errNoTagRecorded}
+	}
 	if src.Git.Verify != nil {
 		repo, err := r.gitRepo(src.Git.Repo.URL())
 		if err != nil {

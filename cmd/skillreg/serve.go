@@ -374,6 +374,10 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 		// Repo and Pin were parsed when the configuration loaded.
 		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
 		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv)
+		var err error
+		if g.Verify, err = sourceVerify(s); err != nil {
+			return nil, err
+		}
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
