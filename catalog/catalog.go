@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillreg/skillreg/proof"
+	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -29,6 +31,12 @@ type Provenance struct {
 	Ref        string `json:"ref,omitempty"`
 	Commit     string `json:"commit,omitempty"`
 	Path       string `json:"path"` // the skill directory inside the repository
+	// Signature is the verified signature the commit was served under
+	// (see Snapshot.Signature); nil for a source without verify.
+	Signature *sigverify.Signature `json:"signature,omitempty"`
+	// Proof is the URI of the skill's proof resource (package proof):
+	// git sources' skills only.
+	Proof string `json:"proof,omitempty"`
 }
 
 // Snapshot is one source's indexed content at one moment (a commit, or a
@@ -39,6 +47,14 @@ type Snapshot struct {
 	Repository string `json:"repository,omitempty"`
 	Ref        string `json:"ref,omitempty"`
 	Commit     string `json:"commit,omitempty"`
+	// Tag is the annotated tag object the pin resolved through (a tag,
+	// semver or release pin), "" for a lightweight tag and other pins.
+	Tag string `json:"tag,omitempty"`
+	// Signature is the signature the commit was verified by when the
+	// source requires one (the commit's for the head modes, the tag's
+	// for mode tag); nil for a source without verify. Never set for a
+	// signature that did not verify: such a commit is not served.
+	Signature *sigverify.Signature `json:"signature,omitempty"`
 	// Committed is the upstream commit's committer time (git sources).
 	Committed time.Time         `json:"committed,omitzero"`
 	Path      string            `json:"path,omitempty"` // subdirectory of the repository holding the skills
@@ -178,7 +194,11 @@ func (s *Snapshot) Tree() skill.Tree { return s.tree }
 
 // Provenance of one of the snapshot's skills.
 func (s *Snapshot) Provenance(sk *skill.Skill) Provenance {
-	return Provenance{Source: s.Source, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: path.Join(s.Path, sk.Path)}
+	p := Provenance{Source: s.Source, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: path.Join(s.Path, sk.Path), Signature: s.Signature}
+	if s.Kind == KindGit && s.Commit != "" {
+		p.Proof = proof.URI(s.Source, sk.Path)
+	}
+	return p
 }
 
 // SkillURI is the URI of a skill's SKILL.md.

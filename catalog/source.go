@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/sigverify"
 )
 
 // Kind is the kind of a source.
@@ -56,9 +57,49 @@ type GitSource struct {
 	// TokenID identifies where the token comes from (for detecting config
 	// changes), never the token itself.
 	TokenID string
+	// Verify, when set, requires the commit (or the tag) served to carry
+	// a valid signature by one of its keys; nil serves what the pin
+	// resolves to.
+	Verify *Verify
 }
 
 // Equal reports whether two git sources are configured the same way.
 func (g GitSource) Equal(o GitSource) bool {
-	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID
+	return g.Repo == o.Repo && g.Pin == o.Pin && g.Path == o.Path && g.TokenID == o.TokenID && g.Verify.Equal(o.Verify)
+}
+
+// VerifyMode says which object's signature a verified source checks.
+type VerifyMode string
+
+// The verify modes.
+const (
+	VerifyHead       VerifyMode = "head"         // the pinned commit
+	VerifyTag        VerifyMode = "tag"          // the annotated tag that resolved a tag, semver or release pin
+	VerifyTagAndHead VerifyMode = "tag-and-head" // both
+)
+
+// Commit reports whether the mode checks the commit's signature.
+func (m VerifyMode) Commit() bool { return m == VerifyHead || m == VerifyTagAndHead }
+
+// Tag reports whether the mode checks the tag's signature.
+func (m VerifyMode) Tag() bool { return m == VerifyTag || m == VerifyTagAndHead }
+
+// Verify is how a git source's commits or tags must be signed.
+type Verify struct {
+	Mode VerifyMode
+	// Keys are the trusted keys, loaded when the runtime was built (at
+	// start and at each reload, so a reload picks up rotated key files).
+	Keys *sigverify.Keys
+	// KeysID is Keys.ID(): a digest of the trusted keys, which tells a
+	// reload that rotated them from one that did not.
+	KeysID string
+}
+
+// Equal reports whether two verify settings trust the same keys the
+// same way (nil is "not verified").
+func (v *Verify) Equal(o *Verify) bool {
+	if v == nil || o == nil {
+		return v == o
+	}
+	return v.Mode == o.Mode && v.KeysID == o.KeysID
 }

@@ -1,23 +1,34 @@
 package catalog
 
-import "time"
+import (
+	"time"
+
+	"github.com/skillreg/skillreg/sigverify"
+)
 
 // State is what the registry knows about a source's syncs.
 type State struct {
-	Source      string    `json:"source"`
-	Kind        Kind      `json:"kind"`
-	Repository  string    `json:"repository,omitempty"`
-	Ref         string    `json:"ref,omitempty"`
-	Commit      string    `json:"commit,omitempty"`
-	Skills      int       `json:"skills"`
-	Excluded    int       `json:"excluded"`
-	LastStart   time.Time `json:"last_start,omitzero"`
-	LastEnd     time.Time `json:"last_end,omitzero"`
-	LastResult  string    `json:"last_result,omitempty"` // ResultUpdated, ResultUnchanged, ResultFailed or ResultStalled
-	LastSuccess time.Time `json:"last_success,omitzero"`
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-	Failures    int       `json:"consecutive_failures"`
+	Source     string `json:"source"`
+	Kind       Kind   `json:"kind"`
+	Repository string `json:"repository,omitempty"`
+	Ref        string `json:"ref,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	// Verify is the signature check the source requires (a
+	// catalog.VerifyMode), "" for none; Signature is the verified
+	// signature of what it serves. A commit or tag that does not verify
+	// is not served: the source is stalled (StallUnverified) and
+	// LastError says "unverified: " and who signed with which key.
+	Verify      string               `json:"verify,omitempty"`
+	Signature   *sigverify.Signature `json:"signature,omitempty"`
+	Skills      int                  `json:"skills"`
+	Excluded    int                  `json:"excluded"`
+	LastStart   time.Time            `json:"last_start,omitzero"`
+	LastEnd     time.Time            `json:"last_end,omitzero"`
+	LastResult  string               `json:"last_result,omitempty"` // ResultUpdated, ResultUnchanged, ResultFailed or ResultStalled
+	LastSuccess time.Time            `json:"last_success,omitzero"`
+	LastError   string               `json:"last_error,omitempty"`
+	LastErrorAt time.Time            `json:"last_error_at,omitzero"`
+	Failures    int                  `json:"consecutive_failures"`
 	// Stalled says why the last sync failed in a way that retrying cannot
 	// mend until something changes (the configuration, the remote): no
 	// backoff is scheduled (NextRetry stays zero), and Hint says what to
@@ -86,6 +97,7 @@ const (
 	StallRepoNotFound StallReason = "repository_not_found" // the remote says there is no such repository
 	StallAuthRefused  StallReason = "auth_refused"         // the remote refused the credentials (or their absence)
 	StallPathMissing  StallReason = "path_missing"         // the source's directory or subpath does not exist
+	StallUnverified   StallReason = "unverified"           // the commit or tag to serve is not signed by one of the source's verify keys
 )
 
 // Hint says, for people, what to fix and when the source is tried again:
@@ -106,6 +118,8 @@ func (r StallReason) Hint(polled bool) string {
 		fix = "the remote refused the credentials: check the source's token (or add one)"
 	case StallPathMissing:
 		fix = "the source's directory (or path inside the repository) does not exist: fix the path, or create it"
+	case StallUnverified:
+		fix = "the commit or tag to serve does not carry a valid signature by one of the source's verify keys (the last verified snapshot stays served): push a signed one, or trust its key in the source's verify section"
 	default:
 		return ""
 	}

@@ -143,6 +143,8 @@ type Source struct {
 	// Public makes the source's skills visible without a token when
 	// access control is on (for installers that cannot send one).
 	Public bool `yaml:"public"`
+	// Verify requires signed commits or tags (git sources; config/verify.go).
+	Verify *Verify `yaml:"verify"`
 
 	// Repo and Pin are URL and Ref of a git source as Validate parsed
 	// them: the one place they are checked, so a bad pin fails at load
@@ -526,6 +528,7 @@ func (c *Config) Validate() error {
 
 	c.validatePublish(bad)
 	c.validateAccess(seen, bad)
+	c.validateVerify(bad)
 
 	names := map[string]bool{}
 	for i, cl := range c.Clients {

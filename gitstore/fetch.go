@@ -43,7 +43,10 @@ func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 	if !gitref.IsCommitID(res.Commit) {
 		return fmt.Errorf("fetch from %s: %w: commit %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Commit)
 	}
-	if !r.suspect.Load() && r.HasCommit(res.Commit) {
+	if res.Tag != "" && !gitref.IsCommitID(res.Tag) {
+		return fmt.Errorf("fetch from %s: %w: tag object %q is not 40 lowercase hex digits", r.url, ErrInvalidPin, res.Tag)
+	}
+	if !r.suspect.Load() && r.holds(res) {
 		return nil
 	}
 	if err := r.lock(ctx); err != nil {
@@ -55,7 +58,7 @@ func (r *Repo) Fetch(ctx context.Context, res Resolved, auth Auth) error {
 			return fmt.Errorf("fetch %s from %s: %w", res.Commit, r.url, err)
 		}
 	}
-	if r.HasCommit(res.Commit) { // fetched by the call we waited for
+	if r.holds(res) { // fetched by the call we waited for
 		return nil
 	}
 	start := time.Now()
@@ -103,6 +106,12 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 	}
 	req := packp.NewUploadPackRequestFromCapabilities(caps)
 	req.Wants = []plumbing.Hash{want}
+	if res.Tag != "" {
+		// The tag object is a ref tip the server advertised: wanted
+		// beside its commit, it comes in the same pack (a few hundred
+		// bytes), and nothing else does.
+		req.Wants = append(req.Wants, plumbing.NewHash(res.Tag))
+	}
 	if err := req.Capabilities.Set(capability.Shallow); err != nil {
 		return fail(err)
 	}
@@ -154,10 +163,35 @@ func (r *Repo) fetchWith(ctx context.Context, res Resolved, auth Auth, caps *cap
 		r.log.Warn("fetched pack does not complete the commit", "commit", res.Commit, "pack", pack, "err", err)
 		return 0, fmt.Errorf("%s %s: %w: the pack does not complete the commit: %w", op, r.url, ErrNetwork, err)
 	}
+	if err := r.checkTag(res); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
+	}
 	if err := r.addHeld(res.Commit); err != nil {
 		return 0, fmt.Errorf("%s %s: %w", op, r.url, err)
 	}
 	return n, nil
+}
+
+// holds reports whether the store holds what a fetch of res brings: the
+// commit with its whole tree, and the tag object when there is one.
+func (r *Repo) holds(res Resolved) bool {
+	return r.HasCommit(res.Commit) && (res.Tag == "" || r.hasObject(res.Tag))
+}
+
+// checkTag checks that the fetched tag object is there. What it names is
+// the verifier's to judge (a tag of a tag is valid git).
+func (r *Repo) checkTag(res Resolved) error {
+	if res.Tag == "" {
+		return nil
+	}
+	kind, _, err := r.readObject(res.Tag)
+	if err != nil {
+		return fmt.Errorf("%w: the pack does not hold tag object %s: %w", ErrNetwork, res.Tag, err)
+	}
+	if kind != plumbing.TagObject.String() {
+		return fmt.Errorf("%w: the remote advertised %s as a tag, but it is a %s", ErrNetwork, res.Tag, kind)
+	}
+	return nil
 }
 
 // netReader marks failures to read the remote's answer as ErrNetwork, to

@@ -180,7 +180,9 @@ func (r *Repo) markClean() {
 // forgets held commits that are not kept. Afterwards the store is exactly
 // one pack holding the kept commits and their trees, each object once,
 // zlib-compressed without deltas; blobs shared between kept commits are
-// stored once. Commits in keep that the store does not hold are ignored.
+// stored once. keep may name annotated tag objects too (the tag a source's
+// pin resolved through): each is kept, itself only. Commits and tags in
+// keep that the store does not hold are ignored.
 //
 // Prune rewrites the store whenever it holds anything else (an unneeded
 // object, or more than one pack, as every Fetch adds one), reading and
@@ -201,12 +203,17 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 		}
 	}
 	start := time.Now()
-	var kept []plumbing.Hash
+	var kept, tags []plumbing.Hash
 	keepSet := map[string]bool{}
 	for _, c := range keep {
-		if r.HasCommit(c) && !keepSet[c] {
+		switch {
+		case keepSet[c]:
+		case r.HasCommit(c):
 			keepSet[c] = true
 			kept = append(kept, plumbing.NewHash(c))
+		case r.hasObject(c):
+			keepSet[c] = true
+			tags = append(tags, plumbing.NewHash(c))
 		}
 	}
 	slices.SortFunc(kept, func(a, b plumbing.Hash) int { return bytes.Compare(a[:], b[:]) })
@@ -229,6 +236,12 @@ func (r *Repo) Prune(ctx context.Context, keep []string) error {
 		s.Release()
 		r.noteError(err)
 		return fmt.Errorf("prune %s: %w", r.url, err)
+	}
+	for _, t := range tags {
+		if obj, err := s.Object(plumbing.TagObject, t); err == nil {
+			obj.Close()
+			needed[t] = plumbing.TagObject
+		}
 	}
 	rewrite := len(old) > 1 || len(loose) > 0 || stored != int64(len(needed))
 	newPack := ""

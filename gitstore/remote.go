@@ -59,6 +59,11 @@ const TokenUser = "x-access-token"
 type Resolved struct {
 	Commit string
 	Ref    string
+	// Tag is the annotated tag object the ref names when it is one (a
+	// tag, semver or release pin), "" for a lightweight tag and every
+	// other pin. Fetch brings it with the commit, so its signature can
+	// be checked and its bytes served in a proof.
+	Tag string
 }
 
 // RemoteRefs is one listing of a remote's refs, taken by ListRemote.
@@ -170,7 +175,11 @@ func (r *RemoteRefs) resolveRef(name string, p gitref.Pin) (Resolved, error) {
 	if !ok {
 		return Resolved{}, fmt.Errorf("%w: %s", ErrRefNotFound, p)
 	}
-	return Resolved{Commit: id, Ref: name}, nil
+	res := Resolved{Commit: id, Ref: name}
+	if tag := r.refs[name]; tag != id && strings.HasPrefix(name, "refs/tags/") {
+		res.Tag = tag // the ref names a tag object, peeled to id
+	}
+	return res, nil
 }
 
 // LatestSemverTag returns the tag with the highest semantic version that

@@ -188,11 +188,12 @@ var (
 	blindDesc    = prometheus.NewDesc("skillreg_source_watch_blind", "1 while a directory source has unwatched directories and no poll (poll: 0): changes beneath them are never noticed. An error.", []string{"source"}, nil)
 	overflowDesc = prometheus.NewDesc("skillreg_source_watch_overflows_total", "Overflows of the kernel's event queue of a directory source's watch (each answered by a whole rescan).", []string{"source"}, nil)
 	rescansDesc  = prometheus.NewDesc("skillreg_source_rescans_total", "Syncs of a directory source by scope: changed (only what a watch saw change) or whole (the tree).", []string{"source", "scope"}, nil)
-	stalledDesc  = prometheus.NewDesc("skillreg_source_stalled", "1 while a source's syncs are stalled (a failure retrying cannot mend: invalid_pin, invalid_repository, ref_not_found, repository_not_found, auth_refused, path_missing), by reason.", []string{"source", "reason"}, nil)
+	stalledDesc  = prometheus.NewDesc("skillreg_source_stalled", "1 while a source's syncs are stalled (a failure retrying cannot mend: invalid_pin, invalid_repository, ref_not_found, repository_not_found, auth_refused, path_missing, unverified), by reason.", []string{"source", "reason"}, nil)
+	unverifDesc  = prometheus.NewDesc("skillreg_source_unverified", "1 while the commit or tag a verified source (verify: ...) resolves to does not carry a valid signature by its keys: it is not served (the last verified snapshot is, if any). 0 for a verified source that is not, absent for the others.", []string{"source"}, nil)
 )
 
 func (c *catalogCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc, stalledDesc,
+	for _, d := range []*prometheus.Desc{skillsDesc, filesDesc, bytesDesc, genDesc, storeDesc, snapshotDesc, unsavedDesc, staleDesc, stalledDesc, unverifDesc,
 		watchedDesc, exhaustDesc, blindDesc, overflowDesc, rescansDesc} {
 		ch <- d
 	}
@@ -216,6 +217,9 @@ func (c *catalogCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, b2f(st.Stale), st.Source)
 			if st.Stalled != "" {
 				ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, 1, st.Source, string(st.Stalled))
+			}
+			if st.Verify != "" {
+				ch <- prometheus.MustNewConstMetric(unverifDesc, prometheus.GaugeValue, b2f(st.Stalled == catalog.StallUnverified), st.Source)
 			}
 			if st.Kind == catalog.KindDir {
 				w := st.Watch

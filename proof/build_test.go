@@ -238,8 +238,9 @@ func TestBuildTooLarge(t *testing.T) {
 	git := catFile{t, r.WorkDir()}
 	blob := git.lines("rev-parse", "HEAD:x")[0]
 	var list strings.Builder
-	for i := range 100_000 {
-		fmt.Fprintf(&list, "100644 blob %s\tfile-%06d.md\n", blob, i)
+	long := strings.Repeat("n", 4000)
+	for i := range 900 {
+		fmt.Fprintf(&list, "100644 blob %s\t%s-%03d.md\n", blob, long, i)
 	}
 	cmd := exec.Command("git", "-C", r.WorkDir(), "mktree")
 	cmd.Env = append(cmd.Environ(), gittest.Env()...)
@@ -257,7 +258,43 @@ func TestBuildTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit := r.Git("commit-tree", "-m", "big", strings.TrimSpace(string(out)))
+	if _, err := proof.NewSizer(git, "").Size(proof.Proof{Source: "s", Commit: commit, Path: "big"}); !errors.Is(err, proof.ErrTooLarge) {
+		t.Fatalf("Sizer: %v, want ErrTooLarge", err)
+	}
 	if _, err := proof.Build(git, proof.Proof{Source: "s", Commit: commit, Path: "big"}); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("a %d-byte tree: %v, want ErrTooLarge", len(list.String()), err)
+	}
+}
+
+// TestSizerBoundsBuild: for each directory of the fixture, with and
+// without a tag, the Sizer's answer is at least the proof's length and
+// close to it, over one Sizer (trees read once) as over fresh ones.
+func TestSizerBoundsBuild(t *testing.T) {
+	t.Parallel()
+	r, commit := skillsRepo(t)
+	r.Tag("v1", true)
+	git := catFile{t, r.WorkDir()}
+	tag := git.lines("rev-parse", "refs/tags/v1")[0]
+	shared := proof.NewSizer(git, "")
+	for _, tg := range []string{"", tag} {
+		for _, dir := range []string{"", "skills", "skills/review", "skills/review/pr", "skills/review/pr/a", "skills/lint"} {
+			p := proof.Proof{Source: "team", Skill: dir, Repository: r.URL(), Commit: commit, Tag: tg, Path: dir}
+			b, err := proof.Build(git, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*proof.Sizer{shared, proof.NewSizer(git, proof.SHA1)} {
+				n, err := s.Size(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n < len(b) || n > len(b)+512 {
+					t.Errorf("%q tag %q: Size %d for a proof of %d bytes", dir, tg, n, len(b))
+				}
+			}
+		}
+	}
+	if _, err := shared.Size(proof.Proof{Source: "s", Commit: commit, Path: "skills/nope"}); !errors.Is(err, proof.ErrNotFound) {
+		t.Errorf("a missing directory: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -47,6 +48,9 @@ type GitRepo interface {
 	Fetch(ctx context.Context, res gitstore.Resolved, auth gitstore.Auth) error
 	Walk(commit, subpath string) ([]gitstore.Entry, error)
 	OpenBlob(id string) (io.ReadCloser, int64, error)
+	// ReadObject returns an object's type and raw content, checked
+	// against its id (the bytes a signature covers and a proof carries).
+	ReadObject(id string) (kind string, data []byte, err error)
 	DiskUsage() (int64, error)
 	Prune(ctx context.Context, keep []string) error
 }
@@ -129,12 +133,22 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 	// The commit is needed before any catalog serves it: a prune (ours or
 	// another source's on the same repository) must keep it meanwhile.
 	r.holdCommit(s.res.Commit)
+	if s.res.Tag != "" {
+		r.holdCommit(s.res.Tag) // the tag object too (Prune keeps tags it is given)
+	}
 	defer func() {
 		if err != nil {
 			r.releaseCommit(s.res.Commit)
+			if s.res.Tag != "" {
+				r.releaseCommit(s.res.Tag)
+			}
 		}
 	}()
 	if err := s.fetch(ctx); err != nil {
+		return nil, err
+	}
+	// verify.go: what does not verify is never walked or indexed.
+	if s.sig, err = verifyResolved(src, s.repo, s.res.Commit, s.res.Tag); err != nil {
 		return nil, err
 	}
 	tree, err := s.walk()
@@ -156,6 +170,7 @@ type gitSync struct {
 	repo GitRepo
 	auth gitstore.Auth
 	res  gitstore.Resolved
+	sig  *sigverify.Signature // what the verify step found (nil without verify)
 }
 
 // openGit finds the source's object store and the credential to present.
@@ -177,9 +192,14 @@ func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSyn
 	return s, nil
 }
 
-// unchanged reports whether the pin resolved to the commit served.
+// unchanged reports whether the pin resolved to the commit served (and,
+// for a verified source, through the same tag object: a tag re-made on
+// the same commit is checked again).
 func (s *gitSync) unchanged() bool {
-	return s.prev != nil && s.prev.Kind == catalog.KindGit && s.prev.Commit == s.res.Commit
+	if s.prev == nil || s.prev.Kind != catalog.KindGit || s.prev.Commit != s.res.Commit {
+		return false
+	}
+	return s.src.Git.Verify == nil || s.prev.Tag == s.res.Tag
 }
 
 // fetch brings the resolved commit into the object store (only what is new).
@@ -214,7 +234,7 @@ func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, e
 	// snapshot is retained).
 	snap := catalog.NewSnapshot(&catalog.Snapshot{
 		Source: s.src.Name, Kind: catalog.KindGit, Repository: g.Repo.URL(), Ref: g.Pin.String(),
-		Commit: s.res.Commit, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
+		Commit: s.res.Commit, Tag: s.res.Tag, Signature: s.sig, Path: g.Path, Skills: idx.Skills, Excluded: idx.Excluded, Stats: idx.Stats,
 		IndexedAt: s.r.o.Now(),
 	}, gitTree{repo: s.repo})
 	if ct, ok := s.repo.(interface {
@@ -363,6 +383,10 @@ func (r *Registry) keptCommits(url string) []string {
 			if n, err := gitref.ParseRepo(s.Repository); err == nil && n == norm {
 				seen[s.Commit] = true
 				keep = append(keep, s.Commit)
+				if s.Tag != "" && !seen[s.Tag] { // verified again at restarts and served in proofs
+					seen[s.Tag] = true
+					keep = append(keep, s.Tag)
+				}
 			}
 		}
 	}

@@ -94,6 +94,12 @@ func (f *fakeRepo) HasCommit(string) bool                 { return true }
 func (f *fakeRepo) DiskUsage() (int64, error)             { return 0, nil }
 func (f *fakeRepo) Prune(context.Context, []string) error { return nil }
 
+// ReadObject: the fake holds no commit or tag objects (its sources
+// have no verify).
+func (f *fakeRepo) ReadObject(id string) (string, []byte, error) {
+	return "", nil, fmt.Errorf("read object %s: %w", id, gitstore.ErrObjectNotFound)
+}
+
 func (f *fakeRepo) Inflight() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

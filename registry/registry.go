@@ -229,6 +229,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	r.mu.Lock()
 	keep := map[string]bool{}
 	replaced := map[string]bool{}
+	reverify := map[string]bool{} // verify.go: the served commit is checked again
 	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true
@@ -245,10 +246,14 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			run.removed = true
 			r.stopLocked(run)
 			replaced[s.Name] = true
+			reverify[s.Name] = verifyChanged(run.src, s)
 		}
 		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}, rescan: dirRescan{full: true}}
 		if s.Git != nil {
 			run.state.Repository = s.Git.Repo.URL()
+			if s.Git.Verify != nil {
+				run.state.Verify = string(s.Git.Verify.Mode)
+			}
 		}
 		r.sources[s.Name] = run
 		if r.ctx != nil {
@@ -276,6 +281,8 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			// not be served as the new one's, nor stay in the store (where
 			// a sync of the old configuration may have just put it).
 			r.dropSource(name)
+		} else if ok && reverify[name] {
+			r.reverifyServed(name, snap)
 		}
 		r.RequestSync(name, catalog.TriggerConfig)
 	}

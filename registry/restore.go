@@ -133,8 +133,33 @@ func (r *Registry) Restore(ctx context.Context, ps []catalog.Persisted) (Restore
 			r.log.Warn("stored catalog serves a skill that breaks a rule; resyncing", "source", name, "err", err)
 			continue
 		}
+		// verify.go: a start checks the stored commit's signature with
+		// the keys configured now (the sync that follows stops early
+		// when the commit has not moved).
+		snap, err := r.reverify(src, catalog.NewSnapshot(p.Snapshot, tree))
+		if err != nil {
+			rep.Dropped[name] = err.Error()
+			var unverified *UnverifiedError
+			if errors.As(err, &unverified) {
+				r.log.Error("the stored commit does not verify; serving nothing for the source", "source", name,
+					"commit", p.Snapshot.Commit, "reason", string(catalog.StallUnverified), "err", r.cleanError(err.Error()))
+				r.mu.Lock()
+				if run, ok := r.sources[name]; ok {
+					r.unverifiedLocked(run, err, r.o.Now())
+				}
+				r.mu.Unlock()
+			} else {
+				r.log.Warn("cannot check the stored commit's signature; resyncing", "source", name, "err", err)
+			}
+			continue
+		}
 		r.stampRules(name, p.Rules)
-		snaps = append(snaps, catalog.NewSnapshot(p.Snapshot, tree))
+		r.mu.Lock()
+		if run, ok := r.sources[name]; ok {
+			run.state.Signature = snap.Signature
+		}
+		r.mu.Unlock()
+		snaps = append(snaps, snap)
 		rep.Restored = append(rep.Restored, name)
 		if staleStored(p) {
 			r.markStale(name, p)
@@ -231,7 +256,8 @@ func (r *Registry) restoreState(name string, st catalog.State) {
 		return
 	}
 	keep := run.state
-	st.Kind, st.Ref, st.Repository = keep.Kind, keep.Ref, keep.Repository
+	st.Kind, st.Ref, st.Repository, st.Verify = keep.Kind, keep.Ref, keep.Repository, keep.Verify
+	st.Signature = nil // the restored snapshot's, once it verifies
 	st.Syncing, st.NextPoll, st.NextRetry, st.Attempted = false, time.Time{}, time.Time{}, false
 	st.LastError = r.cleanError(st.LastError) // stored by an older version, perhaps
 	// A persist is retried by the process whose persist failed; here the

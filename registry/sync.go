@@ -23,7 +23,7 @@ const DefaultSyncTimeout = 60 * time.Second
 
 // A sync is a fixed order of steps, each a small function:
 //
-//	resolve -> skip if unchanged -> fetch -> walk -> index   (produce)
+//	resolve -> skip if unchanged -> fetch -> verify -> walk -> index   (produce)
 //	-> persist -> swap -> record
 //
 // produce builds the source's next snapshot, or none when the source has
@@ -94,6 +94,9 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 		// Held since its fetch; once swapped in (or dropped) a retained
 		// generation keeps it, or nothing needs it.
 		defer r.releaseCommit(snap.Commit)
+		if snap.Tag != "" {
+			defer r.releaseCommit(snap.Tag)
+		}
 	}
 	if err != nil && ctx.Err() != nil {
 		// Whatever the error says (cancelled, a timeout, a connection
@@ -276,6 +279,7 @@ func (r *Registry) nextState(run *sourceRun, o *outcome) (next catalog.State, ok
 		st.NextRetry = time.Time{}
 		if o.snap != nil {
 			st.Commit, st.Skills, st.Excluded = o.snap.Commit, len(o.snap.Skills), len(o.snap.Excluded)
+			st.Signature = o.snap.Signature
 		}
 	}
 	st.Attempted = true
@@ -400,6 +404,8 @@ func stallReason(err error) catalog.StallReason {
 		return catalog.StallAuthRefused
 	case errors.Is(err, gitstore.ErrPathNotFound), errors.Is(err, errDirMissing):
 		return catalog.StallPathMissing
+	case errors.Is(err, ErrUnverified):
+		return catalog.StallUnverified
 	}
 	return ""
 }

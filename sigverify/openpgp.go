@@ -78,6 +78,14 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 			s.Signer = id.Name
 		}
 	}
+	if err != nil && errors.Is(err, pgperrors.ErrSignatureExpired) && signer != nil {
+		// go-crypto judges every signature involved at one time, so a
+		// binding signature made after this signature (a key whose expiry
+		// was extended later) counts as "expired" then. Those checks come
+		// last, after the revocation and key expiry checks passed; redo
+		// them as gpg does: each signature's own lifetime, now.
+		err = expiredNow(k.openpgp, signer, *chosen.IssuerKeyId, chosen, time.Now())
+	}
 	if err != nil {
 		return s, fmt.Errorf("key %s: %w", s.Key, openPGPError(err, at))
 	}
@@ -86,6 +94,33 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 	}
 	s.Verified = true
 	return s, nil
+}
+
+// expiredNow reports ErrSignatureExpired when the message signature or a
+// binding signature of the key that made it has outlived its own lifetime
+// at now.
+func expiredNow(ring openpgp.EntityList, signer *openpgp.Entity, id uint64, sig *packet.Signature, now time.Time) error {
+	sigs := []*packet.Signature{sig}
+	if self, _ := signer.PrimarySelfSignature(); self != nil {
+		sigs = append(sigs, self)
+	}
+	for _, key := range ring.KeysByIdUsage(id, packet.KeyFlagSign) {
+		if key.Entity != signer || key.PublicKey == signer.PrimaryKey || key.SelfSignature == nil {
+			continue
+		}
+		sigs = append(sigs, key.SelfSignature)
+		if key.SelfSignature.EmbeddedSignature != nil {
+			sigs = append(sigs, key.SelfSignature.EmbeddedSignature)
+		}
+		break
+	}
+	for _, s := range sigs {
+		if s.SigLifetimeSecs != nil && *s.SigLifetimeSecs != 0 &&
+			now.After(s.CreationTime.Add(time.Duration(*s.SigLifetimeSecs)*time.Second)) {
+			return pgperrors.ErrSignatureExpired
+		}
+	}
+	return nil
 }
 
 // issuer names the key a signature says made it: the issuer fingerprint
@@ -106,7 +141,7 @@ func openPGPError(err error, at time.Time) error {
 	case errors.Is(err, pgperrors.ErrKeyRevoked):
 		return fmt.Errorf("key revoked before the signature was made (%s): %w", when, ErrNotValid)
 	case errors.Is(err, pgperrors.ErrSignatureExpired):
-		return fmt.Errorf("signature or key binding expired at %s: %w", when, ErrNotValid)
+		return fmt.Errorf("the signature (made %s) or the key's binding has expired: %w", when, ErrNotValid)
 	case errors.Is(err, pgperrors.ErrUnknownIssuer):
 		return ErrUnknownKey
 	}

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -27,10 +28,12 @@ const recordFormat = 1
 // Snapshot headers have formats of their own: format 1 ends with the
 // count of skill records, format 2 adds the skill.StoredRules those
 // skills were judged by, so that a restart judges only what older rules
-// passed. Both decode.
+// passed, and format 3 adds the annotated tag the pin resolved through
+// and the signature the commit was verified by. All three decode.
 const (
-	headerFormatBare = 1
-	headerFormat     = 2
+	headerFormatBare  = 1
+	headerFormatRules = 2
+	headerFormat      = 3
 )
 
 // Skill records have formats of their own: format 1 held the skill's
@@ -515,6 +518,14 @@ func encodeHeader(snap *catalog.Snapshot, rules string) []byte {
 	}
 	e.count(len(snap.Skills), snap.Skills == nil)
 	e.str(rules)
+	e.str(snap.Tag)
+	e.bool(snap.Signature != nil)
+	if sig := snap.Signature; sig != nil {
+		e.bool(sig.Verified)
+		e.str(sig.Type)
+		e.str(sig.Key)
+		e.str(sig.Signer)
+	}
 	return e.b
 }
 
@@ -523,7 +534,7 @@ func encodeHeader(snap *catalog.Snapshot, rules string) []byte {
 // they were judged by ("" in a format 1 header).
 func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, rules string, err error) {
 	d := dec{s: rec}
-	f := d.formatOf(headerFormatBare, headerFormat)
+	f := d.formatOf(headerFormatBare, headerFormatRules, headerFormat)
 	snap = &catalog.Snapshot{
 		Source:     d.str(),
 		Kind:       catalog.Kind(d.str()),
@@ -548,8 +559,14 @@ func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, rules string,
 	}
 	// Not d.count: the skills are records of their own, not bytes here.
 	n := int(min(d.uvarint(), math.MaxInt32)) - 1
-	if f == headerFormat {
+	if f >= headerFormatRules {
 		rules = d.str()
+	}
+	if f >= headerFormat {
+		snap.Tag = d.str()
+		if d.bool() {
+			snap.Signature = &sigverify.Signature{Verified: d.bool(), Type: d.str(), Key: d.str(), Signer: d.str()}
+		}
 	}
 	if err := d.end(); err != nil {
 		return nil, 0, "", err

@@ -3,8 +3,11 @@ package store
 import (
 	"bytes"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -14,10 +17,19 @@ import (
 func FuzzDecodeRecords(f *testing.F) {
 	snap := edgeSnapshot(f, "edge", "c1", nil)
 	f.Add(byte(0), encodeHeader(snap, skill.StoredRules))
+	// A format 3 header without a tag or signature ends with the rules,
+	// an empty tag and a false "signed" (a byte each when empty).
 	bare := encodeHeader(snap, "")
-	bare = bare[:len(bare)-1] // format 1 has no rules
+	rulesOnly := slices.Clone(bare[:len(bare)-2]) // format 2: no tag, no signature
+	rulesOnly[0] = headerFormatRules
+	f.Add(byte(0), rulesOnly)
+	bare = bare[:len(bare)-3] // format 1 has no rules either
 	bare[0] = headerFormatBare
 	f.Add(byte(0), bare)
+	signed := *snap
+	signed.Tag = strings.Repeat("ab", 20)
+	signed.Signature = &sigverify.Signature{Verified: true, Type: "ssh", Key: "SHA256:abc", Signer: "alice@example.com"}
+	f.Add(byte(0), encodeHeader(&signed, skill.StoredRules))
 	for _, sk := range snap.Skills {
 		e := enc{}
 		encodeSkill(&e, sk)

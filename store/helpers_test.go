@@ -125,6 +125,7 @@ func stateOf(snap *catalog.Snapshot) catalog.State {
 func exported(s *catalog.Snapshot) catalog.Snapshot {
 	return catalog.Snapshot{
 		Source: s.Source, Kind: s.Kind, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: s.Path,
+		Tag: s.Tag, Signature: s.Signature,
 		Skills: s.Skills, Excluded: s.Excluded, Stats: s.Stats, IndexedAt: s.IndexedAt,
 	}
 }

@@ -265,6 +265,8 @@ func (d *Daemon) buildSurfaces() (err error) {
 			States:       d.Registry.States,
 			Observe:      d.metrics.MCPRequest,
 			Unpublished:  d.unpublishedMCP,
+			Proofs:       d.Registry, // skillreg://proof/... (proof.go)
+			Unproven:     d.unprovenMCP,
 			// The front door refuses Hosts outside http.allowed_hosts.
 			HostsChecked: true,
 			Search:       d.searchMCP,
@@ -372,6 +374,10 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 		// Repo and Pin were parsed when the configuration loaded.
 		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
 		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv)
+		var err error
+		if g.Verify, err = sourceVerify(s); err != nil {
+			return nil, err
+		}
 		src.Kind, src.Git = catalog.KindGit, g
 		out = append(out, src)
 	}
