@@ -187,6 +187,9 @@ func cmdPull(ctx context.Context, e *env, args []string) int {
 	}
 	if err != nil {
 		printErr(e.stderr, "pull", err)
+		if errors.Is(err, pull.ErrKeysRequired) {
+			fmt.Fprintln(e.stderr, "skillreg pull: pass --verify-keys FILE with the signers' keys (an OpenPGP keyring or allowed_signers file)")
+		}
 		code = max(code, pullExitCode(err))
 	}
 	return code

@@ -61,7 +61,7 @@ func TestPullVerifyKeys(t *testing.T) {
 	}
 	before := tree(t, dir)
 	code, _, stderr = runCLI(t, "pull", "--locked", "--into", dir)
-	if code != exitUsage || !strings.Contains(stderr, "skills.lock (good): skills.lock records verified skills; pass the keys") {
+	if code != exitUsage || !strings.Contains(stderr, "skills.lock (good): skills.lock records verified skills; pass the keys") || !strings.Contains(stderr, "pass --verify-keys FILE") {
 		t.Errorf("--locked without keys: exit %d, %s", code, stderr)
 	}
 	sameTree(t, before, tree(t, dir))
