@@ -22,6 +22,10 @@ var skillFiles = map[string]string{
 	"scripts/run.sh": "#!/bin/sh\necho review\n",
 	"refs/a.md":      "# a\n",
 	"refs/deep/b.md": "# b\n",
+	// Two folders with the same content are one tree, listed once and
+	// walked twice.
+	"twin/one/x.md": "same\n",
+	"twin/two/x.md": "same\n",
 }
 
 const skillDir = "skills/review/pr"

@@ -38,6 +38,8 @@ func TestPullVerifyKeysFromSkillreg(t *testing.T) {
 		"skills/deploy/SKILL.md":          "---\nname: deploy\ndescription: Deploy the service.\n---\n# Deploy\n",
 		"skills/deploy/references/run.md": "step one\n",
 		"skills/deploy/scripts/run.sh":    "#!/bin/sh\necho deploy\n",
+		"skills/deploy/envs/prod/run.md":  "the same steps\n",
+		"skills/deploy/envs/test/run.md":  "the same steps\n",
 		"skills/lint/SKILL.md":            "---\nname: lint\ndescription: Lint the code.\n---\n# Lint\n",
 		"other/README.md":                 "not a skill\n",
 	})
