@@ -15,6 +15,7 @@ type Sizer struct {
 	sizes  map[string]int         // object id -> its share of a proof's bytes
 	trees  map[string][]TreeEntry // tree id -> its subtrees (only the 40000 entries)
 	names  map[string][]TreeEntry // tree id -> every entry, for trees on a path
+	heads  map[string][]byte      // commits and tags read, by id
 }
 
 // NewSizer sizes proofs over objects of the given format (SHA1 when "").
@@ -22,7 +23,7 @@ func NewSizer(objects ObjectReader, format string) *Sizer {
 	if format == "" {
 		format = SHA1
 	}
-	return &Sizer{r: objects, format: format, sizes: map[string]int{}, trees: map[string][]TreeEntry{}, names: map[string][]TreeEntry{}}
+	return &Sizer{r: objects, format: format, sizes: map[string]int{}, trees: map[string][]TreeEntry{}, names: map[string][]TreeEntry{}, heads: map[string][]byte{}}
 }
 
 // Size returns an upper bound of the size of p's proof (p as Build takes
@@ -50,7 +51,7 @@ func (s *Sizer) Size(p Proof) (int, error) {
 		}
 		return nil
 	}
-	commit, n, err := s.object(p.Commit, TypeCommit)
+	commit, n, err := s.head(p.Commit, TypeCommit)
 	if err != nil {
 		return 0, err
 	}
@@ -58,7 +59,7 @@ func (s *Sizer) Size(p Proof) (int, error) {
 		return 0, err
 	}
 	if p.Tag != "" {
-		tag, n, err := s.object(p.Tag, TypeTag)
+		tag, n, err := s.head(p.Tag, TypeTag)
 		if err != nil {
 			return 0, err
 		}
@@ -110,8 +111,21 @@ func (s *Sizer) Size(p Proof) (int, error) {
 	return total, nil
 }
 
-// object reads and checks one object (not kept: commits and tags are read
-// once per call, trees once per Sizer).
+// head reads a commit or tag once per Sizer: every skill of a commit
+// shares them.
+func (s *Sizer) head(id, typ string) ([]byte, int, error) {
+	if data, ok := s.heads[id+typ]; ok {
+		return data, s.sizes[id], nil
+	}
+	data, n, err := s.object(id, typ)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.heads[id+typ], s.sizes[id] = data, n
+	return data, n, nil
+}
+
+// object reads and checks one object.
 func (s *Sizer) object(id, typ string) ([]byte, int, error) {
 	if !ValidID(s.format, id) {
 		return nil, 0, fmt.Errorf("%w: %q is not a %s object id", ErrMalformed, id, s.format)

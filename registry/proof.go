@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/proof"
@@ -67,21 +68,47 @@ type Unproven struct {
 	Reason string
 }
 
+// unprovenCache keeps each source's Unproven answer for the snapshot it
+// was computed on: a snapshot never changes, so neither does its answer,
+// and sizing a 10,000-skill source reads all its trees (about a second).
+type unprovenCache struct {
+	mu   sync.Mutex
+	snap map[string]*catalog.Snapshot
+	list map[string][]Unproven
+}
+
 // Unproven lists the served skills of source ("" for every source) that
 // have no proof: those whose proof would be larger than proof.MaxBytes,
 // or that cannot be built from the object store (the reason says why).
-// Each git source's trees are read once per call (proof.Sizer): diagnose
-// asks, rarely, and a snapshot's trees are a small part of its objects.
+// Each git source's trees are read once per snapshot (proof.Sizer), and
+// the answer is kept until the snapshot is replaced.
 func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
 	var out []Unproven
+	c := &r.unproven
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	served := map[string]bool{}
 	for _, snap := range r.Current().Sources(catalog.Filter{}) {
+		served[snap.Source] = true
 		if source != "" && snap.Source != source {
 			continue
 		}
 		if snap.Kind != catalog.KindGit || snap.Commit == "" || ctx.Err() != nil {
 			continue
 		}
-		out = append(out, r.unprovenOf(snap)...)
+		if c.snap[snap.Source] != snap {
+			if c.snap == nil {
+				c.snap, c.list = map[string]*catalog.Snapshot{}, map[string][]Unproven{}
+			}
+			c.snap[snap.Source], c.list[snap.Source] = snap, r.unprovenOf(snap)
+		}
+		out = append(out, c.list[snap.Source]...)
+	}
+	for name := range c.snap { // sources no longer served
+		if !served[name] {
+			delete(c.snap, name)
+			delete(c.list, name)
+		}
 	}
 	return out
 }

@@ -135,4 +135,21 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	if u := f.reg.Unproven(context.Background(), "other"); len(u) != 0 {
 		t.Fatalf("Unproven of another source = %+v", u)
 	}
+	// The answer is kept for the snapshot, and recomputed for the next:
+	// a commit without the filler has proofs for both skills.
+	cmd = exec.Command("git", "-C", remote.WorkDir(), "mktree")
+	cmd.Env = append(cmd.Environ(), gittest.Env()...)
+	cmd.Stdin = strings.NewReader(strings.Join(strings.SplitN(list.String(), "\n", 3)[:2], "\n") + "\n")
+	if out, err = cmd.Output(); err != nil {
+		t.Fatal(err)
+	}
+	slim := remote.Git("commit-tree", "-p", commit, "-m", "slim", strings.TrimSpace(string(out)))
+	remote.Git("push", "--quiet", remote.BareDir(), slim+":refs/heads/main")
+	mustSync(t, f.reg, "wide")
+	if u := f.reg.Unproven(context.Background(), ""); len(u) != 0 {
+		t.Fatalf("Unproven after the slim commit = %+v", u)
+	}
+	if _, err := f.reg.Proof(context.Background(), "wide", "x"); err != nil {
+		t.Fatalf("proof of x after the slim commit: %v", err)
+	}
 }
