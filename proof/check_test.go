@@ -288,11 +288,22 @@ func FuzzCheck(f *testing.F) {
 	noTag := hostile.CloneProof(fx.proof)
 	noTag.Tag, noTag.Objects = "", append(noTag.Objects[:1], noTag.Objects[2:]...)
 	f.Add(hostile.EncodeProof(f, noTag))
+	// A proof rewritten by a forger: consistent up to the signature.
+	forged := hostile.CloneProof(fx.proof)
+	top := hostile.SkillTree(f, forged)
+	hostile.RewriteObject(f, forged, top, hostile.WithoutEntry(f, forged.ObjectFormat, forged.Objects[hostile.FindObject(forged, top)].Data, "SKILL.md"))
+	f.Add(hostile.EncodeProof(f, forged))
 	f.Add([]byte(`{"proof":1}`))
 	f.Add([]byte(`{"proof":1,"source":"s","object_format":"sha1","commit":"` + fx.commit + `","path":"","objects":[]}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		res, err := proof.Check(p, fx.files, fx.keys)
 		if err != nil {
+			// Every refusal is one of the documented kinds, so pull can
+			// name the check that failed.
+			if !errors.Is(err, proof.ErrMismatch) && !errors.Is(err, proof.ErrSignature) && !errors.Is(err, proof.ErrMalformed) &&
+				!errors.Is(err, proof.ErrTooLarge) && !errors.Is(err, proof.ErrUnsupported) {
+				t.Fatalf("Check = %v: not a documented refusal", err)
+			}
 			return
 		}
 		// Only the one signed commit holds these files: whatever the
