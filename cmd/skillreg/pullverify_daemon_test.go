@@ -102,6 +102,28 @@ func TestPullVerifyKeysFromSkillreg(t *testing.T) {
 	}
 	sameTree(t, before, tree(t, into))
 
+	// The fix, signed: the update installs it and the lock moves on.
+	remote.WriteFiles(map[string]string{"skills/deploy/references/run.md": "step one, then two\n"})
+	fixed := sigtest.Commit(remote, alice, "signed fix")
+	remote.Push("main")
+	d.Registry.RequestSync("team", catalog.TriggerManual)
+	waitUntil(t, func() bool {
+		got, err := sdk.CallCustomMethod[*mcp.GetSkillParams, *mcp.GetSkillResult](context.Background(), cs, "skills/get", &mcp.GetSkillParams{URI: "skill://team/deploy/SKILL.md"})
+		return err == nil && got.Skill.Meta.Provenance.Commit == fixed
+	})
+	code, stdout, stderr = runCLI(t, "pull", "--update", "deploy", "--into", into, "--verify-keys", signers)
+	if code != exitOK || !strings.Contains(stdout, "commit   "+signed+" -> "+fixed) || !strings.Contains(stdout, "verified commit "+fixed+" signed with ssh key "+alice.Fingerprint+" by alice@example.com") {
+		t.Errorf("update to a signed commit: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if lock, err := pull.ReadLock(into); err != nil {
+		t.Error(err)
+	} else if s, _ := lock.Find("deploy"); s.Verified == nil || s.Verified.Commit != fixed {
+		t.Errorf("deploy's lock entry after the update: %+v", s.Verified)
+	}
+	if b, _ := os.ReadFile(filepath.Join(into, "deploy", "references", "run.md")); string(b) != "step one, then two\n" {
+		t.Errorf("deploy/references/run.md = %q", b)
+	}
+
 	// Keys that trust only someone else: nothing written.
 	mallory := sigtest.NewSSHKey(t, "mallory")
 	other := sigtest.WriteAllowedSigners(t, t.TempDir(), mallory.AllowedSigner("alice@example.com"))
