@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillreg/skillreg/proof"
 	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -33,6 +34,9 @@ type Provenance struct {
 	// Signature is the verified signature the commit was served under
 	// (see Snapshot.Signature); nil for a source without verify.
 	Signature *sigverify.Signature `json:"signature,omitempty"`
+	// Proof is the URI of the skill's proof resource (package proof):
+	// git sources' skills only.
+	Proof string `json:"proof,omitempty"`
 }
 
 // Snapshot is one source's indexed content at one moment (a commit, or a
@@ -190,7 +194,11 @@ func (s *Snapshot) Tree() skill.Tree { return s.tree }
 
 // Provenance of one of the snapshot's skills.
 func (s *Snapshot) Provenance(sk *skill.Skill) Provenance {
-	return Provenance{Source: s.Source, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: path.Join(s.Path, sk.Path), Signature: s.Signature}
+	p := Provenance{Source: s.Source, Repository: s.Repository, Ref: s.Ref, Commit: s.Commit, Path: path.Join(s.Path, sk.Path), Signature: s.Signature}
+	if s.Kind == KindGit && s.Commit != "" {
+		p.Proof = proof.URI(s.Source, sk.Path)
+	}
+	return p
 }
 
 // SkillURI is the URI of a skill's SKILL.md.

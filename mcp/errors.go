@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/proof"
 )
 
 // JSON-RPC error codes skillreg answers with.
@@ -33,6 +35,8 @@ func rpcError(err error, uri string) error {
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "Resource not found", Data: data}
 	case errors.Is(err, catalog.ErrNotDirectory):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "not a directory of a served skill", Data: data}
+	case errors.Is(err, proof.ErrTooLarge):
+		return &jsonrpc.Error{Code: codeInvalidParams, Message: fmt.Sprintf("no proof: it would be larger than %d bytes (diagnose lists the skills without one)", proof.MaxBytes), Data: data}
 	case errors.Is(err, catalog.ErrBadCursor):
 		return &jsonrpc.Error{Code: codeInvalidParams, Message: "invalid cursor"}
 	case errors.Is(err, catalog.ErrCatalogMoved):

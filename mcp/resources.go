@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/proof"
 )
 
 // resourcesMiddleware answers the resource and prompt lists and resource
@@ -38,7 +39,7 @@ func (s *Server) cacheable(ctx context.Context) sdk.Cacheable {
 }
 
 // listResources lists each skill's SKILL.md, named and described from its
-// frontmatter, paginated on one generation.
+// frontmatter, and its proof (git sources), paginated on one generation.
 func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) (*sdk.ListResourcesResult, error) {
 	var cursor string
 	if p != nil {
@@ -64,6 +65,9 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 			Size:        md.Size,
 			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
 		})
+		if s.hasProof(r) {
+			res.Resources = append(res.Resources, proofResource(r))
+		}
 	}
 	if next >= 0 {
 		res.NextCursor = cat.Cursor(next).Encode()
@@ -82,7 +86,9 @@ func (s *Server) readResource(ctx context.Context, session sdk.Session, p *sdk.R
 		c   *resourceContents
 		err error
 	)
-	if strings.HasPrefix(p.URI, "skillreg://") {
+	if strings.HasPrefix(p.URI, proof.URIPrefix) {
+		c, err = s.readProof(ctx, p.URI)
+	} else if strings.HasPrefix(p.URI, "skillreg://") {
 		var cc *sdk.ResourceContents
 		if cc, err = s.readCatalogResource(ctx, p.URI); cc != nil {
 			c = (*resourceContents)(cc)

@@ -99,6 +99,12 @@ type Options struct {
 	// Search runs search_skills; nil makes the tool say search is not
 	// available.
 	Search Searcher
+	// Proofs serves the skills' proofs (skillreg://proof/...); nil serves
+	// none and lists none.
+	Proofs Proofs
+	// Unproven lists the served skills of source ("" for all) that have
+	// no proof, and why (for diagnose; nil: none reported).
+	Unproven func(ctx context.Context, source string) []Unproven
 	// States reports the sources' sync states (for diagnose).
 	States func() []catalog.State
 	// Unpublished says what the installers' indexes (discovery index,

@@ -206,7 +206,9 @@ type DiagnoseOutput struct {
 	Excluded   []Excluded    `json:"excluded"`
 	// Unpublished are served skills that an installer's index leaves out.
 	Unpublished []Unpublished `json:"unpublished,omitempty"`
-	Limits      Limits        `json:"limits"`
+	// Unproven are served skills of git sources without a proof.
+	Unproven []Unproven `json:"unproven,omitempty"`
+	Limits   Limits     `json:"limits"`
 }
 
 // toolError is a tool failure the model can act on.
@@ -253,7 +255,7 @@ func (s *Server) addTools() {
 		Name:         "diagnose",
 		OutputSchema: outputSchema[DiagnoseOutput](),
 		Title:        "Diagnose the catalog",
-		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each source's state (commit, last sync, last error, next retry), and the limits in force.",
+		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each skill without a proof, each source's state (commit, last sync, last error, next retry), and the limits in force.",
 		Annotations:  readOnly,
 	}, answer(s.diagnoseTool))
 }
@@ -564,6 +566,7 @@ func (s *Server) diagnoseTool(ctx context.Context, in DiagnoseInput) (DiagnoseOu
 	if s.o.Unpublished != nil {
 		out.Unpublished = s.o.Unpublished(ctx, f, in.Source)
 	}
+	out.Unproven = s.unproven(ctx, f, in.Source)
 	return out, nil
 }
 

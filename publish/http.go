@@ -222,6 +222,10 @@ type entryV2 struct {
 	Description string `json:"description"`
 	URL         string `json:"url"`
 	Digest      string `json:"digest"`
+	// Provenance is the entry's provenance as MCP's _meta states it
+	// (source, repository, commit, path, signature, proof); installers
+	// ignore members they do not know.
+	Provenance *catalog.Provenance `json:"dev.skillreg/provenance,omitempty"`
 }
 
 type indexV1 struct {
@@ -233,6 +237,8 @@ type entryV1 struct {
 	Description string   `json:"description"`
 	Files       []string `json:"files"`
 	Version     string   `json:"version"`
+	// Provenance: as entryV2's.
+	Provenance *catalog.Provenance `json:"dev.skillreg/provenance,omitempty"`
 }
 
 func okV2(e *entry) bool { return e.skip() == "" }
@@ -258,7 +264,7 @@ func (h *Handler) indexV2(c echo.Context, cl caller) error {
 		}
 		doc := indexV2{Schema: schemaV2, Skills: []entryV2{}}
 		for _, e := range unique(es, okV2, nil) {
-			doc.Skills = append(doc.Skills, entryV2{Name: e.name(), Type: e.kind(), Description: e.desc(), URL: e.artifactURL(), Digest: e.discoveryDigest()})
+			doc.Skills = append(doc.Skills, entryV2{Name: e.name(), Type: e.kind(), Description: e.desc(), URL: e.artifactURL(), Digest: e.discoveryDigest(), Provenance: e.provenance()})
 		}
 		return marshal(doc)
 	})
@@ -279,7 +285,7 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 			for i, f := range e.files() {
 				files[i] = f.Path
 			}
-			doc.Skills = append(doc.Skills, entryV1{Name: e.name(), Description: e.desc(), Files: files, Version: e.zipDigest()})
+			doc.Skills = append(doc.Skills, entryV1{Name: e.name(), Description: e.desc(), Files: files, Version: e.zipDigest(), Provenance: e.provenance()})
 		}
 		return marshal(doc)
 	})

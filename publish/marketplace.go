@@ -32,6 +32,10 @@ type plugin struct {
 	Description string       `json:"description,omitempty"`
 	Source      pluginSource `json:"source"`
 	Strict      bool         `json:"strict"`
+	// Metadata carries a one-skill plugin's provenance under
+	// "dev.skillreg/provenance": Claude Code's validator warns on unknown
+	// top-level members of a plugin entry, not on metadata's.
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 type pluginSource struct {
@@ -100,7 +104,7 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 		}
 		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip() == "" && !taken[e.name()] }, nil) {
 			doc.Plugins = append(doc.Plugins, plugin{Name: e.name(), Description: e.desc(), Strict: false,
-				Source: archiveSource(base, e.plugin)})
+				Source: archiveSource(base, e.plugin), Metadata: map[string]any{metaProvenance: e.provenance()}})
 		}
 		for _, sp := range alls {
 			doc.Plugins = append(doc.Plugins, plugin{Name: sp.name, Description: fmt.Sprintf("Every skill of %s (%d)", sp.source, sp.count), Strict: false,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -260,7 +261,7 @@ func TestDeterministic(t *testing.T) {
 	a := newFixture(t, defaultSources(), nil)
 	b := newFixture(t, defaultSources(), nil)
 	ia, ib := a.v2("/.well-known/agent-skills/index.json"), b.v2("/.well-known/agent-skills/index.json")
-	if !slices.Equal(ia.Skills, ib.Skills) {
+	if !reflect.DeepEqual(ia.Skills, ib.Skills) { // entries hold their provenance by pointer
 		t.Fatalf("two publishers disagree:\n%+v\n%+v", ia.Skills, ib.Skills)
 	}
 	for _, e := range ia.Skills {

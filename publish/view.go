@@ -87,6 +87,16 @@ type reasons struct {
 	skip, skipV1, plugin string
 }
 
+// metaProvenance is the member that carries an entry's provenance, named
+// as MCP's _meta names it.
+const metaProvenance = "dev.skillreg/provenance"
+
+// provenance is the skill's provenance, as MCP's _meta states it.
+func (e *entry) provenance() *catalog.Provenance {
+	p := e.ref.Snap.Provenance(e.ref.Skill)
+	return &p
+}
+
 func (e *entry) skip() string {
 	if e.why == nil {
 		return ""

@@ -20,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/jsonbound"
+	"github.com/skillreg/skillreg/sigverify"
 )
 
 // Errors that end a whole run: the server cannot be reached, or does not
@@ -80,6 +81,10 @@ type ClientOptions struct {
 	Limits jsonbound.Limits
 	// Logger receives debug lines about requests; nil discards them.
 	Logger *slog.Logger
+	// Keys, when set, make Fetch require a proof for every skill: the
+	// resource its provenance names, checked against the verified files
+	// and a signature by one of the keys (see proof.Check).
+	Keys *sigverify.Keys
 }
 
 // Client is a connection to one Skills-extension server, on the host side:
@@ -261,6 +266,8 @@ type Skill struct {
 	Resources  []Resource // sorted by URI
 	Provenance *Provenance
 	Files      []File
+	// Verified is what the skill's proof proved, when the client has keys.
+	Verified *Verified
 }
 
 // File is one verified file of a skill.
@@ -272,7 +279,9 @@ type File struct {
 // Fetch reads every file of an entry through resources/read and verifies
 // it (see checkEntry and checkFile); when the server declares
 // directoryRead it first walks the skill's directory and refuses any file
-// the entry does not list. At the end it gets the entry again and refuses
+// the entry does not list. With ClientOptions.Keys it then reads the
+// skill's proof and refuses the skill unless the proof ties the files to a
+// commit signed by one of the keys. At the end it gets the entry again and refuses
 // the skill if the manifest changed while its files were read. The first
 // failed check ends the fetch with a *VerifyError, and the skill stays
 // refused on this connection: no further file of it is read. Other errors
@@ -305,6 +314,11 @@ func (c *Client) fetch(ctx context.Context, e Entry) (*Skill, error) {
 			return nil, err
 		}
 		s.Files = append(s.Files, File{Path: f.rel, Data: data})
+	}
+	if c.o.Keys != nil {
+		if s.Verified, err = c.prove(ctx, m, s); err != nil {
+			return nil, err
+		}
 	}
 	fresh, err := c.Get(ctx, e.URI)
 	if errors.Is(err, ErrNotServed) {

@@ -53,6 +53,9 @@ type LockedSkill struct {
 	Resources  []LockResource `json:"resources"`
 	Server     string         `json:"server"`
 	URI        string         `json:"uri"`
+	// Verified is what the skill's proof proved when it was installed
+	// with keys (pull --verify-keys); a locked install re-verifies it.
+	Verified *Verified `json:"verified,omitempty"`
 }
 
 // LockResource is one file of a locked skill (keys in sorted order).
@@ -173,6 +176,11 @@ func (l *Lock) check() error {
 		if loc.name != s.Name {
 			return fmt.Errorf("skill %s: URI %s names another skill", s.Name, s.URI)
 		}
+		if v := s.Verified; v != nil {
+			if !hexID(v.Commit) || v.Tag != "" && !hexID(v.Tag) || v.Object != "commit" && v.Object != "tag" || v.Key == "" || v.Type == "" {
+				return fmt.Errorf("skill %s: verified: not a commit, object and key", s.Name)
+			}
+		}
 		for _, r := range s.Resources {
 			if _, err := loc.relPath(r.URI); err != nil {
 				return fmt.Errorf("skill %s: %v", s.Name, err)
@@ -183,6 +191,15 @@ func (l *Lock) check() error {
 		}
 	}
 	return nil
+}
+
+// hexID reports whether s is a lower-case hex git object id (SHA-1 or
+// SHA-256).
+func hexID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // checkServerURL accepts an http or https URL without credentials (tokens

@@ -12,6 +12,12 @@
 // Writing is atomic per skill (a temporary folder renamed into place, the
 // old version kept until the new one is complete), and skills.lock records
 // what was installed so that `--locked` can reproduce it exactly.
+//
+// With keys (Options.Keys, `pull --verify-keys`), pull trusts the server
+// for nothing: each skill's proof (the git commit, tag and tree objects its
+// provenance names) must tie the verified bytes to a commit or tag signed
+// by one of the keys (proof.Check), or the skill is refused, and the lock
+// records the commit, signer and key.
 package pull
 
 import (
@@ -28,6 +34,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/skillreg/skillreg/sigverify"
 )
 
 // Errors about what the user asked for.
@@ -73,6 +81,11 @@ type Options struct {
 	ProtocolVersion string
 	// Force replaces a folder that skills.lock does not record.
 	Force bool
+	// Keys, when set, require a proof for every skill installed: its
+	// files must be the blobs of a commit (or tag) signed by one of the
+	// keys, or the skill is refused (see ClientOptions.Keys). The lock
+	// records what was verified, and Locked then needs Keys to install.
+	Keys *sigverify.Keys
 	// HTTPClient carries the requests (nil: a default one).
 	HTTPClient *http.Client
 	// Logger receives debug and warning lines; nil discards them.
@@ -99,6 +112,8 @@ type Installed struct {
 	// OldCommit and NewCommit are the provenance commits, when the server
 	// sends them.
 	OldCommit, NewCommit string
+	// Verified is what the skill's proof proved (with Options.Keys).
+	Verified *Verified
 }
 
 // Failure is a skill that was not written, and why.
@@ -137,6 +152,7 @@ func (cc *connections) get(ctx context.Context, server string) (*Client, error) 
 		ClientName: cc.o.ClientName, ClientVersion: cc.o.ClientVersion,
 		ProtocolVersion: cc.o.ProtocolVersion,
 		HTTPClient:      cc.o.HTTPClient, Logger: cc.o.Logger,
+		Keys: cc.o.Keys,
 	})
 	if err != nil {
 		return nil, err
@@ -158,7 +174,9 @@ func (cc *connections) close() {
 // empty) from Options.Server into Options.Dir and records them in
 // skills.lock. A name is a SKILL.md URI or a frontmatter name; a name that
 // is not served, or that several skills share, is an error before anything
-// is fetched. Each skill is fetched, verified and written on its own: one
+// is fetched, and so is a skill skills.lock records as verified when
+// Options.Keys is not set (ErrKeysRequired). Each skill is fetched,
+// verified and written on its own: one
 // that fails is reported in Report.Failed and the others proceed. The
 // returned error is for what ends the run (the server unreachable, a
 // protocol error, a bad name or lock).
@@ -180,6 +198,17 @@ func Pull(ctx context.Context, o Options, names []string) (*Report, error) {
 	entries, err := selectEntries(ctx, c, names, rep)
 	if err != nil {
 		return nil, err
+	}
+	if o.Keys == nil {
+		var verified []string
+		for _, e := range entries {
+			if prev, ok := lock.Find(entryName(e)); ok && prev.Verified != nil {
+				verified = append(verified, prev.Name)
+			}
+		}
+		if err := keysRequired(verified); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range entries {
 		name := entryName(e)
@@ -209,6 +238,16 @@ func Pull(ctx context.Context, o Options, names []string) (*Report, error) {
 	return rep, nil
 }
 
+// keysRequired is ErrKeysRequired for the named locked skills, or nil: a
+// skill the lock records as verified is installed again only verified, so
+// that forgetting the keys never turns it into an unverified one.
+func keysRequired(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (%s): %w", LockFile, strings.Join(names, ", "), ErrKeysRequired)
+}
+
 // installAndLock writes a verified skill and moves its lock entry forward;
 // the entry stays as it was (pulled_at included) when nothing changed, so a
 // pull that finds nothing new leaves skills.lock byte for byte the same.
@@ -220,8 +259,9 @@ func installAndLock(o Options, lock *Lock, s *Skill, rep *Report) (Installed, bo
 	entry := LockedSkill{
 		Name: s.Name, Provenance: s.Provenance, PulledAt: o.now().UTC().Format(time.RFC3339),
 		Resources: lockResources(s.Resources), Server: s.Server, URI: s.URI,
+		Verified: s.Verified,
 	}
-	in := Installed{Name: s.Name, URI: s.URI, Files: len(s.Files)}
+	in := Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Verified: s.Verified}
 	if s.Provenance != nil {
 		in.NewCommit = s.Provenance.Commit
 	}
@@ -238,7 +278,7 @@ func installAndLock(o Options, lock *Lock, s *Skill, rep *Report) (Installed, bo
 		} else {
 			in.Change = diffResources(dir, prev.resources(), s.Resources)
 		}
-		if prev.Server == entry.Server && prev.URI == entry.URI && in.Change.Empty() && prev.Provenance.equal(entry.Provenance) {
+		if prev.Server == entry.Server && prev.URI == entry.URI && in.Change.Empty() && prev.Provenance.equal(entry.Provenance) && prev.Verified.equal(entry.Verified) {
 			return in, true
 		}
 	}
@@ -438,7 +478,9 @@ func (c Change) oneLine() string {
 // fetched and verified first, against the lock as well as its entry; if
 // any differs from the lock (a file added, removed or changed, or the skill
 // gone) or fails verification, nothing at all is written. The lock itself
-// is never rewritten.
+// is never rewritten. A skill the lock records as verified is proven
+// again (Options.Keys is then required: ErrKeysRequired otherwise), and
+// must be the same commit and tag, signed with the same key.
 func Locked(ctx context.Context, o Options) (*Report, error) {
 	lock, err := ReadLock(o.Dir)
 	if err != nil {
@@ -447,6 +489,17 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 	targets, err := lockTargets(o, lock)
 	if err != nil {
 		return nil, err
+	}
+	if o.Keys == nil {
+		var verified []string
+		for _, t := range targets {
+			if t.Verified != nil {
+				verified = append(verified, t.Name)
+			}
+		}
+		if err := keysRequired(verified); err != nil {
+			return nil, err
+		}
 	}
 	cc := &connections{o: o}
 	defer cc.close()
@@ -481,6 +534,10 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 			rep.fail(t.Name, t.URI, refuse(t.URI, "", CheckLock, "the skill is now named %q", s.Name))
 			continue
 		}
+		if err := againstLockVerified(t, s.Verified); err != nil {
+			rep.fail(t.Name, t.URI, err)
+			continue
+		}
 		staged = append(staged, s)
 	}
 	if len(rep.Failed) > 0 {
@@ -491,7 +548,7 @@ func Locked(ctx context.Context, o Options) (*Report, error) {
 			rep.fail(s.Name, s.URI, err)
 			continue
 		}
-		rep.Installed = append(rep.Installed, Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Previous: true})
+		rep.Installed = append(rep.Installed, Installed{Name: s.Name, URI: s.URI, Files: len(s.Files), Previous: true, Verified: s.Verified})
 	}
 	return rep, nil
 }
@@ -510,6 +567,9 @@ func Update(ctx context.Context, o Options, name string) (*Report, error) {
 	}
 	if o.Server != "" && t.Server != o.Server {
 		return nil, fmt.Errorf("%s is locked from %s, not %s: %w", name, t.Server, o.Server, ErrNotLocked)
+	}
+	if o.Keys == nil && t.Verified != nil {
+		return nil, keysRequired([]string{t.Name})
 	}
 	cc := &connections{o: o}
 	defer cc.close()

@@ -366,7 +366,15 @@ const lockGolden = `{
         }
       ],
       "server": "http://127.0.0.1:8080/mcp",
-      "uri": "skill://acme/pdf/SKILL.md"
+      "uri": "skill://acme/pdf/SKILL.md",
+      "verified": {
+        "commit": "0123456789abcdef0123456789abcdef01234567",
+        "key": "SHA256:Qm3ZbY1rA0p7n5qkQ3cH0nY5kq9s0Jm0hH1b6mKQ2n8",
+        "object": "tag",
+        "signer": "alice@example.com",
+        "tag": "89abcdef0123456789abcdef0123456789abcdef",
+        "type": "ssh"
+      }
     }
   ],
   "version": 1
@@ -382,6 +390,7 @@ func TestLockFormatIsStable(t *testing.T) {
 			{URI: "skill://acme/pdf/scripts/fill.sh", Digest: "sha256:" + strings.Repeat("b", 64), Size: 42},
 			{URI: "skill://acme/pdf/SKILL.md", Digest: "sha256:" + strings.Repeat("a", 64), Size: 120},
 		}),
+		Verified: &Verified{Commit: "0123456789abcdef0123456789abcdef01234567", Tag: "89abcdef0123456789abcdef0123456789abcdef", Object: "tag", Key: "SHA256:Qm3ZbY1rA0p7n5qkQ3cH0nY5kq9s0Jm0hH1b6mKQ2n8", Signer: "alice@example.com", Type: "ssh"},
 	})
 	l.put(LockedSkill{
 		Name: "commit-message", PulledAt: "2026-11-30T10:00:00Z", Server: "https://skills.internal.test/mcp", URI: "skill://other/commit-message/SKILL.md",
@@ -425,6 +434,12 @@ func TestReadLockRefusesBadLocks(t *testing.T) {
 		"server with pw":  strings.Replace(good, `http://127.0.0.1:8080/mcp`, `http://u:p@127.0.0.1:8080/mcp`, 1),
 		"not http server": strings.Replace(good, `http://127.0.0.1:8080/mcp`, `file:///etc`, 1),
 		"twice":           strings.Replace(good, `"name": "commit-message"`, `"name": "pdf"`, 1),
+		"verified commit": strings.Replace(good, `"commit": "0123456789abcdef0123456789abcdef01234567",
+        "key"`, `"commit": "main",
+        "key"`, 1),
+		"verified object": strings.Replace(good, `"object": "tag"`, `"object": "tree"`, 1),
+		"verified key":    strings.Replace(good, `"key": "SHA256:Qm3ZbY1rA0p7n5qkQ3cH0nY5kq9s0Jm0hH1b6mKQ2n8"`, `"key": ""`, 1),
+		"verified extra":  strings.Replace(good, `"type": "ssh"`, `"type": "ssh", "trust": "me"`, 1),
 	}
 	for name, text := range cases {
 		dir := t.TempDir()

@@ -42,6 +42,10 @@ const (
 	CheckFrontmatter    Check = "frontmatter"      // SKILL.md's frontmatter differs from the entry's, or does not parse
 	CheckManifestChange Check = "manifest-changed" // the entry changed while its files were read
 	CheckLock           Check = "lock"             // the server's entry differs from skills.lock
+	// With keys (pull --verify-keys):
+	CheckNoProof   Check = "no-proof"  // the entry names no proof, or the server does not serve it
+	CheckProof     Check = "proof"     // the proof does not prove the files received (proof.Check's rules 1-4, 6)
+	CheckSignature Check = "signature" // neither the commit nor the tag is signed by one of the keys (rule 5)
 )
 
 // ErrVerify is matched by every *VerifyError.
@@ -285,8 +289,14 @@ func (m *manifest) sameEntry(fresh Entry) string {
 
 // clip shortens a server-supplied string for a message and makes it safe
 // to print on a terminal.
-func clip(s string) string {
-	const max = 200
+func clip(s string) string { return clipN(s, 200) }
+
+// maxDetail bounds a check's message that quotes a longer text (a proof's
+// error names objects by id).
+const maxDetail = 800
+
+// clipN is clip with another bound.
+func clipN(s string, max int) string {
 	if len(s) > max {
 		s = s[:max] + "..."
 	}

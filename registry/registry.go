@@ -112,6 +112,8 @@ type Registry struct {
 	slots  *slots
 	redact *redact.Set
 
+	unproven unprovenCache // proof.go
+
 	// storeMu orders a sync's store write against dropSource's delete:
 	// a sync checks, under it, that its source was not removed.
 	storeMu sync.Mutex

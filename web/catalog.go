@@ -24,6 +24,7 @@ type skillItem struct {
 	Tags        []tagItem
 	Version     string
 	Deprecated  bool
+	Signer      string   // who signed the served commit, when the source verifies it
 	Score       string   // search only
 	Fields      []string // search only: the fields the query matched
 }
@@ -62,6 +63,9 @@ func newSkillItem(ref catalog.Ref, terms []string) skillItem {
 		Description: highlight(fm.Description, terms),
 		Version:     fm.Version,
 		Deprecated:  fm.Deprecated,
+	}
+	if sg := ref.Snap.Signature; sg != nil && sg.Verified {
+		it.Signer = sg.String()
 	}
 	for _, t := range fm.Tags {
 		it.Tags = append(it.Tags, tagItem{Text: t, Label: highlight(t, terms), Href: "/?q=" + urlQueryEscape(t)})

@@ -11,13 +11,14 @@ import (
 
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/pull"
+	"github.com/skillreg/skillreg/sigverify"
 )
 
 // exitUnreachable is pull's and outdated's exit code when the server cannot
 // be reached or does not speak the Skills extension.
 const exitUnreachable = 3
 
-const pullArgs = "--server URL [--token-env NAME] [--into DIR | --client NAME [--global]] [--locked | --update NAME] [SKILL...]"
+const pullArgs = "--server URL [--token-env NAME] [--into DIR | --client NAME [--global]] [--verify-keys FILE] [--locked | --update NAME] [SKILL...]"
 
 const pullHelp = `Install skills from a server that speaks the MCP Skills extension into
 an agent's skills folder, verified and locked. Each SKILL names a skill by
@@ -37,6 +38,17 @@ digests and sizes, provenance and pull time.
                  now serves anything else for a locked skill, write nothing
   --update NAME  move one locked skill to what its server serves now and
                  print which files were added, changed and removed
+  --verify-keys FILE
+                 trust no server: install a skill only if its proof (the
+                 git commit, tag and tree objects the server names in the
+                 entry's provenance) ties every byte pulled to a commit or
+                 tag signed by a key in FILE (an OpenPGP keyring, armored
+                 or binary, or an ssh allowed_signers file); a skill with
+                 no proof, or whose bytes, trees, commit or signature do
+                 not check out, is refused. skills.lock records the commit,
+                 signer and key; a skill recorded so is installed again
+                 only with --verify-keys (and by --locked only as the same
+                 commit and key)
 
 The folder is --into DIR, or the folder of --client in the project (the
 working directory), or with --global in your home:
@@ -129,6 +141,7 @@ func cmdPull(ctx context.Context, e *env, args []string) int {
 	locked := fs.Bool("locked", false, "install exactly what skills.lock records, or nothing")
 	update := fs.String("update", "", "move the locked skill `NAME` forward and print what changed")
 	force := fs.Bool("force", false, "replace a skill folder that skills.lock does not record")
+	verifyKeys := fs.String("verify-keys", "", "install only skills whose proof verifies with the keys in `FILE` (OpenPGP keyring or ssh allowed_signers)")
 	names, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -150,6 +163,13 @@ func cmdPull(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	o.Force = *force
+	if *verifyKeys != "" {
+		keys, err := sigverify.LoadFile(*verifyKeys)
+		if err != nil {
+			return usageErr(fmt.Sprintf("--verify-keys: %v", err))
+		}
+		o.Keys = keys
+	}
 
 	var rep *pull.Report
 	var err error
@@ -167,6 +187,9 @@ func cmdPull(ctx context.Context, e *env, args []string) int {
 	}
 	if err != nil {
 		printErr(e.stderr, "pull", err)
+		if errors.Is(err, pull.ErrKeysRequired) {
+			fmt.Fprintln(e.stderr, "skillreg pull: pass --verify-keys FILE with the signers' keys (an OpenPGP keyring or allowed_signers file)")
+		}
 		code = max(code, pullExitCode(err))
 	}
 	return code
@@ -208,6 +231,9 @@ func printReport(e *env, dir string, rep *pull.Report, locked, update bool) int 
 		if in.Previous && in.OldCommit != in.NewCommit && in.OldCommit != "" && in.NewCommit != "" && !locked {
 			fmt.Fprintf(e.stdout, "  commit   %s -> %s\n", in.OldCommit, in.NewCommit)
 		}
+		if in.Verified != nil {
+			fmt.Fprintf(e.stdout, "  verified %s\n", in.Verified)
+		}
 	}
 	code := exitOK
 	for _, f := range rep.Failed {
@@ -236,7 +262,8 @@ func pullExitCode(err error) int {
 	case errors.Is(err, pull.ErrUnreachable), errors.Is(err, pull.ErrProtocol):
 		return exitUnreachable
 	case errors.Is(err, pull.ErrAmbiguous), errors.Is(err, pull.ErrNotServed),
-		errors.Is(err, pull.ErrNoLock), errors.Is(err, pull.ErrBadLock), errors.Is(err, pull.ErrNotLocked):
+		errors.Is(err, pull.ErrNoLock), errors.Is(err, pull.ErrBadLock), errors.Is(err, pull.ErrNotLocked),
+		errors.Is(err, pull.ErrKeysRequired):
 		return exitUsage
 	}
 	return exitProblems

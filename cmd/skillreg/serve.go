@@ -268,6 +268,8 @@ func (d *Daemon) buildSurfaces() (err error) {
 			States:       d.Registry.States,
 			Observe:      d.metrics.MCPRequest,
 			Unpublished:  d.unpublishedMCP,
+			Proofs:       d.Registry, // skillreg://proof/... (proof.go)
+			Unproven:     d.unprovenMCP,
 			// The front door refuses Hosts outside http.allowed_hosts.
 			HostsChecked: true,
 			Search:       d.searchMCP,

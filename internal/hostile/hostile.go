@@ -10,6 +10,11 @@
 // refuses exactly the bad one. The server records every file read, so a
 // test can also check that the host stopped reading a skill at its first
 // failure.
+//
+// A skill can also carry a proof (skillreg's format, package proof),
+// served at the URI its provenance names: proofs.go builds real ones from
+// signed repositories with git itself, and rewrites them the ways a
+// forging server would.
 package hostile
 
 import (
@@ -29,6 +34,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/proof"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -90,6 +96,12 @@ type Skill struct {
 	URI       string
 	// Provenance, when set, is sent as _meta "dev.skillreg/provenance".
 	Provenance map[string]string
+	// Proof, when set, is served as the skill's proof resource at
+	// ProofURI (default proof.URI of the skill's authority and path), and
+	// the provenance names ProofURI as its "proof". A ProofURI without a
+	// Proof is named but not served.
+	Proof    []byte
+	ProofURI string
 }
 
 // Options configures a Server. The zero value serves nothing, honestly.
@@ -118,6 +130,7 @@ type Server struct {
 	o       Options
 	mu      sync.Mutex
 	skills  map[string]*served // by SKILL.md URI
+	proofs  map[string][]byte  // by proof URI
 	order   []string           // SKILL.md URIs, sorted
 	reads   []string
 	clients []string
@@ -138,7 +151,7 @@ func New(tb testing.TB, o Options) *Server {
 	if o.PageSize <= 0 {
 		o.PageSize = 2
 	}
-	s := &Server{o: o, skills: map[string]*served{}, asked: map[string]int{}}
+	s := &Server{o: o, skills: map[string]*served{}, asked: map[string]int{}, proofs: map[string][]byte{}}
 	for _, sk := range o.Skills {
 		sv, err := prepare(sk)
 		if err != nil {
@@ -146,6 +159,9 @@ func New(tb testing.TB, o Options) *Server {
 		}
 		uri := sv.dir + "/SKILL.md"
 		s.skills[uri] = sv
+		if sv.Proof != nil {
+			s.proofs[sv.ProofURI] = sv.Proof
+		}
 		s.order = append(s.order, uri)
 	}
 	sort.Strings(s.order)
@@ -214,6 +230,10 @@ func prepare(sk Skill) (*served, error) {
 	if sv.Target == "" {
 		sv.Target = "SKILL.md"
 	}
+	if sv.Proof != nil && sv.ProofURI == "" {
+		source, rest, _ := strings.Cut(sk.Path, "/")
+		sv.ProofURI = proof.URI(source, rest)
+	}
 	files := map[string]string{"SKILL.md": "---\nname: " + name + "\ndescription: The " + name + " skill.\n---\n# " + name + "\n"}
 	for p, c := range sk.Files {
 		files[p] = c
@@ -276,8 +296,15 @@ func (sv *served) entryFor(n int) (entry, error) {
 		return entry{}, err
 	}
 	e := entry{URI: uri, Frontmatter: fm.JSON}
-	if sv.Provenance != nil {
-		e.Meta = map[string]any{"dev.skillreg/provenance": sv.Provenance}
+	if sv.Provenance != nil || sv.ProofURI != "" {
+		prov := map[string]any{}
+		for k, v := range sv.Provenance {
+			prov[k] = v
+		}
+		if sv.ProofURI != "" {
+			prov["proof"] = sv.ProofURI
+		}
+		e.Meta = map[string]any{"dev.skillreg/provenance": prov}
 	}
 	if sv.Misbehave == Dynamic {
 		e.Resources = "dynamic"
@@ -395,7 +422,11 @@ func (s *Server) resourcesMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		s.mu.Lock()
 		s.reads = append(s.reads, p.URI)
+		pr, isProof := s.proofs[p.URI]
 		s.mu.Unlock()
+		if isProof {
+			return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: p.URI, MIMEType: proof.MediaType, Text: string(pr)}}}, nil
+		}
 		sv, data, ok := s.file(p.URI)
 		if !ok {
 			d, _ := json.Marshal(map[string]string{"uri": p.URI})
@@ -559,4 +590,27 @@ func (s *Server) SetFile(skillPath, file, content string) {
 		return
 	}
 	sv.files[uri] = []byte(content)
+}
+
+// SetProof serves data as the proof at uri from now on (nil: no longer
+// served).
+func (s *Server) SetProof(uri string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if data == nil {
+		delete(s.proofs, uri)
+		return
+	}
+	s.proofs[uri] = data
+}
+
+// SetProvenance sets one member of a skill's provenance in later entries.
+func (s *Server) SetProvenance(skillPath, key, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sv := s.skills["skill://"+skillPath+"/SKILL.md"]
+	if sv.Provenance == nil {
+		sv.Provenance = map[string]string{}
+	}
+	sv.Provenance[key] = value
 }

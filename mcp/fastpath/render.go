@@ -119,6 +119,21 @@ func appendEntry(b []byte, ref catalog.Ref) ([]byte, error) {
 	}
 	b = append(b, `,"path":`...)
 	b = appendString(b, p.Path)
+	if sg := p.Signature; sg != nil { // omitempty, and sigverify.Signature's members in order
+		b = append(b, `,"signature":{"verified":`...)
+		b = strconv.AppendBool(b, sg.Verified)
+		for _, m := range []struct{ key, v string }{{`,"type":`, sg.Type}, {`,"key":`, sg.Key}, {`,"signer":`, sg.Signer}} {
+			if m.v != "" {
+				b = append(b, m.key...)
+				b = appendString(b, m.v)
+			}
+		}
+		b = append(b, '}')
+	}
+	if p.Proof != "" {
+		b = append(b, `,"proof":`...)
+		b = appendString(b, p.Proof)
+	}
 	return append(b, `},"dev.skillreg/untrusted":true}}`...), nil
 }
 

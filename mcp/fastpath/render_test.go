@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -45,9 +46,14 @@ func oddSnapshot(t testing.TB, repo, ref, commit string) *catalog.Snapshot {
 // encoding/json writes for the SDK's path (the mcp package holds that to
 // its Entry), with and without the optional provenance members.
 func TestAppendEntryMatchesWire(t *testing.T) {
+	signed := oddSnapshot(t, "https://example.com/r.git", "refs/tags/v1", "abc")
+	signed.Signature = &sigverify.Signature{Verified: true, Type: "ssh", Key: "SHA256:k+/=", Signer: "dev@example.com \"q\""}
+	unsigned := oddSnapshot(t, "https://example.com/r.git", "refs/tags/v1", "abc")
+	unsigned.Signature = &sigverify.Signature{}
 	for _, snap := range []*catalog.Snapshot{
 		oddSnapshot(t, "https://example.com/r.git", "refs/heads/main", "abc"),
 		oddSnapshot(t, "", "", ""),
+		signed, unsigned,
 	} {
 		for _, r := range catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap}).All(catalog.Filter{}) {
 			got, err := entryBytes(r)

@@ -1,0 +1,136 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/proof"
+	"github.com/skillreg/skillreg/skill"
+)
+
+// Proof returns the proof (package proof) of the skill at skillPath in
+// source's served snapshot: its commit, the annotated tag that resolved
+// the pin, and the trees down to and below the skill's directory, read
+// from the source's object store. catalog.ErrNotFound for a source or
+// skill not served, and for a directory source (it has no commit to
+// prove); proof.ErrTooLarge above proof.MaxBytes.
+func (r *Registry) Proof(ctx context.Context, source, skillPath string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	snap, sk, repo, err := r.proofOf(source, skillPath)
+	if err != nil {
+		return nil, err
+	}
+	b, err := proof.Build(repo, proofHead(snap, sk.Path))
+	if err != nil {
+		return nil, fmt.Errorf("proof of %s/%s at %s: %w", source, skillPath, shortCommit(snap.Commit), err)
+	}
+	return b, nil
+}
+
+// proofOf finds what a proof of a served skill is built from.
+func (r *Registry) proofOf(source, skillPath string) (*catalog.Snapshot, *skill.Skill, GitRepo, error) {
+	snap, ok := r.Current().Snapshot(source)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("proof of %s/%s: source %w", source, skillPath, catalog.ErrNotFound)
+	}
+	sk, ok := snap.SkillAt(skillPath)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("proof of %s/%s: skill %w", source, skillPath, catalog.ErrNotFound)
+	}
+	if snap.Kind != catalog.KindGit || snap.Commit == "" {
+		return nil, nil, nil, fmt.Errorf("proof of %s/%s: a %s source has no commit to prove: %w", source, skillPath, snap.Kind, catalog.ErrNotFound)
+	}
+	repo, err := r.gitRepo(snap.Repository)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("proof of %s/%s: %w", source, skillPath, err)
+	}
+	return snap, sk, repo, nil
+}
+
+func proofHead(snap *catalog.Snapshot, skillPath string) proof.Proof {
+	return proof.Proof{
+		Source: snap.Source, Skill: skillPath, Repository: snap.Repository,
+		Commit: snap.Commit, Tag: snap.Tag, Path: path.Join(snap.Path, skillPath),
+	}
+}
+
+// Unproven is a served skill that has no proof, and why.
+type Unproven struct {
+	Source string
+	Path   string // the skill's directory within the source
+	Name   string
+	Reason string
+}
+
+// unprovenCache keeps each source's Unproven answer for the snapshot it
+// was computed on: a snapshot never changes, so neither does its answer,
+// and sizing a 10,000-skill source reads all its trees (about a second).
+type unprovenCache struct {
+	mu   sync.Mutex
+	snap map[string]*catalog.Snapshot
+	list map[string][]Unproven
+}
+
+// Unproven lists the served skills of source ("" for every source) that
+// have no proof: those whose proof would be larger than proof.MaxBytes,
+// or that cannot be built from the object store (the reason says why).
+// Each git source's trees are read once per snapshot (proof.Sizer), and
+// the answer is kept until the snapshot is replaced.
+func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
+	var out []Unproven
+	c := &r.unproven
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	served := map[string]bool{}
+	for _, snap := range r.Current().Sources(catalog.Filter{}) {
+		served[snap.Source] = true
+		if source != "" && snap.Source != source {
+			continue
+		}
+		if snap.Kind != catalog.KindGit || snap.Commit == "" || ctx.Err() != nil {
+			continue
+		}
+		if c.snap[snap.Source] != snap {
+			if c.snap == nil {
+				c.snap, c.list = map[string]*catalog.Snapshot{}, map[string][]Unproven{}
+			}
+			c.snap[snap.Source], c.list[snap.Source] = snap, r.unprovenOf(snap)
+		}
+		out = append(out, c.list[snap.Source]...)
+	}
+	for name := range c.snap { // sources no longer served
+		if !served[name] {
+			delete(c.snap, name)
+			delete(c.list, name)
+		}
+	}
+	return out
+}
+
+func (r *Registry) unprovenOf(snap *catalog.Snapshot) []Unproven {
+	var list []Unproven
+	repo, err := r.gitRepo(snap.Repository)
+	if err != nil {
+		for _, sk := range snap.Skills {
+			list = append(list, Unproven{Source: snap.Source, Path: sk.Path, Name: sk.Name(), Reason: r.redact.String(err.Error())})
+		}
+		return list
+	}
+	sz := proof.NewSizer(repo, proof.SHA1)
+	for _, sk := range snap.Skills {
+		if _, err := sz.Size(proofHead(snap, sk.Path)); err != nil {
+			reason := r.redact.String(err.Error())
+			if errors.Is(err, proof.ErrTooLarge) {
+				reason = fmt.Sprintf("its proof would be larger than %d bytes (a directory on its path, or below it, has too many entries)", proof.MaxBytes)
+			}
+			list = append(list, Unproven{Source: snap.Source, Path: sk.Path, Name: sk.Name(), Reason: reason})
+		}
+	}
+	return list
+}

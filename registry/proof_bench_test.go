@@ -1,0 +1,65 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore"
+	skillcorpus "github.com/skillreg/skillreg/internal/corpus"
+	"github.com/skillreg/skillreg/internal/gittest"
+)
+
+// BenchmarkProof serves the 10,000-skill scale corpus (50 groups of 200
+// skills) from a git source and measures one skill's proof (what a pull
+// asks per skill), the sizing of every skill's proof (diagnose's first
+// call on a snapshot) and diagnose's later calls.
+//
+//	go test -run XXX -bench BenchmarkProof -benchtime 5x ./registry
+func BenchmarkProof(b *testing.B) {
+	srv := gittest.NewServer(b)
+	remote := srv.CreateRepo("scale")
+	o := skillcorpus.Options{Skills: 10_000, Shape: skillcorpus.Scale, Seed: 1}
+	remote.WriteTree(func(dir string) error { _, _, err := skillcorpus.Write(dir, o); return err })
+	remote.Commit("scale")
+	remote.Push("main")
+	pool, err := gitstore.NewPool(b.TempDir(), gitstore.PoolOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
+	reg := New(Options{Git: pool})
+	repo, _ := gitref.ParseRepo(remote.URL())
+	reg.SetSources([]catalog.Source{{Name: "scale", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
+	if err := reg.SyncNow(context.Background(), "scale"); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.Run("one", func(b *testing.B) {
+		var n int
+		for i := 0; b.Loop(); i++ {
+			p, err := reg.Proof(ctx, "scale", o.SkillDir(i%o.Skills))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(p)
+		}
+		b.ReportMetric(float64(n), "bytes/proof")
+	})
+	snap, _ := reg.Current().Snapshot("scale")
+	b.Run("size-all", func(b *testing.B) { // what diagnose's first call per snapshot costs
+		for b.Loop() {
+			if u := reg.unprovenOf(snap); len(u) != 0 {
+				b.Fatalf("%d unproven", len(u))
+			}
+		}
+	})
+	b.Run("unproven-cached", func(b *testing.B) {
+		for b.Loop() {
+			if u := reg.Unproven(ctx, "scale"); len(u) != 0 {
+				b.Fatalf("%d unproven", len(u))
+			}
+		}
+	})
+}
