@@ -119,7 +119,7 @@ func (r StallReason) Hint(polled bool) string {
 	case StallPathMissing:
 		fix = "the source's directory (or path inside the repository) does not exist: fix the path, or create it"
 	case StallUnverified:
-		fix = "the commit or tag to serve does not carry a valid signature by one of the source's verify keys (the last verified snapshot stays served): push a signed one, or trust its key in the source's verify section"
+		fix = "the commit or tag to serve does not carry a valid signature by one of the source's verify keys (the last verified snapshot, if any, stays served): push a signed one, or trust its key in the source's verify keys and reload"
 	default:
 		return ""
 	}

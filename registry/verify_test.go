@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,6 +299,16 @@ func TestVerifyRestartAndReload(t *testing.T) {
 	if c := servedCommit(r, "team"); c != good {
 		t.Fatalf("after trusting alice again, serving %q", c)
 	}
+	// Verify dropped: the commit stays served, no longer claiming a
+	// signature; verify back: the signature is found again, at once.
+	r.SetSources([]catalog.Source{f.source("team", pin, "skills")})
+	if snap, ok := r.Current().Snapshot("team"); !ok || snap.Commit != good || snap.Signature != nil {
+		t.Fatalf("without verify: serving %+v", snap)
+	}
+	r.SetSources([]catalog.Source{f.verified(pin, byAlice)})
+	if snap, ok := r.Current().Snapshot("team"); !ok || snap.Signature == nil || snap.Signature.Key != alice.Fingerprint {
+		t.Fatalf("verify again: serving %+v", snap)
+	}
 	st.Close()
 
 	// A restart that trusts only bob serves nothing, stalled before any
@@ -328,6 +339,11 @@ func TestVerifyTagRemadeOnSameCommit(t *testing.T) {
 	r.SetSources([]catalog.Source{f.verified(gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, verifyWith(t, catalog.VerifyTag, nil, alice.AllowedSigner("alice@example.com")))})
 	mustSync(t, r, "team")
 	commit := servedCommit(r, "team")
+	// A prune keeps the served tag object (the restart checks it again).
+	snap, _ := r.Current().Snapshot("team")
+	if keep := r.keptCommits(f.remote.URL()); snap.Tag == "" || !slices.Contains(keep, snap.Tag) || !slices.Contains(keep, commit) {
+		t.Fatalf("a prune would keep %v, not the served commit %s and tag %s", keep, commit, snap.Tag)
+	}
 
 	f.remote.Tag("v1.0.0", true) // moved (forced) to an unsigned tag object, same commit
 	wantUnverified(t, r, r.SyncNow(context.Background(), "team"), "unsigned")

@@ -61,7 +61,9 @@ for i in "${!missing[@]}"; do
   found=
   IFS='|' read -ra names <<<"${missingcmds[$i]}"
   for name in "${names[@]}"; do
-    command -v "$name" >/dev/null 2>&1 && found=1
+    if command -v "$name" >/dev/null 2>&1; then
+      found=1
+    fi
   done
   [ -n "$found" ] || fail "${missing[$i]} is installed but ${missingcmds[$i]} is still not on PATH"
 done

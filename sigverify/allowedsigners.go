@@ -58,13 +58,11 @@ func parseAllowedSigner(line []byte) (*allowedSigner, error) {
 		return nil, fmt.Errorf("no public key after the principals: %w", ErrMalformed)
 	}
 	// What follows is authorized_keys syntax: [options] keytype key
-	// [comment].
-	key, _, options, tail, err := ssh.ParseAuthorizedKey(rest)
+	// [comment]; a second key on the line is part of the comment, as
+	// ssh-keygen reads it.
+	key, _, options, _, err := ssh.ParseAuthorizedKey(rest)
 	if err != nil {
 		return nil, fmt.Errorf("public key: %v: %w", err, ErrMalformed)
-	}
-	if len(bytes.TrimSpace(tail)) != 0 {
-		return nil, fmt.Errorf("more than one key on the line: %w", ErrMalformed)
 	}
 	s := &allowedSigner{principals: principals, key: key, keyBytes: key.Marshal()}
 	for _, o := range options {
@@ -123,9 +121,12 @@ func optionValue(name, value string, hasValue bool) (string, error) {
 	if !hasValue {
 		return "", fmt.Errorf("option %s without a value: %w", name, ErrMalformed)
 	}
-	if len(value) >= 2 && value[0] == '"' && value[len(value)-1] == '"' {
-		value = value[1 : len(value)-1]
+	// ssh-keygen refuses an unquoted value ("missing start quote"), so a
+	// file means the same to git and here.
+	if len(value) < 2 || value[0] != '"' || value[len(value)-1] != '"' {
+		return "", fmt.Errorf("option %s=%s: the value must be quoted (%s=\"...\"), as ssh-keygen reads it: %w", name, value, name, ErrMalformed)
 	}
+	value = value[1 : len(value)-1]
 	if value == "" {
 		return "", fmt.Errorf("option %s with an empty value: %w", name, ErrMalformed)
 	}

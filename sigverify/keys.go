@@ -69,6 +69,9 @@ func parseKeyring(data []byte) (openpgp.EntityList, error) {
 	if len(data) > maxKeyFile {
 		return nil, fmt.Errorf("%d bytes, more than %d: %w", len(data), maxKeyFile, ErrMalformed)
 	}
+	if isKeybox(data) {
+		return nil, errKeybox
+	}
 	var r io.Reader = bytes.NewReader(data)
 	if bytes.Contains(data, armoredPublicKey) {
 		var all []byte
@@ -158,10 +161,18 @@ func LoadFile(path string) (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isOpenPGP(data) {
+	if isOpenPGP(data) || isKeybox(data) {
 		return parse([]string{path}, [][]byte{data}, path, nil)
 	}
 	return parse(nil, nil, path, data)
+}
+
+// errKeybox refuses GnuPG's own key database, which is not OpenPGP.
+var errKeybox = fmt.Errorf("a GnuPG keybox (pubring.kbx), not a keyring: export the keys with gpg --export --armor: %w", ErrMalformed)
+
+// isKeybox recognises a GnuPG keybox file by its first blob's magic.
+func isKeybox(data []byte) bool {
+	return len(data) >= 12 && bytes.Equal(data[8:12], []byte("KBXf"))
 }
 
 // isOpenPGP tells an OpenPGP keyring from an allowed_signers file: armor,
@@ -191,7 +202,13 @@ func readKeyFile(path string) ([]byte, error) {
 // keys give the same ID whatever the files' order, comments or layout, and
 // any change to a key (a new subkey, an expiry, a revocation) or to an
 // allowed signer changes it. A change of ID means "verify again".
-func (k *Keys) ID() string { return k.id }
+// A nil *Keys has the ID "".
+func (k *Keys) ID() string {
+	if k == nil {
+		return ""
+	}
+	return k.id
+}
 
 func (k *Keys) digest() string {
 	var parts []string

@@ -68,7 +68,12 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 		}
 		return s, fmt.Errorf("key %s: %w", s.Key, ErrUnknownKey)
 	}
-	s.Key = issuer(chosen)
+	// Name the trusted key now, so that a bad signature by it says whose.
+	known := k.openpgp.KeysByIdUsage(*chosen.IssuerKeyId, packet.KeyFlagSign)[0].Entity
+	s.Key = fmt.Sprintf("%X", known.PrimaryKey.Fingerprint)
+	if id := known.PrimaryIdentity(); id != nil {
+		s.Signer = id.Name
+	}
 	at := chosen.CreationTime
 	cfg := &packet.Config{Time: func() time.Time { return at }}
 	_, signer, err := openpgp.VerifyDetachedSignature(k.openpgp, bytes.NewReader(payload), bytes.NewReader(body), cfg)
@@ -78,10 +83,11 @@ func (k *Keys) verifyOpenPGP(payload, armored []byte) (Signature, error) {
 			s.Signer = id.Name
 		}
 	}
-	if err != nil && errors.Is(err, pgperrors.ErrSignatureExpired) && signer != nil {
+	if (err == nil || errors.Is(err, pgperrors.ErrSignatureExpired)) && signer != nil {
 		// go-crypto judges every signature involved at one time, so a
 		// binding signature made after this signature (a key whose expiry
-		// was extended later) counts as "expired" then. Those checks come
+		// was extended later) counts as "expired" then, and no signature
+		// is ever past its own lifetime at its creation. Those checks come
 		// last, after the revocation and key expiry checks passed; redo
 		// them as gpg does: each signature's own lifetime, now.
 		err = expiredNow(k.openpgp, signer, *chosen.IssuerKeyId, chosen, time.Now())

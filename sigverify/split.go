@@ -118,6 +118,9 @@ func splitCommit(raw, header []byte) (payload, signature []byte) {
 	if !saw {
 		return raw, nil
 	}
+	if sig == nil {
+		sig = []byte{} // an empty header: signed, with nothing (malformed)
+	}
 	return out, sig
 }
 

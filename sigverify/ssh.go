@@ -24,25 +24,28 @@ func (k *Keys) verifySSH(kind Kind, raw, payload, armored []byte) (Signature, er
 	if err := sig.HashAlgorithm.Available(); err != nil {
 		return s, fmt.Errorf("key %s: %v: %w", s.Key, err, ErrMalformed)
 	}
+	keyBytes := sig.PublicKey.Marshal()
+	var listed []*allowedSigner
+	for i := range k.signers {
+		if bytes.Equal(k.signers[i].keyBytes, keyBytes) {
+			listed = append(listed, &k.signers[i])
+		}
+	}
+	if len(listed) > 0 {
+		// Named now, so that a bad signature by a listed key says whose.
+		s.Signer = listed[0].principals
+	}
 	if err := sshsig.Verify(bytes.NewReader(payload), sig, sig.PublicKey, sig.HashAlgorithm, Namespace); err != nil {
 		if errors.Is(err, sshsig.ErrNamespaceMismatch) {
 			return s, fmt.Errorf("key %s: signed for namespace %q, not %q: %w", s.Key, sig.Namespace, Namespace, ErrBadSignature)
 		}
 		return s, fmt.Errorf("key %s: %v: %w", s.Key, err, ErrBadSignature)
 	}
-	keyBytes := sig.PublicKey.Marshal()
 	at, terr := SignedAt(kind, raw)
 	var refusals []string
-	for i := range k.signers {
-		a := &k.signers[i]
-		if !bytes.Equal(a.keyBytes, keyBytes) {
-			continue
-		}
+	for _, a := range listed {
 		if err := a.allows(Namespace, at, terr == nil); err != nil {
 			refusals = append(refusals, err.Error())
-			if s.Signer == "" {
-				s.Signer = a.principals
-			}
 			continue
 		}
 		s.Signer = a.principals

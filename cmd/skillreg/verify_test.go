@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/sigtest"
+	"github.com/skillreg/skillreg/mcp"
 )
 
 // readyzSource is what /readyz says of the source named team.
@@ -112,6 +113,12 @@ func TestVerifiedSourceEndToEnd(t *testing.T) {
 	if v := metricValue(t, scrape(t, d.URL), `skillreg_source_unverified{source="team"}`); v != 1 {
 		t.Fatalf("skillreg_source_unverified = %v after the unsigned push", v)
 	}
+	var diag mcp.DiagnoseOutput
+	callTool(t, connect(t, d.URL, "2025-11-25"), "diagnose", map[string]any{}, &diag)
+	if len(diag.Sources) != 1 || diag.Sources[0].Stalled != catalog.StallUnverified || !diag.Sources[0].Serving ||
+		!strings.HasPrefix(diag.Sources[0].LastError, "unverified: ") || diag.Sources[0].Signature == nil {
+		t.Fatalf("diagnose after the unsigned push: %+v", diag.Sources)
+	}
 	if page := getBody(t, d.URL+"/sources/team"); !strings.Contains(page, "<code>unverified</code>") || !strings.Contains(page, "<dt>Verify</dt><dd><code>head</code>: signed by alice@example.com") {
 		t.Fatalf("/sources/team does not say it:\n%s", page)
 	}
@@ -139,5 +146,18 @@ func TestVerifiedSourceEndToEnd(t *testing.T) {
 	}
 	if st := readyzSource(t, d.URL); st.Stalled != "" || st.LastError != "" {
 		t.Fatalf("still stalled after bob's commit: %q %q", st.Stalled, st.LastError)
+	}
+
+	// A key file that does not parse fails the reload, naming it, and
+	// changes nothing.
+	if err := os.WriteFile(signers, []byte("bob@example.com not-a-key-type AAAA\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := d.reloadFile(cfgFile)
+	if err == nil || !strings.Contains(err.Error(), "source team: verify: ") || !strings.Contains(err.Error(), "allowed_signers") {
+		t.Fatalf("reload with a broken allowed_signers file: %v", err)
+	}
+	if s, ok := d.Registry.Current().Snapshot("team"); !ok || s.Commit != byBob {
+		t.Fatal("a refused reload changed what is served")
 	}
 }

@@ -191,13 +191,15 @@ func (k *GPGKey) WritePublic(tb testing.TB, dir string) string {
 
 // SignDetached signs payload the way git has gpg sign an object (gpg
 // -bsau KEY: binary detached, armored), at the faked time at when it is
-// set, and returns the armored signature.
-func (k *GPGKey) SignDetached(tb testing.TB, payload []byte, at time.Time) []byte {
+// set, with gpgArgs added (such as "--default-sig-expire", "1d"), and
+// returns the armored signature.
+func (k *GPGKey) SignDetached(tb testing.TB, payload []byte, at time.Time, gpgArgs ...string) []byte {
 	tb.Helper()
 	base := []string{"--homedir", k.Home, "--batch", "--no-tty", "--pinentry-mode", "loopback"}
 	if !at.IsZero() {
 		base = append(base, "--faked-system-time", at.UTC().Format("20060102T150405")+"!")
 	}
+	base = append(base, gpgArgs...)
 	return run(tb, payload, nil, k.gpg, append(base, "-bsau", k.Fingerprint)...)
 }
 
