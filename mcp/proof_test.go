@@ -3,8 +3,10 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path"
 	"strings"
 	"testing"
@@ -303,5 +305,91 @@ func TestProofResourceRefusals(t *testing.T) {
 	raw, _ := json.Marshal(out.StructuredContent)
 	if strings.Contains(string(raw), `"unproven"`) {
 		t.Fatalf("diagnose reports unproven skills: %s", raw)
+	}
+}
+
+// TestDiagnoseUnproven serves a skill whose proof would pass the bound (its
+// directory sits in a root tree of 900 entries with 4,000-byte names):
+// reading the proof answers the too-large error, and diagnose names the
+// skill under unproven for a caller who sees its source, not for another.
+func TestDiagnoseUnproven(t *testing.T) {
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("wide")
+	remote.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
+	remote.Commit("skills")
+	var list strings.Builder
+	list.WriteString("040000 tree " + remote.Git("rev-parse", "HEAD:x") + "\tx\n")
+	blob, long := remote.Git("rev-parse", "HEAD:filler"), strings.Repeat("n", 4000)
+	for i := range 900 {
+		fmt.Fprintf(&list, "100644 blob %s\t%s-%03d\n", blob, long, i)
+	}
+	cmd := exec.Command("git", "-C", remote.WorkDir(), "mktree")
+	cmd.Env = append(cmd.Environ(), gittest.Env()...)
+	cmd.Stdin = strings.NewReader(list.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
+	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main")
+	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	repo, _ := gitref.ParseRepo(remote.URL())
+	dir := t.TempDir()
+	testkit.WriteFiles(t, dir, map[string]string{"local/SKILL.md": testkit.SkillMD("local")})
+	reg := registry.New(registry.Options{Git: pool})
+	reg.SetSources([]catalog.Source{
+		{Name: "wide", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}},
+		{Name: "local", Kind: catalog.KindDir, Dir: dir},
+	})
+	for _, name := range []string{"wide", "local"} {
+		if err := reg.SyncNow(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(Options{
+		Catalogs: reg, Proofs: reg,
+		Unproven: func(ctx context.Context, source string) []Unproven {
+			var out []Unproven
+			for _, u := range reg.Unproven(ctx, source) {
+				out = append(out, Unproven(u))
+			}
+			return out
+		},
+		CallerOf: func(h http.Header) Caller {
+			if only := h.Get("X-Test-Only"); only != "" {
+				return Caller{Name: only, Filter: catalog.Filter{Only: map[string]bool{only: true}}}
+			}
+			return Caller{}
+		},
+	})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	ctx := context.Background()
+	diagnose := func(cs *sdk.ClientSession) DiagnoseOutput {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "diagnose", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("diagnose: %v %+v", err, res)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var d DiagnoseOutput
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	cs := connect(t, hs.URL, "")
+	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "skillreg://proof/wide/x"}); err == nil || !strings.Contains(err.Error(), "no proof: it would be larger than") {
+		t.Fatalf("reading the too-large proof: %v", err)
+	}
+	if u := diagnose(cs).Unproven; len(u) != 1 || u[0].Source != "wide" || u[0].Path != "x" || u[0].Name != "x" || !strings.Contains(u[0].Reason, "larger than") {
+		t.Fatalf("diagnose unproven = %+v", u)
+	}
+	if u := diagnose(connect(t, hs.URL, "local")).Unproven; len(u) != 0 {
+		t.Fatalf("a caller who sees only local is told of %+v", u)
 	}
 }

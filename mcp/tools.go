@@ -255,7 +255,7 @@ func (s *Server) addTools() {
 		Name:         "diagnose",
 		OutputSchema: outputSchema[DiagnoseOutput](),
 		Title:        "Diagnose the catalog",
-		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each skill without a proof, each source's state (commit, last sync, last error, next retry), and the limits in force.",
+		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each source's state (commit, last sync, last error, next retry), and the limits in force.",
 		Annotations:  readOnly,
 	}, answer(s.diagnoseTool))
 }
@@ -563,10 +563,10 @@ func (s *Server) diagnoseTool(ctx context.Context, in DiagnoseInput) (DiagnoseOu
 			out.Excluded = append(out.Excluded, Excluded{Source: snap.Source, Path: ex.Path, File: ex.File, Rule: string(ex.Problem.Rule), Detail: ex.Problem.Detail})
 		}
 	}
+	out.Unproven = s.unproven(ctx, f, in.Source)
 	if s.o.Unpublished != nil {
 		out.Unpublished = s.o.Unpublished(ctx, f, in.Source)
 	}
-	out.Unproven = s.unproven(ctx, f, in.Source)
 	return out, nil
 }
 
