@@ -247,8 +247,7 @@ func DecodeRepos(body []byte) ([]Repo, error) {
 		if r.ID <= 0 || !ok || owner == "" || name == "" || strings.Contains(name, "/") || !validCloneURL(r.CloneURL) {
 			continue
 		}
-		out = append(out, Repo{ID: r.ID, FullName: r.FullName, Archived: r.Archived, Fork: r.Fork, Private: r.Private,
-			DefaultBranch: r.DefaultBranch, CloneURL: r.CloneURL, HTMLURL: r.HTMLURL, Topics: r.Topics})
+		out = append(out, Repo(r))
 	}
 	return out, nil
 }
