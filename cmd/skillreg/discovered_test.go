@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +143,23 @@ func TestDiscoveredSources(t *testing.T) {
 	for repo, want := range wantReasons {
 		if got, ok := reasons[repo]; !ok || got != want {
 			t.Errorf("diagnose %s: %q, want %q", repo, got, want)
+		}
+	}
+	// /sources shows them too, to the team.
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	login, _ := http.NewRequest(http.MethodPost, d.URL+"/login", strings.NewReader(url.Values{"token": {team}, "next": {"/sources"}}.Encode()))
+	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	login.Header.Set("Origin", d.URL)
+	resp, err := hc.Do(login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, s := range []string{`<code>acme/old</code>`, `<a href="/sources/acme-skills">acme-skills</a>`, "topic &#34;agent-skills&#34; missing"} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("/sources lacks %s", s)
 		}
 	}
 	var otherDiag mcp.DiagnoseOutput

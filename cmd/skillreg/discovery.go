@@ -13,6 +13,7 @@ import (
 	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/web"
 )
 
 // discoveryTimeout bounds one GitHub API request of discovery.
@@ -189,6 +190,15 @@ func (d *Daemon) discoveredMCP() []mcp.DiscoveredRepo {
 		if len(g.Repositories) == 0 && g.Error != "" {
 			out = append(out, mcp.DiscoveredRepo{Group: g.Group, ListError: g.Error})
 		}
+	}
+	return out
+}
+
+// discoveredWeb is discoveredMCP for the /sources page.
+func (d *Daemon) discoveredWeb() []web.Discovered {
+	var out []web.Discovered
+	for _, r := range d.discoveredMCP() {
+		out = append(out, web.Discovered{Group: r.Group, Repository: r.Repository, Source: r.Source, Included: r.Included, Reason: r.Reason, ListError: r.ListError})
 	}
 	return out
 }
