@@ -50,7 +50,7 @@ func newEnv(t *testing.T) *env {
 
 // options are a Manager's options against the fake: authenticated, on its
 // clock, and a Sleep that moves the clock instead of waiting.
-func (e *env) options(t *testing.T) discovery.Options {
+func (e *env) options(t testing.TB) discovery.Options {
 	return discovery.Options{
 		APIURL: e.gh.URL + "/",
 		Client: func(string) *http.Client { return authed },
@@ -66,7 +66,7 @@ func (e *env) options(t *testing.T) discovery.Options {
 	}
 }
 
-func newManager(t *testing.T, o discovery.Options, tpls ...discovery.Template) *discovery.Manager {
+func newManager(t testing.TB, o discovery.Options, tpls ...discovery.Template) *discovery.Manager {
 	t.Helper()
 	m, err := discovery.New(o)
 	if err != nil {
@@ -76,7 +76,7 @@ func newManager(t *testing.T, o discovery.Options, tpls ...discovery.Template) *
 	return m
 }
 
-func refresh(t *testing.T, m *discovery.Manager) {
+func refresh(t testing.TB, m *discovery.Manager) {
 	t.Helper()
 	if err := m.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
