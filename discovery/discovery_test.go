@@ -468,3 +468,51 @@ func TestSourceName(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplateChangesReevaluate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seedThreeOwners(e.gh)
+	tpl := discovery.Template{Name: "acme", Owner: "acme", Topic: "agent-skills", Path: "skills"}
+	m := newManager(t, e.options(t), tpl)
+	refresh(t, m)
+	if f := byRepo(m)["acme/elsewhere"]; f.Included {
+		t.Fatalf("acme/elsewhere under skills: %+v", f)
+	}
+	// Another path: what the trees said of the old one no longer counts.
+	tpl.Path = "other"
+	if !m.SetTemplates([]discovery.Template{tpl}, nil) {
+		t.Error("SetTemplates with another path reported no change")
+	}
+	if got := included(m); len(got) != 0 {
+		t.Errorf("before the trees are asked again: %q", got)
+	}
+	refresh(t, m)
+	if got := included(m); !slices.Equal(got, []string{"acme-elsewhere=acme/elsewhere"}) {
+		t.Errorf("under path other: %q", got)
+	}
+	// Another owner: nothing known of acme applies.
+	if !m.SetTemplates([]discovery.Template{{Name: "acme", Owner: "beta"}}, nil) || len(m.Included()) != 0 {
+		t.Errorf("another owner: %q", included(m))
+	}
+}
+
+func TestCloneURLsStayOnTheGitHubHost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gh.AddRepo(fakegithub.Repo{FullName: "acme/skills", Files: skillFiles})
+	e.gh.AddRepo(fakegithub.Repo{FullName: "acme/moved", Files: skillFiles, CloneURL: "https://git.evil.example/acme/moved.git"})
+	o := e.options(t)
+	o.CloneHost = "github.com"
+	m := newManager(t, o, discovery.Template{Name: "acme", Owner: "acme"})
+	refresh(t, m)
+	if got := included(m); !slices.Equal(got, []string{"acme-skills=acme/skills"}) {
+		t.Errorf("included %q", got)
+	}
+	if f := byRepo(m)["acme/moved"]; f.Reason != "clone URL not on github.com" {
+		t.Errorf("acme/moved: %+v", f)
+	}
+	if n := e.gh.Requests("/repos/acme/moved/git/trees/main"); n != 0 {
+		t.Errorf("its tree was asked %d times", n)
+	}
+}

@@ -25,11 +25,12 @@ const discoveryTimeout = 30 * time.Second
 // last run did. Its listings run with the registry (Serve).
 func (d *Daemon) openDiscovery(cfg *config.Config) error {
 	o := discovery.Options{
-		APIURL:   cfg.GitHub.APIURL,
-		Client:   d.githubClient(cfg.GitHub.TokenEnv),
-		Poll:     cfg.GitHub.DiscoveryPoll.D(),
-		OnChange: d.discoveryChanged,
-		Logger:   d.log,
+		APIURL:    cfg.GitHub.APIURL,
+		CloneHost: cfg.GitHub.WebHost(),
+		Client:    d.githubClient(cfg.GitHub.TokenEnv),
+		Poll:      cfg.GitHub.DiscoveryPoll.D(),
+		OnChange:  d.discoveryChanged,
+		Logger:    d.log,
 	}
 	if d.store != nil {
 		o.Store = d.store
