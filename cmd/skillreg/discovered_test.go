@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/internal/fakegithub"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -206,4 +207,52 @@ func TestDiscoveredSourcesServedAfterRestartWithoutGitHub(t *testing.T) {
 	if got := listURIs(t, connectAs(t, d.URL, "2025-11-25", team)); !slices.Equal(got, want) {
 		t.Errorf("after the restart: %q, want %q", got, want)
 	}
+}
+
+// TestDiscoveredSourcesFollowEvents: events the webhook passes on change
+// the served sources while the daemon runs: a new repository's first
+// push adds it, a rename keeps its name, URIs and skills and updates
+// provenance, a deletion removes it.
+func TestDiscoveredSourcesFollowEvents(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	yaml, team, _ := discoveredConfig(t, f, t.TempDir())
+	d := startDaemon(t, yaml, "")
+	cs := connectAs(t, d.URL, "2025-11-25", team)
+	waitUntil(t, func() bool { return len(listURIs(t, cs)) == 2 })
+
+	f.add(t, "acme/fresh", map[string]string{"skills/fresh/SKILL.md": testkit.SkillMD("fresh")}, []string{"agent-skills"}, false)
+	d.disc.Repository(discoveryEvent(f, "pushed", "acme/fresh", ""))
+	waitUntil(t, func() bool { return slices.Contains(listURIs(t, cs), "skill://acme-fresh/fresh/SKILL.md") })
+
+	// GitHub renames acme/tools to acme/linters: the clone URL moves.
+	moved := f.git.CreateRepo("acme-linters")
+	f.repos["acme/tools"].Git("push", moved.BareDir(), "main")
+	id := f.ids["acme/tools"]
+	if err := f.gh.EditRepo(id, func(r *fakegithub.Repo) { r.FullName, r.CloneURL = "acme/linters", moved.URL() }); err != nil {
+		t.Fatal(err)
+	}
+	f.repos["acme/linters"], f.ids["acme/linters"] = moved, id
+	d.disc.Repository(discoveryEvent(f, "renamed", "acme/linters", "acme/tools"))
+	const lint = "skill://acme-tools/lint/SKILL.md"
+	waitUntil(t, func() bool {
+		entries, _ := listAll(t, cs)
+		for _, e := range entries {
+			if e.URI == lint {
+				return e.Meta.Provenance.Repository == moved.URL()
+			}
+		}
+		t.Fatalf("%s not served during the rename", lint)
+		return false
+	})
+
+	f.gh.DeleteRepo(f.ids["acme/skills"])
+	d.disc.Repository(discovery.RepoEvent{Action: "deleted", ID: f.ids["acme/skills"], FullName: "acme/skills"})
+	waitUntil(t, func() bool {
+		return slices.Equal(listURIs(t, cs), []string{"skill://acme-fresh/fresh/SKILL.md", lint})
+	})
+}
+
+func discoveryEvent(f *discoveredFixture, action, fullName, old string) discovery.RepoEvent {
+	return discovery.RepoEvent{Action: action, ID: f.ids[fullName], FullName: fullName, OldFullName: old, DefaultBranch: "main",
+		CloneURL: f.repos[fullName].URL(), Topics: []string{"agent-skills"}}
 }
