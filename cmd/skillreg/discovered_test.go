@@ -256,3 +256,35 @@ func discoveryEvent(f *discoveredFixture, action, fullName, old string) discover
 	return discovery.RepoEvent{Action: action, ID: f.ids[fullName], FullName: fullName, OldFullName: old, DefaultBranch: "main",
 		CloneURL: f.repos[fullName].URL(), Topics: []string{"agent-skills"}}
 }
+
+// TestDiscoveredSourcesReload: a reload that adds a template serves its
+// repositories; one that removes it drops them; the configured sources
+// stay as they are.
+func TestDiscoveredSourcesReload(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	yaml, team, other := discoveredConfig(t, f, t.TempDir())
+	without := strings.Replace(yaml, "  - name: acme\n    github: {owner: acme, topic: agent-skills}\n    path: skills\n    poll: 0\n", "", 1)
+	without = strings.Replace(without, "sources: [acme]", "sources: [local]", 1)
+	d := startDaemon(t, without, "")
+	if got := listURIs(t, connectAs(t, d.URL, "2025-11-25", other)); !slices.Equal(got, []string{"skill://local/notes/SKILL.md"}) {
+		t.Fatalf("before: %q", got)
+	}
+	reload := func(y string) {
+		t.Helper()
+		cfg, err := config.Parse([]byte(y), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload(yaml)
+	cs := connectAs(t, d.URL, "2025-11-25", team)
+	waitUntil(t, func() bool { return len(listURIs(t, cs)) == 2 })
+	reload(without)
+	waitUntil(t, func() bool {
+		return slices.Equal(listURIs(t, connectAs(t, d.URL, "2025-11-25", other)), []string{"skill://local/notes/SKILL.md"}) &&
+			len(d.Registry.Sources()) == 1
+	})
+}

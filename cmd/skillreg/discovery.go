@@ -184,6 +184,7 @@ func (d *Daemon) discoveredMCP() []mcp.DiscoveredRepo {
 	}
 	var out []mcp.DiscoveredRepo
 	for _, g := range d.disc.Status() {
+		g.Error = d.secrets.String(g.Error) // GitHub's answer, which may echo what it was sent
 		for _, f := range g.Repositories {
 			out = append(out, mcp.DiscoveredRepo{Group: g.Group, Repository: f.Repo.FullName, ID: f.Repo.ID,
 				Source: f.Source, Included: f.Included, Reason: f.Reason, ListError: g.Error})
