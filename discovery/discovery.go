@@ -213,9 +213,6 @@ type override struct {
 	seq  uint64
 }
 
-// ErrNoOwner means a template names no owner.
-var ErrNoOwner = errors.New("discovery: template without an owner")
-
 // New returns a Manager holding what the store kept: Included answers
 // at once, before any network call.
 func New(o Options) (*Manager, error) {
