@@ -69,13 +69,14 @@ func (t envToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// templatesOf are cfg's github: templates, and the names of its other
-// sources (which no discovered repository may take).
+// templatesOf are cfg's github: templates, and the names of all its
+// sources, templates included (which no discovered repository may take:
+// a client naming a template must mean its group).
 func templatesOf(cfg *config.Config) (tpls []discovery.Template, reserved []string) {
 	for _, s := range cfg.Sources {
+		reserved = append(reserved, s.Name)
 		g := s.GitHub
 		if g == nil {
-			reserved = append(reserved, s.Name)
 			continue
 		}
 		tpls = append(tpls, discovery.Template{
