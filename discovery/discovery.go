@@ -171,6 +171,13 @@ type Options struct {
 	OnChange func()
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Probe, when set, decides a repository whose recursive tree GitHub
+	// truncated: it reports whether a SKILL.md is under dir on branch
+	// (group names the template, whose credential it uses)
+	// (cmd: a shallow fetch into the repository's object store, which its
+	// first sync then reuses). Nil includes such a repository and lets
+	// its syncs decide.
+	Probe func(ctx context.Context, group string, r Repo, branch, dir string) (bool, error)
 	// Sleep waits out a rate limit (default a timer); tests advance
 	// their clock instead.
 	Sleep func(ctx context.Context, d time.Duration) error

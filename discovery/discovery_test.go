@@ -516,3 +516,29 @@ func TestCloneURLsStayOnTheGitHubHost(t *testing.T) {
 		t.Errorf("its tree was asked %d times", n)
 	}
 }
+
+func TestTruncatedTreeIsProbed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gh.AddRepo(fakegithub.Repo{FullName: "huge/mono", Files: []string{"a.txt", "z/SKILL.md"}, Truncated: true})
+	e.gh.AddRepo(fakegithub.Repo{FullName: "huge/none", Files: []string{"a.txt", "b.txt"}, Truncated: true})
+	o := e.options(t)
+	var asked []string
+	o.Probe = func(_ context.Context, _ string, r discovery.Repo, branch, dir string) (bool, error) {
+		asked = append(asked, r.FullName+"@"+branch+":"+dir)
+		return r.FullName == "huge/mono", nil
+	}
+	m := newManager(t, o, discovery.Template{Name: "huge", Owner: "huge", Path: "z"})
+	refresh(t, m)
+	if got := included(m); !slices.Equal(got, []string{"huge-mono=huge/mono"}) {
+		t.Errorf("included %q", got)
+	}
+	if f := byRepo(m)["huge/none"]; f.Included || f.Reason != `no SKILL.md under path "z"` {
+		t.Errorf("huge/none: %+v", f)
+	}
+	// An unchanged tree (304) keeps the probe's verdict: no second fetch.
+	refresh(t, m)
+	if !slices.Equal(asked, []string{"huge/mono@main:z", "huge/none@main:z"}) && !slices.Equal(asked, []string{"huge/none@main:z", "huge/mono@main:z"}) {
+		t.Errorf("probed %q, want each once", asked)
+	}
+}

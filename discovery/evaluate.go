@@ -209,7 +209,7 @@ func (m *Manager) refresh(ctx context.Context, tpl Template) error {
 		if t, ok := trees[r.ID]; ok {
 			prevT = &t
 		}
-		t, err := m.api.tree(ctx, r, tpl.Path, prevT)
+		t, err := m.api.tree(ctx, tpl.Name, r, tpl.Path, prevT)
 		if err != nil {
 			errs = append(errs, err)
 			if prevT != nil {

@@ -48,6 +48,7 @@ var errNotFound = errors.New("not found")
 // long.
 type api struct {
 	base   string
+	probe  func(ctx context.Context, group string, r Repo, branch, dir string) (bool, error)
 	client func(owner string) *http.Client
 	now    func() time.Time
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -65,7 +66,7 @@ func newAPI(o Options) *api {
 	if client == nil {
 		client = func(string) *http.Client { return http.DefaultClient }
 	}
-	return &api{base: base, client: client, now: o.Now, sleep: o.Sleep}
+	return &api{base: base, client: client, now: o.Now, sleep: o.Sleep, probe: o.Probe}
 }
 
 // answer is one API answer.
@@ -329,7 +330,7 @@ func (a *api) listing(ctx context.Context, owner string, installation bool, prev
 
 // tree checks whether a repository's default branch has a SKILL.md under
 // dir, conditional on the last check's ETag.
-func (a *api) tree(ctx context.Context, r *Repo, dir string, prev *TreeCheck) (TreeCheck, error) {
+func (a *api) tree(ctx context.Context, group string, r *Repo, dir string, prev *TreeCheck) (TreeCheck, error) {
 	ref := r.DefaultBranch
 	if ref == "" {
 		ref = "HEAD"
@@ -353,5 +354,15 @@ func (a *api) tree(ctx context.Context, r *Repo, dir string, prev *TreeCheck) (T
 	if err != nil {
 		return TreeCheck{}, fmt.Errorf("tree of %s: %w", r.FullName, err)
 	}
-	return TreeCheck{ID: r.ID, Ref: ref, Path: dir, ETag: ans.etag, HasSkill: hasSkill(paths, dir), Truncated: truncated && !hasSkill(paths, dir)}, nil
+	t := TreeCheck{ID: r.ID, Ref: ref, Path: dir, ETag: ans.etag, HasSkill: hasSkill(paths, dir)}
+	if truncated && !t.HasSkill {
+		if a.probe == nil {
+			t.Truncated = true
+			return t, nil
+		}
+		if t.HasSkill, err = a.probe(ctx, group, *r, ref, dir); err != nil {
+			return TreeCheck{}, fmt.Errorf("tree of %s truncated; shallow fetch: %w", r.FullName, err)
+		}
+	}
+	return t, nil
 }

@@ -48,7 +48,7 @@ const (
 	ReasonArchived  = "archived (set archived: true to include archived repositories)"
 	ReasonFork      = "fork (set forks: true to include forks)"
 	ReasonNoSkill   = "no SKILL.md under path"
-	ReasonTruncated = "tree truncated by the Trees API: included, its syncs decide"
+	ReasonTruncated = "tree truncated by the Trees API and no shallow fetch to ask: included, its syncs decide"
 )
 
 // cheapReason says why a repository is left out before its tree is looked

@@ -288,3 +288,31 @@ func TestDiscoveredSourcesReload(t *testing.T) {
 			len(d.Registry.Sources()) == 1
 	})
 }
+
+// TestDiscoveredTruncatedTree: a repository whose recursive tree GitHub
+// truncates is decided by a shallow fetch: included when a SKILL.md is
+// under path, left out when not.
+func TestDiscoveredTruncatedTree(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	f.add(t, "acme/mono", map[string]string{"README.md": "big\n", "skills/mono/SKILL.md": testkit.SkillMD("mono")}, []string{"agent-skills"}, false)
+	f.add(t, "acme/bare", map[string]string{"README.md": "big\n", "src/main.go": "package main\n"}, []string{"agent-skills"}, false)
+	for _, name := range []string{"acme/mono", "acme/bare"} {
+		if err := f.gh.EditRepo(f.ids[name], func(r *fakegithub.Repo) { r.Truncated = true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yaml, team, _ := discoveredConfig(t, f, t.TempDir())
+	d := startDaemon(t, yaml, "")
+	cs := connectAs(t, d.URL, "2025-11-25", team)
+	waitUntil(t, func() bool { return slices.Contains(listURIs(t, cs), "skill://acme-mono/mono/SKILL.md") })
+	var diag mcp.DiagnoseOutput
+	callTool(t, cs, "diagnose", map[string]any{}, &diag)
+	for _, r := range diag.Discovered {
+		if r.Repository == "acme/bare" && (r.Included || r.Reason != `no SKILL.md under path "skills"`) {
+			t.Errorf("acme/bare: %+v", r)
+		}
+		if r.Repository == "acme/mono" && (!r.Included || r.Reason != "") {
+			t.Errorf("acme/mono: %+v", r)
+		}
+	}
+}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/web"
 )
@@ -28,6 +32,7 @@ func (d *Daemon) openDiscovery(cfg *config.Config) error {
 		APIURL:    cfg.GitHub.APIURL,
 		CloneHost: cfg.GitHub.WebHost(),
 		Client:    d.githubClient(cfg.GitHub.TokenEnv),
+		Probe:     d.probeTree,
 		Poll:      cfg.GitHub.DiscoveryPoll.D(),
 		OnChange:  d.discoveryChanged,
 		Logger:    d.log,
@@ -204,4 +209,65 @@ func (d *Daemon) discoveredWeb() []web.Discovered {
 		out = append(out, web.Discovered{Group: r.Group, Repository: r.Repository, Source: r.Source, Included: r.Included, Reason: r.Reason, ListError: r.ListError})
 	}
 	return out
+}
+
+// probeTree decides a repository whose recursive tree GitHub truncated:
+// a shallow fetch of branch into the repository's object store (its
+// first sync reuses what it fetched), with the template's credential,
+// then a walk of dir for a SKILL.md.
+func (d *Daemon) probeTree(ctx context.Context, group string, r discovery.Repo, branch, dir string) (bool, error) {
+	repo, err := gitref.ParseRepo(r.CloneURL)
+	if err != nil {
+		return false, err
+	}
+	rt := d.running()
+	if rt == nil {
+		return false, errors.New("no configuration installed yet")
+	}
+	var auth *config.Auth
+	cfg := rt.cfg
+	for _, s := range cfg.Sources {
+		if s.Name == group && s.GitHub != nil {
+			auth = s.Auth
+		}
+	}
+	var creds gitstore.Auth
+	if token, _ := tokenSource(auth, repo, cfg.GitHub.WebHost(), cfg.GitHub.TokenEnv); token != nil {
+		if creds.Token, err = token(); err != nil {
+			return false, err
+		}
+		d.secrets.AddBasic(gitstore.TokenUser, creds.Token)
+	}
+	pin, err := gitref.ParsePin("branch", branch)
+	if err != nil {
+		return false, err
+	}
+	store, err := d.pool.Repo(repo.URL())
+	if err != nil {
+		return false, err
+	}
+	refs, err := store.ListRemote(ctx, creds)
+	if err != nil {
+		return false, d.secrets.Error(err)
+	}
+	res, err := refs.Resolve(pin)
+	if err != nil {
+		return false, err
+	}
+	if err := store.Fetch(ctx, res, creds); err != nil {
+		return false, d.secrets.Error(err)
+	}
+	entries, err := store.Walk(res.Commit, dir)
+	if errors.Is(err, gitstore.ErrPathNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if path.Base(e.Path) == "SKILL.md" && e.Mode != gitstore.ModeSubmodule {
+			return true, nil
+		}
+	}
+	return false, nil
 }
