@@ -316,3 +316,15 @@ func TestDiscoveredTruncatedTree(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoveredSourcesPublic: a public template's repositories are
+// public while they are discovered, and no longer once they go.
+func TestDiscoveredSourcesPublic(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	yaml, _, _ := discoveredConfig(t, f, t.TempDir())
+	yaml = strings.Replace(yaml, "    path: skills\n    poll: 0\n", "    path: skills\n    poll: 0\n    public: true\n", 1)
+	d := startDaemon(t, yaml, "")
+	waitUntil(t, func() bool { p := d.currentPublic(); return p["acme-skills"] && p["acme-tools"] && !p["local"] })
+	d.disc.Repository(discovery.RepoEvent{Action: "deleted", ID: f.ids["acme/skills"], FullName: "acme/skills"})
+	waitUntil(t, func() bool { p := d.currentPublic(); return !p["acme-skills"] && p["acme-tools"] })
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -119,7 +118,12 @@ func (d *Daemon) addDiscovered(rt *runtimeConfig) {
 			tpl[s.Name] = s
 		}
 	}
-	public := maps.Clone(rt.public)
+	public := map[string]bool{} // as build makes it, plus the discovered
+	for _, s := range rt.cfg.Sources {
+		if s.Public {
+			public[s.Name] = true
+		}
+	}
 	var copies []config.Source
 	var groups []string
 	for _, f := range d.disc.Included() {
