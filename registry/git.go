@@ -222,7 +222,9 @@ func (r *Registry) sshAuth(src *catalog.Source, auth *gitstore.Auth) error {
 // for a verified source, through the same tag object: a tag re-made on
 // the same commit is checked again).
 func (s *gitSync) unchanged() bool {
-	if s.prev == nil || s.prev.Kind != catalog.KindGit || s.prev.Commit != s.res.Commit {
+	// A snapshot of another remote (a discovered repository renamed) is
+	// rebuilt from the new one, so its provenance names where it is now.
+	if s.prev == nil || s.prev.Kind != catalog.KindGit || s.prev.Commit != s.res.Commit || s.prev.Repository != s.src.Git.Repo.URL() {
 		return false
 	}
 	return s.src.Git.Verify == nil || s.prev.Tag == s.res.Tag

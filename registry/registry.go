@@ -232,6 +232,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	keep := map[string]bool{}
 	replaced := map[string]bool{}
 	reverify := map[string]bool{} // verify.go: the served commit is checked again
+	moved := map[string]bool{} // discovered sources whose remote moved (moved)
 	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true
@@ -247,7 +248,11 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			}
 			run.removed = true
 			r.stopLocked(run)
-			replaced[s.Name] = true
+			if movedSource(run.src, s) {
+				moved[s.Name] = true
+			} else {
+				replaced[s.Name] = true
+			}
 			reverify[s.Name] = verifyChanged(run.src, s)
 		}
 		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}, rescan: dirRescan{full: true}}
@@ -278,7 +283,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	}
 	for _, name := range toSync {
 		snap, ok := r.Current().Snapshot(name)
-		if (ok && !snapMatches(snap, r.source(name))) || (!ok && replaced[name]) {
+		if !moved[name] && ((ok && !snapMatches(snap, r.source(name))) || (!ok && replaced[name])) {
 			// The source changed under the same name: its old snapshot must
 			// not be served as the new one's, nor stay in the store (where
 			// a sync of the old configuration may have just put it).
@@ -294,13 +299,29 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 }
 
 func sameSource(a, b catalog.Source) bool {
-	if a.Kind != b.Kind || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
+	if a.Kind != b.Kind || a.Group != b.Group || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
 		return false
 	}
 	if (a.Git == nil) != (b.Git == nil) {
 		return false
 	}
 	return a.Git == nil || a.Git.Equal(*b.Git)
+}
+
+// movedSource reports whether b is a discovered source a is, moved to
+// another remote (GitHub renamed or transferred the repository; its name
+// is fixed by the repository id): the snapshot served stays until the
+// sync from the new remote replaces it, so a rename never empties the
+// source.
+func movedSource(a, b catalog.Source) bool {
+	if a.Group == "" || b.Group == "" || a.Git == nil || b.Git == nil {
+		return false
+	}
+	ga, gb := *a.Git, *b.Git
+	ga.Repo = gb.Repo
+	na, nb := a, b
+	na.Git, nb.Git, na.Group = &ga, &gb, b.Group // another group may take a repository whose group went
+	return sameSource(na, nb)
 }
 
 // snapMatches reports whether a snapshot (possibly restored from the store)
