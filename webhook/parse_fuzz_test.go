@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +16,8 @@ import (
 )
 
 // The events parse reads field by field, and one it only checks.
-var fuzzEvents = []string{"ping", "push", "create", "delete", "release", "issues"}
+var fuzzEvents = []string{"ping", "push", "create", "delete", "release", "repository",
+	"installation", "installation_repositories", "issues"}
 
 // maxParseAlloc bounds what one parse of a payload within the bounds may
 // allocate. The worst case is a push whose commits are MaxPayloadTokens/2
@@ -57,6 +59,19 @@ func payloadSeeds(tb testing.TB) map[string][][]byte {
 			seeds["push"] = append(seeds["push"], s.JSON)
 		}
 	}
+	// Organisation events whose repositories are where the checks of
+	// names and ids look: missing, negative, of the wrong type, paths.
+	seeds["repository"] = append(seeds["repository"],
+		[]byte(`{"action":"renamed","repository":{"id":-1,"full_name":"a/b"}}`),
+		[]byte(`{"action":"transferred","repository":{"id":1,"full_name":"a/b","name":"b","owner":{"login":"a"}},"changes":{"owner":{"from":{"organization":{"login":"../x"}}}}}`),
+		[]byte(`{"action":"deleted","repository":{"id":"1","full_name":["a/b"]}}`),
+		[]byte(`{"action":"archived","repository":{"id":1,"full_name":"a/b/c","topics":[null,1]}}`))
+	seeds["installation"] = append(seeds["installation"],
+		[]byte(`{"action":"created","installation":{"id":1,"account":{"login":"a"}},"repositories":[{"id":0,"full_name":"a/b"},null]}`),
+		[]byte(`{"action":"deleted","installation":{"id":1,"account":null},"repositories":{}}`))
+	seeds["installation_repositories"] = append(seeds["installation_repositories"],
+		[]byte(`{"action":"removed","installation":{"id":9,"account":{"login":"a"}},"repositories_removed":[{"id":2,"full_name":"a/"}]}`),
+		manyRepos(10000))
 	// The most a payload within the bounds makes go-github allocate.
 	seeds["push"] = append(seeds["push"], deepjson.Embed(seeds["push"][0], "commits", deepjson.EmptyObjects(MaxPayloadTokens/2-1000)))
 	return seeds
@@ -152,4 +167,17 @@ func FuzzParseForm(f *testing.F) {
 		}
 		checkParse(t, event, contentTypeForm, body, raw)
 	})
+}
+
+// manyRepos is an installation_repositories payload adding n valid
+// repositories: all of them reach Discovery in one event.
+func manyRepos(n int) []byte {
+	b := []byte(`{"action":"added","installation":{"id":1,"account":{"login":"acme"}},"repositories_added":[`)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"id":%d,"full_name":"acme/r%d","private":true}`, i+1, i)
+	}
+	return append(b, "]}"...)
 }
