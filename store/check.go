@@ -190,6 +190,18 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			note("delivery id %q not indexed", id)
 		}
 	}
+	if disc := tx.Bucket(bucketDiscovered); disc != nil {
+		_ = disc.ForEach(func(k, v []byte) error {
+			p, err := unseal(k, v)
+			if err == nil && !json.Valid(p) {
+				err = errors.New("not JSON")
+			}
+			if err != nil {
+				note("discovered %q: %v", k, err)
+			}
+			return nil
+		})
+	}
 	if mirrors := tx.Bucket(bucketMirrors); mirrors != nil {
 		_ = mirrors.ForEach(func(k, v []byte) error {
 			p, err := unseal(k, v)

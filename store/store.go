@@ -18,6 +18,8 @@
 //	releases/    repository -> releases.MarshalCached bytes
 //	deliveries/  8-byte big-endian sequence -> JSON delivery
 //	delivery_ids/ delivery id -> how many logged deliveries carry it
+//	discovered/  "names/"+repository id -> JSON discovery.Name (made on first write)
+//	             "groups/"+group -> JSON discovery.GroupRecord
 //
 // Values are encoded before a write transaction opens and decoded into
 // fresh memory after being copied out of a read transaction, so

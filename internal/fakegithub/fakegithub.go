@@ -129,6 +129,7 @@ type Server struct {
 	hold      chan struct{} // non-nil while held; closed on release
 	held      int
 	heldCh    chan struct{} // closed and replaced whenever held changes
+	gh        *repoState    // listings and trees (repos.go)
 }
 
 // New starts a fake GitHub API server on loopback.
@@ -561,6 +562,9 @@ func (s *Server) rateHeadersLocked(h http.Header, authenticated bool) {
 func (s *Server) routeLocked(r *http.Request, path, prefix string, authenticated bool, h http.Header) answer {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return errorAnswer(h, http.StatusNotFound, "Not Found", "https://docs.github.com/rest")
+	}
+	if a, ok := s.routeReposLocked(r, path, prefix, authenticated, h); ok {
+		return a
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if len(parts) < 4 || parts[0] != "repos" || parts[3] != "releases" {
