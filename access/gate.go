@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -131,6 +132,11 @@ type GateOptions struct {
 	Logger *slog.Logger
 	// Now is the clock of the identity cache; nil: time.Now.
 	Now func() time.Time
+	// Members returns the sources a group of discovered sources holds
+	// now (nil for a name that is no group): a client or rule naming the
+	// group's template sees each of them. Asked at every request, so a
+	// repository discovered since is seen at once. Nil: no groups.
+	Members func(group string) []string
 }
 
 // Gate decides who a request's credential belongs to, for every surface:
@@ -204,6 +210,32 @@ func (g *Gate) Scopes() []string {
 // identity), or the verifier's oidc.ErrUnavailable (and ctx's error).
 // Authenticate counts nothing: Check does.
 func (g *Gate) Authenticate(ctx context.Context, token string) (Identity, error) {
+	id, err := g.authenticate(ctx, token)
+	id.Filter = g.expand(id.Filter)
+	return id, err
+}
+
+// expand adds to a filter the current members of each group it names.
+func (g *Gate) expand(f catalog.Filter) catalog.Filter {
+	if g == nil || g.o.Members == nil || f.Only == nil {
+		return f
+	}
+	var out map[string]bool
+	for name := range f.Only {
+		for _, m := range g.o.Members(name) {
+			if out == nil {
+				out = maps.Clone(f.Only)
+			}
+			out[m] = true
+		}
+	}
+	if out == nil {
+		return f
+	}
+	return catalog.Filter{Only: out}
+}
+
+func (g *Gate) authenticate(ctx context.Context, token string) (Identity, error) {
 	if !g.Required() {
 		return Identity{}, nil
 	}
@@ -237,7 +269,7 @@ func (g *Gate) Authenticate(ctx context.Context, token string) (Identity, error)
 	default:
 		return Identity{}, fmt.Errorf("%w: %w", ErrInvalidCredential, err)
 	}
-	id := g.FromClaims(claims)
+	id := g.fromClaims(claims) // cached as the rules say, expanded at each request
 	g.store(sum, id, now)
 	return id, g.checkScopes(id)
 }
@@ -292,6 +324,12 @@ func (g *Gate) logUndecided() (int, bool) {
 // FromClaims is the identity of a provider token's (or the web sign-in's
 // ID token's) claims: what its rules let it see.
 func (g *Gate) FromClaims(c oidc.Claims) Identity {
+	id := g.fromClaims(c)
+	id.Filter = g.expand(id.Filter)
+	return id
+}
+
+func (g *Gate) fromClaims(c oidc.Claims) Identity {
 	id := Identity{
 		Kind:          KindOIDC,
 		Name:          c.Subject,

@@ -21,6 +21,9 @@ const (
 type Source struct {
 	Name string
 	Kind Kind
+	// Group is the name of the github: template a discovered source
+	// came from ("" for a configured one).
+	Group string
 
 	Dir string // KindDir
 	FS  fs.FS  // KindEmbedded

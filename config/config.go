@@ -114,6 +114,9 @@ type GitHub struct {
 	TokenEnv          string `yaml:"token_env"`
 	WebhookSecretEnv  string `yaml:"webhook_secret_env"`
 	WebhookSecretFile string `yaml:"webhook_secret_file"`
+	// DiscoveryPoll is how often each github: template's owner is listed
+	// again (default DefaultDiscoveryPoll; see discovery.go).
+	DiscoveryPoll Duration `yaml:"discovery_poll"`
 }
 
 // WebHost is the lower-case web host of the GitHub API URL: github.com for
@@ -133,8 +136,11 @@ type Source struct {
 	Name string `yaml:"name"`
 	Dir  string `yaml:"dir"`
 	URL  string `yaml:"url"`
-	Ref  *Ref   `yaml:"ref"`
-	Path string `yaml:"path"`
+	// GitHub makes the source a template of discovered sources (see
+	// discovery.go).
+	GitHub *GitHubSource `yaml:"github"`
+	Ref    *Ref          `yaml:"ref"`
+	Path   string        `yaml:"path"`
 	// Poll is how often to look for changes (default 2s for dir, 5m for
 	// git; 0 disables).
 	Poll    *Duration `yaml:"poll"`
@@ -457,9 +463,13 @@ func (c *Config) Validate() error {
 			bad("%s.name: %q is already the name of the source on line %d", at, s.Name, first)
 		}
 		seen[s.Name] = s.Line
+		if s.GitHub != nil {
+			c.validateDiscovery(at, s, bad)
+			continue
+		}
 		switch {
 		case s.Dir == "" && s.URL == "":
-			bad("%s: set either dir (a local directory) or url (a git repository)", at)
+			bad("%s: set one of dir (a local directory), url (a git repository) and github (discovered repositories)", at)
 		case s.Dir != "" && s.URL != "":
 			bad("%s: set dir or url, not both", at)
 		case s.Dir != "":

@@ -179,7 +179,9 @@ func (r *Registry) openGit(src *catalog.Source, prev *catalog.Snapshot) (*gitSyn
 
 // unchanged reports whether the pin resolved to the commit served.
 func (s *gitSync) unchanged() bool {
-	return s.prev != nil && s.prev.Kind == catalog.KindGit && s.prev.Commit == s.res.Commit
+	// A snapshot of another remote (a discovered repository renamed) is
+	// rebuilt from the new one, so its provenance names where it is now.
+	return s.prev != nil && s.prev.Kind == catalog.KindGit && s.prev.Commit == s.res.Commit && s.prev.Repository == s.src.Git.Repo.URL()
 }
 
 // fetch brings the resolved commit into the object store (only what is new).

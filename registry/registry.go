@@ -229,11 +229,13 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	r.mu.Lock()
 	keep := map[string]bool{}
 	replaced := map[string]bool{}
+	moved := map[string]bool{} // discovered sources whose remote moved (moved)
 	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true
 		if run, ok := r.sources[s.Name]; ok {
 			if sameSource(run.src, s) {
+				run.src.Group = s.Group // a group gone, another took the repository
 				// A reload is how an operator says "something changed"
 				// (a token file mended, access granted): a stalled source
 				// is tried again even when its own text is unchanged.
@@ -244,7 +246,11 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 			}
 			run.removed = true
 			r.stopLocked(run)
-			replaced[s.Name] = true
+			if movedSource(run.src, s) {
+				moved[s.Name] = true
+			} else {
+				replaced[s.Name] = true
+			}
 		}
 		run := &sourceRun{src: s, state: catalog.State{Source: s.Name, Kind: s.Kind, Ref: s.Describe()}, rescan: dirRescan{full: true}}
 		if s.Git != nil {
@@ -271,7 +277,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	}
 	for _, name := range toSync {
 		snap, ok := r.Current().Snapshot(name)
-		if (ok && !snapMatches(snap, r.source(name))) || (!ok && replaced[name]) {
+		if !moved[name] && ((ok && !snapMatches(snap, r.source(name))) || (!ok && replaced[name])) {
 			// The source changed under the same name: its old snapshot must
 			// not be served as the new one's, nor stay in the store (where
 			// a sync of the old configuration may have just put it).
@@ -292,6 +298,22 @@ func sameSource(a, b catalog.Source) bool {
 		return false
 	}
 	return a.Git == nil || a.Git.Equal(*b.Git)
+}
+
+// movedSource reports whether b is a discovered source a is, moved to
+// another remote (GitHub renamed or transferred the repository; its name
+// is fixed by the repository id): the snapshot served stays until the
+// sync from the new remote replaces it, so a rename never empties the
+// source.
+func movedSource(a, b catalog.Source) bool {
+	if a.Group == "" || b.Group == "" || a.Git == nil || b.Git == nil {
+		return false
+	}
+	ga, gb := *a.Git, *b.Git
+	ga.Repo = gb.Repo
+	na, nb := a, b
+	na.Git, nb.Git, na.Group = &ga, &gb, b.Group
+	return sameSource(na, nb)
 }
 
 // snapMatches reports whether a snapshot (possibly restored from the store)
