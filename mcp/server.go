@@ -105,6 +105,10 @@ type Options struct {
 	// marketplace) leave out, and why, for a caller who sees f (for
 	// diagnose; nil: nothing reported).
 	Unpublished func(ctx context.Context, f catalog.Filter, source string) []Unpublished
+	// Discovered lists the github: templates' repositories and why each
+	// is or is not a source (for diagnose, to callers who see the
+	// template; nil: none).
+	Discovered func() []DiscoveredRepo
 	// Observe, when set, is told the method, outcome ("ok" or "error")
 	// and duration of every request.
 	Observe func(method, outcome string, d time.Duration)

@@ -199,11 +199,26 @@ type Limits struct {
 	MaxReadChunkBytes int   `json:"max_read_chunk_bytes"`
 }
 
+// DiscoveredRepo is one repository a github: template's owner lists,
+// and why it is or is not a source.
+type DiscoveredRepo struct {
+	Group      string `json:"group" jsonschema:"the template source's name"`
+	Repository string `json:"repository,omitempty" jsonschema:"owner/name on GitHub"`
+	ID         int64  `json:"id,omitempty"`
+	Source     string `json:"source,omitempty" jsonschema:"the source name it was given"`
+	Included   bool   `json:"included"`
+	Reason     string `json:"reason,omitempty" jsonschema:"why it is not included (archived, fork, excluded by glob, topic missing, no SKILL.md under path, name collision)"`
+	ListError  string `json:"list_error,omitempty" jsonschema:"why the group's last listing failed (the last discovered set stays)"`
+}
+
 // DiagnoseOutput is diagnose's answer: what is not served and why.
 type DiagnoseOutput struct {
 	Generation uint64        `json:"generation"`
 	Sources    []SourceState `json:"sources"`
 	Excluded   []Excluded    `json:"excluded"`
+	// Discovered are the github: templates' repositories, each with why
+	// it is or is not served.
+	Discovered []DiscoveredRepo `json:"discovered,omitempty"`
 	// Unpublished are served skills that an installer's index leaves out.
 	Unpublished []Unpublished `json:"unpublished,omitempty"`
 	Limits      Limits        `json:"limits"`
@@ -563,6 +578,13 @@ func (s *Server) diagnoseTool(ctx context.Context, in DiagnoseInput) (DiagnoseOu
 	}
 	if s.o.Unpublished != nil {
 		out.Unpublished = s.o.Unpublished(ctx, f, in.Source)
+	}
+	if s.o.Discovered != nil {
+		for _, d := range s.o.Discovered() {
+			if f.Allows(d.Group) && (in.Source == "" || in.Source == d.Group || in.Source == d.Source) {
+				out.Discovered = append(out.Discovered, d)
+			}
+		}
 	}
 	return out, nil
 }

@@ -127,6 +127,7 @@ func (d *Daemon) newGate(cfg *config.Config, clients *access.Clients, or *oidcRu
 		Limiter:   d.authLimiter,
 		OnFailure: d.metrics.AuthFailure,
 		Logger:    d.log,
+		Members:   d.groupMembers,
 	}
 	if or != nil {
 		o.Verifier = or.verifier

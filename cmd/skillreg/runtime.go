@@ -25,6 +25,7 @@ import (
 type runtimeConfig struct {
 	cfg     *config.Config
 	sources []catalog.Source
+	static  []catalog.Source // the configured sources, without the discovered ones (discovery.go)
 	clients *access.Clients
 	// gate is who a credential belongs to, for every surface; oidc is the
 	// provider's verifier it (and the web sign-in) asks, nil without oidc.
@@ -84,6 +85,9 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 // cache hint, the log level); nothing here can fail. Then the runtime it
 // replaced is retired.
 func (d *Daemon) install(rt *runtimeConfig) {
+	d.discMu.Lock()
+	defer d.discMu.Unlock()
+	d.applyTemplates(rt)
 	d.learnTokens(rt.sources)
 	d.secrets.Add(rt.hookSecrets...)
 	if rt.oidc != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/examples"
 	"github.com/skillreg/skillreg/gitmirror"
 	"github.com/skillreg/skillreg/gitref"
@@ -163,6 +164,11 @@ type Daemon struct {
 	// budget bounds the body bytes in flight across all requests.
 	budget *netlimit.Budget
 	tuning frontTuning
+	// disc keeps the github: templates' repositories (discovery.go; nil
+	// without the HTTP surface); discMu orders the installs of runtimes
+	// and of its changes.
+	disc   *discovery.Manager
+	discMu sync.Mutex
 }
 
 // surfaces says which faces a command builds on the core.
@@ -222,6 +228,9 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 		} else {
 			d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
 		}
+		if err := d.openDiscovery(cfg); err != nil {
+			return nil, err
+		}
 	}
 	rt, err := d.build(cfg)
 	if err != nil {
@@ -268,6 +277,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			// The front door refuses Hosts outside http.allowed_hosts.
 			HostsChecked: true,
 			Search:       d.searchMCP,
+			Discovered:   d.discoveredMCP,
 		})
 	}
 	if d.has.http {
@@ -359,6 +369,9 @@ func sources(cfg *config.Config) ([]catalog.Source, error) {
 	ghHost := cfg.GitHub.WebHost()
 	var out []catalog.Source
 	for _, s := range cfg.Sources {
+		if s.GitHub != nil {
+			continue // a template: its repositories are added by discovery.go
+		}
 		src := catalog.Source{Name: s.Name, Poll: s.Poll.D(), Timeout: s.Timeout.D()}
 		if s.Dir != "" {
 			abs, err := filepath.Abs(s.Dir)
@@ -532,6 +545,9 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	regCtx, stopReg := context.WithCancel(context.Background())
 	defer stopReg()
 	g.Go(func() error { return d.Registry.Run(regCtx) })
+	if d.disc != nil {
+		g.Go(func() error { return d.disc.Run(regCtx) })
+	}
 	g.Go(func() error { return d.serveAdmin(gctx) })
 	scheme := "http"
 	if d.certs != nil {

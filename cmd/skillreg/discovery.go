@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/discovery"
+	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/mcp"
+)
+
+// discoveryTimeout bounds one GitHub API request of discovery.
+const discoveryTimeout = 30 * time.Second
+
+// openDiscovery makes the discovery manager of a serving daemon: what the
+// store kept of each github: template's repositories is at hand before
+// any request, so the first install serves every discovered source the
+// last run did. Its listings run with the registry (Serve).
+func (d *Daemon) openDiscovery(cfg *config.Config) error {
+	o := discovery.Options{
+		APIURL:   cfg.GitHub.APIURL,
+		Client:   d.githubClient(cfg.GitHub.TokenEnv),
+		Poll:     cfg.GitHub.DiscoveryPoll.D(),
+		OnChange: d.discoveryChanged,
+		Logger:   d.log,
+	}
+	if d.store != nil {
+		o.Store = d.store
+	}
+	m, err := discovery.New(o)
+	if err != nil {
+		return fmt.Errorf("discovery: %w", err)
+	}
+	d.disc = m
+	return nil
+}
+
+// githubClient is the client discovery asks GitHub's API with: presenting
+// github.token_env's token (read at each request, so a rotated one takes
+// effect), anonymous without one.
+func (d *Daemon) githubClient(env string) func(owner string) *http.Client {
+	c := &http.Client{Timeout: discoveryTimeout, Transport: envToken{env: env, secrets: d.secrets.Add}}
+	return func(string) *http.Client { return c }
+}
+
+// envToken presents the token of an environment variable, and tells the
+// log scrubber each one it presents.
+type envToken struct {
+	env     string
+	secrets func(...string)
+}
+
+func (t envToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.env != "" {
+		if tok := strings.TrimSpace(os.Getenv(t.env)); tok != "" {
+			t.secrets(tok)
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// templatesOf are cfg's github: templates, and the names of its other
+// sources (which no discovered repository may take).
+func templatesOf(cfg *config.Config) (tpls []discovery.Template, reserved []string) {
+	for _, s := range cfg.Sources {
+		g := s.GitHub
+		if g == nil {
+			reserved = append(reserved, s.Name)
+			continue
+		}
+		tpls = append(tpls, discovery.Template{
+			Name: s.Name, Owner: g.Owner, Topic: g.Topic, Include: g.Include, Exclude: g.Exclude,
+			Archived: g.Archived, Forks: g.Forks, Path: s.Path,
+		})
+	}
+	return tpls, reserved
+}
+
+// applyTemplates gives the discovery manager rt's templates and adds the
+// repositories they discover now to rt's sources and public set. Called
+// with discMu held, before rt is installed.
+func (d *Daemon) applyTemplates(rt *runtimeConfig) {
+	if d.disc == nil {
+		return
+	}
+	if rt.static == nil {
+		rt.static = rt.sources
+	}
+	d.disc.SetTemplates(templatesOf(rt.cfg))
+	d.addDiscovered(rt)
+}
+
+// addDiscovered sets rt's sources to its configured ones plus every
+// repository its templates discover now, and its public set to match.
+// Each discovered source is its template's config.Source copied whole,
+// with the repository's name and clone URL, through the same conversion
+// as a configured source: ref, path, poll, timeout, auth, public (and
+// whatever a template grows) come with it.
+func (d *Daemon) addDiscovered(rt *runtimeConfig) {
+	tpl := map[string]config.Source{}
+	for _, s := range rt.cfg.Sources {
+		if s.GitHub != nil {
+			tpl[s.Name] = s
+		}
+	}
+	public := maps.Clone(rt.public)
+	var copies []config.Source
+	var groups []string
+	for _, f := range d.disc.Included() {
+		t, ok := tpl[f.Group]
+		if !ok {
+			continue
+		}
+		repo, err := gitref.ParseRepo(f.Repo.CloneURL)
+		if err != nil {
+			d.log.Warn("discovered repository not served: its clone URL does not parse", "source", f.Source, "repo", f.Repo.FullName, "err", err)
+			continue
+		}
+		t.Name, t.URL, t.GitHub, t.Repo = f.Source, repo.URL(), nil, repo
+		copies = append(copies, t)
+		groups = append(groups, f.Group)
+		if t.Public {
+			public[f.Source] = true
+		}
+	}
+	srcs := rt.static
+	if len(copies) > 0 {
+		c := *rt.cfg
+		c.Sources = copies
+		found, err := sources(&c)
+		if err != nil {
+			d.log.Error("discovered sources not served", "err", err)
+		} else {
+			for i := range found {
+				found[i].Group = groups[i]
+			}
+			srcs = append(append([]catalog.Source(nil), rt.static...), found...)
+		}
+	}
+	rt.sources, rt.public = srcs, public
+}
+
+// discoveryChanged installs the discovery manager's new included set: a
+// runtime like the running one with the new sources, swapped in whole.
+func (d *Daemon) discoveryChanged() {
+	d.discMu.Lock()
+	defer d.discMu.Unlock()
+	rt := d.running()
+	if rt == nil {
+		return
+	}
+	next := *rt
+	d.addDiscovered(&next)
+	d.rt.Store(&next)
+	d.learnTokens(next.sources)
+	d.Registry.SetSources(next.sources)
+	d.log.Info("discovered sources changed", "sources", len(next.sources)-len(next.static))
+}
+
+// groupMembers are the sources a template's group holds now, for the
+// gate (nil for a name that is no group).
+func (d *Daemon) groupMembers(name string) []string {
+	if d.disc == nil {
+		return nil
+	}
+	return d.disc.Members(name)
+}
+
+// discoveredMCP is every discovered repository and why it is or is not
+// served, for diagnose.
+func (d *Daemon) discoveredMCP() []mcp.DiscoveredRepo {
+	if d.disc == nil {
+		return nil
+	}
+	var out []mcp.DiscoveredRepo
+	for _, g := range d.disc.Status() {
+		for _, f := range g.Repositories {
+			out = append(out, mcp.DiscoveredRepo{Group: g.Group, Repository: f.Repo.FullName, ID: f.Repo.ID,
+				Source: f.Source, Included: f.Included, Reason: f.Reason, ListError: g.Error})
+		}
+		if len(g.Repositories) == 0 && g.Error != "" {
+			out = append(out, mcp.DiscoveredRepo{Group: g.Group, ListError: g.Error})
+		}
+	}
+	return out
+}
