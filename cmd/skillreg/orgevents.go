@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+
+	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/webhook"
 )
@@ -31,12 +34,12 @@ func (w webhookDiscovery) Installation(ev webhook.InstallationEvent) {
 	})
 }
 
-// hookDiscovery is the webhook's Discovery: nil (a nil interface, so the
-// handler ignores the events) without a Manager, that is without any
-// github: source.
-func hookDiscovery(m *discovery.Manager) webhook.Discovery {
-	if m == nil {
+// hookDiscovery is the webhook's Discovery for cfg: nil (a nil interface,
+// so the handler answers the organisation events 204 ignored, as before)
+// without a discovery Manager or without any github: source.
+func (d *Daemon) hookDiscovery(cfg *config.Config) webhook.Discovery {
+	if d.disc == nil || !slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.GitHub != nil }) {
 		return nil
 	}
-	return webhookDiscovery{m}
+	return webhookDiscovery{d.disc}
 }
