@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -245,59 +246,86 @@ func readRepositoryEvent(p *payload, e *github.RepositoryEvent) error {
 	return nil
 }
 
-// readInstallation fills p from an installation or installation_repositories
-// event.
-func readInstallation(p *payload, action string, inst *github.Installation, added, removed []*github.Repository) error {
-	p.action = action
+// MaxEventRepos bounds the repositories an installation event passes on:
+// past it, Repos is left empty and Discovery, which lists the account
+// again after every installation event, learns them from the listing.
+const MaxEventRepos = 10000
+
+// installationPayload is what the handler reads of an installation or
+// installation_repositories payload. It is decoded into these small
+// structs rather than go-github's: a payload within the value bound can
+// list a million repositories, and go-github's Repository (a few hundred
+// bytes of pointers each) would make that gigabytes, where these take 32
+// bytes apiece.
+type installationPayload struct {
+	Action       string `json:"action"`
+	Installation struct {
+		ID      int64 `json:"id"`
+		Account struct {
+			Login string `json:"login"`
+		} `json:"account"`
+	} `json:"installation"`
+	Repositories        []installedRepo `json:"repositories"`         // installation
+	RepositoriesAdded   []installedRepo `json:"repositories_added"`   // installation_repositories
+	RepositoriesRemoved []installedRepo `json:"repositories_removed"` // installation_repositories
+}
+
+// installedRepo is a repository as installation payloads list it.
+type installedRepo struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
+	Private  bool   `json:"private"`
+}
+
+// parseInstallation fills p from an installation or
+// installation_repositories payload (raw, within the bounds).
+func parseInstallation(p *payload, raw []byte) error {
+	var in installationPayload
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	p.action = in.Action
+	var added, removed []installedRepo
+	switch {
+	case p.event == "installation" && in.Action == ActionCreated:
+		added = in.Repositories
+	case p.event == "installation" && in.Action == ActionDeleted:
+		removed = in.Repositories
+	case p.event == "installation" && slices.Contains(installationActions, in.Action):
+	case p.event == "installation_repositories" && in.Action == ActionAdded:
+		added = in.RepositoriesAdded
+	case p.event == "installation_repositories" && in.Action == ActionRemoved:
+		removed = in.RepositoriesRemoved
+	default:
+		return nil // an action Discovery does not act on
+	}
 	ev := InstallationEvent{
-		Action:         action,
-		InstallationID: inst.GetID(),
-		Account:        inst.GetAccount().GetLogin(),
+		Action:         in.Action,
+		InstallationID: in.Installation.ID,
+		Account:        in.Installation.Account.Login,
 	}
 	if ev.InstallationID <= 0 || !validOwner(ev.Account) {
-		return fmt.Errorf("installation %s without an id or account: %w", action, errMalformed)
+		return fmt.Errorf("installation %s without an id or account: %w", in.Action, errMalformed)
+	}
+	keep := len(added)+len(removed) <= MaxEventRepos
+	if keep && len(added)+len(removed) > 0 {
+		ev.Repos = make([]RepoEvent, 0, len(added)+len(removed))
 	}
 	for _, list := range []struct {
 		action string
-		repos  []*github.Repository
+		repos  []installedRepo
 	}{{ActionAdded, added}, {ActionRemoved, removed}} {
 		for _, r := range list.repos {
-			re := fromGitHubRepo(list.action, r)
+			re := RepoEvent{Action: list.action, ID: r.ID, FullName: r.FullName, Private: r.Private}
 			if err := checkRepoEvent(re); err != nil {
-				return fmt.Errorf("installation %s: %w", action, err)
+				return fmt.Errorf("installation %s: %w", in.Action, err)
 			}
-			ev.Repos = append(ev.Repos, re)
+			if keep {
+				ev.Repos = append(ev.Repos, re)
+			}
 		}
 	}
 	p.installation = &ev
-	return nil
-}
-
-func readInstallationEvent(p *payload, e *github.InstallationEvent) error {
-	action := e.GetAction()
-	if !slices.Contains(installationActions, action) {
-		p.action = action
-		return nil
-	}
-	var added, removed []*github.Repository
-	switch action {
-	case ActionCreated:
-		added = e.Repositories
-	case ActionDeleted:
-		removed = e.Repositories
-	}
-	return readInstallation(p, action, e.GetInstallation(), added, removed)
-}
-
-func readInstallationRepositoriesEvent(p *payload, e *github.InstallationRepositoriesEvent) error {
-	action := e.GetAction()
-	switch action {
-	case ActionAdded:
-		return readInstallation(p, action, e.GetInstallation(), e.RepositoriesAdded, nil)
-	case ActionRemoved:
-		return readInstallation(p, action, e.GetInstallation(), nil, e.RepositoriesRemoved)
-	}
-	p.action = action
 	return nil
 }
 

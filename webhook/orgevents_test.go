@@ -347,3 +347,57 @@ func TestOrgEventsAfterClose(t *testing.T) {
 		t.Fatalf("a closed handler passed on %v and %v", repos, insts)
 	}
 }
+
+// TestInstallationRepositoryCap: an installation event listing up to
+// MaxEventRepos repositories passes every one on; past that it passes the
+// event on without them (Discovery lists the account again anyway), and
+// every one is still checked.
+func TestInstallationRepositoryCap(t *testing.T) {
+	body := func(n int, bad bool) []byte {
+		var b strings.Builder
+		b.WriteString(`{"action":"added","installation":{"id":5,"account":{"login":"acme"}},"repositories_added":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			name := fmt.Sprintf("acme/r%d", i)
+			if bad && i == n-1 {
+				name = "acme/../r"
+			}
+			fmt.Fprintf(&b, `{"id":%d,"full_name":%q,"private":true}`, i+1, name)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+	for _, tt := range []struct {
+		n      int
+		bad    bool
+		status int
+		repos  int
+	}{
+		{webhook.MaxEventRepos, false, 202, webhook.MaxEventRepos},
+		{webhook.MaxEventRepos + 1, false, 202, 0},
+		{webhook.MaxEventRepos + 1, true, 400, 0},
+	} {
+		d := &recDiscovery{}
+		r := newRig(t, withDiscovery(d))
+		status, out := r.send(t, delivery{event: "installation_repositories", id: "cap", body: body(tt.n, tt.bad)})
+		if status != tt.status {
+			t.Fatalf("%d repositories (bad %v): status %d, want %d: %.200s", tt.n, tt.bad, status, tt.status, out)
+		}
+		_, insts := d.recorded()
+		if tt.status != 202 {
+			if len(insts) != 0 {
+				t.Fatalf("a refused delivery was passed on")
+			}
+			continue
+		}
+		if len(insts) != 1 || len(insts[0].Repos) != tt.repos || insts[0].Account != "acme" || insts[0].InstallationID != 5 {
+			t.Fatalf("%d repositories: passed on %d events, %d repositories", tt.n, len(insts), len(insts[0].Repos))
+		}
+		if tt.repos > 0 && !reflect.DeepEqual(insts[0].Repos[tt.repos-1], webhook.RepoEvent{Action: "added", ID: int64(tt.repos),
+			FullName: fmt.Sprintf("acme/r%d", tt.repos-1), Private: true}) {
+			t.Errorf("last repository %+v", insts[0].Repos[tt.repos-1])
+		}
+	}
+}

@@ -16,8 +16,10 @@ import (
 )
 
 // The events parse reads field by field, and one it only checks.
+// (installation_repositories shares installation's decoder, and has the
+// real payloads and hostile seeds of its own below.)
 var fuzzEvents = []string{"ping", "push", "create", "delete", "release", "repository",
-	"installation", "installation_repositories", "issues"}
+	"installation", "issues"}
 
 // maxParseAlloc bounds what one parse of a payload within the bounds may
 // allocate. The worst case is a push whose commits are MaxPayloadTokens/2
@@ -72,6 +74,15 @@ func payloadSeeds(tb testing.TB) map[string][][]byte {
 	seeds["installation_repositories"] = append(seeds["installation_repositories"],
 		[]byte(`{"action":"removed","installation":{"id":9,"account":{"login":"a"}},"repositories_removed":[{"id":2,"full_name":"a/"}]}`),
 		manyRepos(10000))
+	// The most an installation payload within the bounds could make a
+	// decoder allocate: half a million repositories (469 MiB through
+	// go-github's Repository, 83 MiB through the handler's own structs).
+	for _, event := range []string{"installation", "installation_repositories"} {
+		key := map[string]string{"installation": "repositories", "installation_repositories": "repositories_added"}[event]
+		action := map[string]string{"installation": "created", "installation_repositories": "added"}[event]
+		seeds[event] = append(seeds[event], []byte(`{"action":"`+action+`","installation":{"id":1,"account":{"login":"acme"}},"`+key+`":`+
+			string(deepjson.EmptyObjects(MaxPayloadTokens/2-1000))+`}`))
+	}
 	// The most a payload within the bounds makes go-github allocate.
 	seeds["push"] = append(seeds["push"], deepjson.Embed(seeds["push"][0], "commits", deepjson.EmptyObjects(MaxPayloadTokens/2-1000)))
 	return seeds

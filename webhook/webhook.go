@@ -644,7 +644,11 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 	}
 	p := &payload{event: event}
 	switch event {
-	case "ping", "push", "create", "delete", "release", "repository", "installation", "installation_repositories":
+	case "installation", "installation_repositories":
+		if err := parseInstallation(p, raw); err != nil {
+			return nil, fmt.Errorf("%s payload: %w", event, err)
+		}
+	case "ping", "push", "create", "delete", "release", "repository":
 		ev, err := github.ParseWebHook(event, raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s payload: %w", event, errMalformed)
@@ -675,9 +679,8 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 var payloadLimits = jsonbound.Limits{MaxDepth: MaxPayloadDepth, MaxTokens: MaxPayloadTokens}
 
 // readEvent copies what the handler needs out of a go-github event value;
-// an error (wrapping errMalformed) for an organisation event that names a
-// repository or installation without an id or with a name GitHub cannot
-// have.
+// an error (wrapping errMalformed) for a repository event that names a
+// repository without an id or with a name GitHub cannot have.
 func readEvent(p *payload, ev any) error {
 	switch e := ev.(type) {
 	case *github.PingEvent:
@@ -719,10 +722,6 @@ func readEvent(p *payload, ev any) error {
 		}
 	case *github.RepositoryEvent:
 		return readRepositoryEvent(p, e)
-	case *github.InstallationEvent:
-		return readInstallationEvent(p, e)
-	case *github.InstallationRepositoriesEvent:
-		return readInstallationRepositoriesEvent(p, e)
 	}
 	return nil
 }
