@@ -177,8 +177,20 @@ func fromGitHubRepo(action string, r *github.Repository) RepoEvent {
 		DefaultBranch: r.GetDefaultBranch(),
 		CloneURL:      parsedURL(r.GetCloneURL()),
 		HTMLURL:       parsedURL(r.GetHTMLURL()),
-		Topics:        slices.Clone(r.Topics),
+		Topics:        topics(r.Topics),
 	}
+}
+
+// maxTopics bounds the topics passed on for one repository: GitHub allows
+// 20, so a longer list only holds memory in Discovery.
+const maxTopics = 100
+
+// topics copies at most maxTopics of a payload's topics.
+func topics(t []string) []string {
+	if t == nil {
+		return nil
+	}
+	return slices.Clone(t[:min(len(t), maxTopics)])
 }
 
 // fromPushRepo reads a push payload's repository, for ActionPushed.
@@ -196,7 +208,7 @@ func fromPushRepo(r *github.PushEventRepository) RepoEvent {
 		DefaultBranch: firstNonEmpty(r.GetDefaultBranch(), r.GetMasterBranch()),
 		CloneURL:      parsedURL(r.GetCloneURL()),
 		HTMLURL:       parsedURL(r.GetHTMLURL()),
-		Topics:        slices.Clone(r.Topics),
+		Topics:        topics(r.Topics),
 	}
 }
 

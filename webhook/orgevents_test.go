@@ -273,6 +273,19 @@ func TestOrgEventVariants(t *testing.T) {
 			}, codertocat, 400, nil, nil},
 		{"installation repositories with another action", "installation_repositories-added.json", "installation_repositories",
 			func(m map[string]any) { m["action"] = "renamed" }, codertocat, 204, nil, nil},
+		{"at most 100 topics are passed on", "repository-created.json", "repository",
+			func(m map[string]any) {
+				var many []any
+				for i := range 1000 {
+					many = append(many, fmt.Sprint("topic-", i))
+				}
+				repoOf(m)["topics"] = many
+			}, codertocat, 202, []string{"repository created Octocoders/Hello-World"},
+			func(t *testing.T, repos []webhook.RepoEvent) {
+				if len(repos[0].Topics) != 100 || repos[0].Topics[99] != "topic-99" {
+					t.Errorf("%d topics passed on", len(repos[0].Topics))
+				}
+			}},
 		{"a clone URL that is not one is dropped", "repository-created.json", "repository",
 			func(m map[string]any) { repoOf(m)["clone_url"] = "::not a url" }, codertocat, 202,
 			[]string{"repository created Octocoders/Hello-World"},
