@@ -246,6 +246,9 @@ func oldFullName(e *github.RepositoryEvent) string {
 func readRepositoryEvent(p *payload, e *github.RepositoryEvent) error {
 	p.action = e.GetAction()
 	p.repo = fromRepository(e.GetRepo())
+	if p.action == "edited" && e.GetChanges().GetDefaultBranch().GetFrom() != "" {
+		p.defaultBranchChanged = true
+	}
 	if !slices.Contains(repositoryActions, p.action) {
 		return nil
 	}
@@ -362,6 +365,28 @@ func (h *Handler) pushedToUntracked(p *payload) *RepoEvent {
 		return nil
 	}
 	return p.pushed
+}
+
+// applyRepository handles a repository event: a change of the default
+// branch (edited, with changes.default_branch) asks for syncs of the
+// sources that follow the repository's default branch, since what they
+// serve is now another branch; the actions Discovery acts on are passed on.
+func (h *Handler) applyRepository(p *payload, reason string) Reply {
+	if !p.defaultBranchChanged {
+		return h.applyDiscovery(p)
+	}
+	var hit []Target
+	for _, t := range sameRepo(h.targets(), p.repo, h.host) {
+		if t.Pin.Kind == gitref.Default {
+			hit = append(hit, t)
+		}
+	}
+	srcs := names(hit)
+	if len(srcs) == 0 {
+		return Reply{Outcome: OutcomeUntracked, Sources: srcs}
+	}
+	h.requestSyncs(srcs, reason)
+	return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 }
 
 // applyDiscovery passes a repository or installation event on to

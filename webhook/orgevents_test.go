@@ -233,6 +233,15 @@ func TestOrgEventVariants(t *testing.T) {
 		{"edited is ignored", "repository-renamed.json", "repository", func(m map[string]any) {
 			m["action"] = "edited"
 		}, codertocat, 204, nil, nil},
+		{"default branch changed syncs the sources following it", "repository-renamed.json", "repository", func(m map[string]any) {
+			m["action"] = "edited"
+			m["changes"] = map[string]any{"default_branch": map[string]any{"from": "dev"}}
+			repoOf(m)["full_name"], repoOf(m)["clone_url"] = "Codertocat/Hello-World", "https://github.com/Codertocat/Hello-World.git"
+		}, codertocat, 202, []string{"sync default"}, nil},
+		{"default branch changed in a repository no source follows", "repository-renamed.json", "repository", func(m map[string]any) {
+			m["action"] = "edited"
+			m["changes"] = map[string]any{"default_branch": map[string]any{"from": "dev"}}
+		}, codertocat, 204, nil, nil},
 		{"push to a repository no source follows", "push.json", "push", nil,
 			staticSources{codertocat[8]}, 202, []string{"repository pushed Codertocat/Hello-World"},
 			func(t *testing.T, repos []webhook.RepoEvent) {

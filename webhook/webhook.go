@@ -522,7 +522,9 @@ func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
 		return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 	case "release":
 		return h.applyRelease(p, reason, redelivery)
-	case "repository", "installation", "installation_repositories":
+	case "repository":
+		return h.applyRepository(p, reason)
+	case "installation", "installation_repositories":
 		return h.applyDiscovery(p)
 	}
 	return Reply{Outcome: OutcomeIgnored, Sources: []string{}}
@@ -594,10 +596,12 @@ type payload struct {
 	hookID  int64  // ping
 	release release
 
-	pushed       *RepoEvent         // push: the repository, for ActionPushed
-	pushDeleted  bool               // push: the ref was deleted
-	repoEvent    *RepoEvent         // repository: an action Discovery acts on
-	installation *InstallationEvent // installation, installation_repositories: likewise
+	pushed      *RepoEvent // push: the repository, for ActionPushed
+	pushDeleted bool       // push: the ref was deleted
+	repoEvent   *RepoEvent // repository: an action Discovery acts on
+	// repository edited with changes.default_branch
+	defaultBranchChanged bool
+	installation         *InstallationEvent // installation, installation_repositories: likewise
 }
 
 type release struct {
