@@ -117,7 +117,8 @@ type Page struct {
 // TreeCheck is what the Trees API said of a repository's default branch.
 type TreeCheck struct {
 	ID        int64  `json:"id"`
-	Ref       string `json:"ref"` // the branch asked for
+	Ref       string `json:"ref"`            // the branch asked for
+	Path      string `json:"path,omitempty"` // the template path it was judged for
 	ETag      string `json:"etag,omitempty"`
 	HasSkill  bool   `json:"has_skill"`
 	Truncated bool   `json:"truncated,omitempty"`
@@ -157,6 +158,10 @@ type Options struct {
 	// installation on the owner may read) instead of the owner's
 	// public listing /orgs/{owner}/repos (or /users/{owner}/repos).
 	Installation bool
+	// CloneHost, when set, is the host every clone URL must be on (the
+	// GitHub host): a repository elsewhere is never a source, so no
+	// template's credential is sent to another host.
+	CloneHost string
 	// Poll is how often every group is listed again (default
 	// DefaultPoll); events refresh one owner at once.
 	Poll  time.Duration
@@ -207,9 +212,6 @@ type override struct {
 	repo *Repo // nil: gone
 	seq  uint64
 }
-
-// ErrNoOwner means a template names no owner.
-var ErrNoOwner = errors.New("discovery: template without an owner")
 
 // New returns a Manager holding what the store kept: Included answers
 // at once, before any network call.

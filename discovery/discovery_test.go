@@ -50,7 +50,7 @@ func newEnv(t *testing.T) *env {
 
 // options are a Manager's options against the fake: authenticated, on its
 // clock, and a Sleep that moves the clock instead of waiting.
-func (e *env) options(t *testing.T) discovery.Options {
+func (e *env) options(t testing.TB) discovery.Options {
 	return discovery.Options{
 		APIURL: e.gh.URL + "/",
 		Client: func(string) *http.Client { return authed },
@@ -66,7 +66,7 @@ func (e *env) options(t *testing.T) discovery.Options {
 	}
 }
 
-func newManager(t *testing.T, o discovery.Options, tpls ...discovery.Template) *discovery.Manager {
+func newManager(t testing.TB, o discovery.Options, tpls ...discovery.Template) *discovery.Manager {
 	t.Helper()
 	m, err := discovery.New(o)
 	if err != nil {
@@ -76,7 +76,7 @@ func newManager(t *testing.T, o discovery.Options, tpls ...discovery.Template) *
 	return m
 }
 
-func refresh(t *testing.T, m *discovery.Manager) {
+func refresh(t testing.TB, m *discovery.Manager) {
 	t.Helper()
 	if err := m.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
@@ -466,5 +466,53 @@ func TestSourceName(t *testing.T) {
 		if len(got) > discovery.MaxNameLen {
 			t.Errorf("%q is longer than %d", got, discovery.MaxNameLen)
 		}
+	}
+}
+
+func TestTemplateChangesReevaluate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seedThreeOwners(e.gh)
+	tpl := discovery.Template{Name: "acme", Owner: "acme", Topic: "agent-skills", Path: "skills"}
+	m := newManager(t, e.options(t), tpl)
+	refresh(t, m)
+	if f := byRepo(m)["acme/elsewhere"]; f.Included {
+		t.Fatalf("acme/elsewhere under skills: %+v", f)
+	}
+	// Another path: what the trees said of the old one no longer counts.
+	tpl.Path = "other"
+	if !m.SetTemplates([]discovery.Template{tpl}, nil) {
+		t.Error("SetTemplates with another path reported no change")
+	}
+	if got := included(m); len(got) != 0 {
+		t.Errorf("before the trees are asked again: %q", got)
+	}
+	refresh(t, m)
+	if got := included(m); !slices.Equal(got, []string{"acme-elsewhere=acme/elsewhere"}) {
+		t.Errorf("under path other: %q", got)
+	}
+	// Another owner: nothing known of acme applies.
+	if !m.SetTemplates([]discovery.Template{{Name: "acme", Owner: "beta"}}, nil) || len(m.Included()) != 0 {
+		t.Errorf("another owner: %q", included(m))
+	}
+}
+
+func TestCloneURLsStayOnTheGitHubHost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gh.AddRepo(fakegithub.Repo{FullName: "acme/skills", Files: skillFiles})
+	e.gh.AddRepo(fakegithub.Repo{FullName: "acme/moved", Files: skillFiles, CloneURL: "https://git.evil.example/acme/moved.git"})
+	o := e.options(t)
+	o.CloneHost = "github.com"
+	m := newManager(t, o, discovery.Template{Name: "acme", Owner: "acme"})
+	refresh(t, m)
+	if got := included(m); !slices.Equal(got, []string{"acme-skills=acme/skills"}) {
+		t.Errorf("included %q", got)
+	}
+	if f := byRepo(m)["acme/moved"]; f.Reason != "clone URL not on github.com" {
+		t.Errorf("acme/moved: %+v", f)
+	}
+	if n := e.gh.Requests("/repos/acme/moved/git/trees/main"); n != 0 {
+		t.Errorf("its tree was asked %d times", n)
 	}
 }

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -56,11 +57,11 @@ func (m *Manager) evaluateLocked(g *group) bool {
 		if n, ok := m.names[r.ID]; ok {
 			f.Source = n.Name
 		}
-		f.Reason = tpl.cheapReason(&r)
+		f.Reason = m.leftOut(&tpl, &r)
 		if f.Reason == "" {
 			t, ok := trees[r.ID]
 			switch {
-			case !ok || t.Ref != refOf(&r):
+			case !ok || t.Ref != refOf(&r) || t.Path != tpl.Path:
 				f.Reason = ReasonUnchecked
 			case !t.HasSkill && !t.Truncated:
 				f.Reason = ReasonNoSkill
@@ -131,6 +132,26 @@ func includedKey(fs []Found) string {
 	return b.String()
 }
 
+// leftOut says why a repository is left out before its tree is looked
+// at, or "".
+func (m *Manager) leftOut(tpl *Template, r *Repo) string {
+	if reason := tpl.cheapReason(r); reason != "" {
+		return reason
+	}
+	if m.o.CloneHost != "" && !strings.EqualFold(hostOf(r.CloneURL), m.o.CloneHost) {
+		return fmt.Sprintf("clone URL not on %s", m.o.CloneHost)
+	}
+	return ""
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
 func refOf(r *Repo) string {
 	if r.DefaultBranch == "" {
 		return "HEAD"
@@ -181,7 +202,7 @@ func (m *Manager) refresh(ctx context.Context, tpl Template) error {
 	next := make([]TreeCheck, 0, len(repos))
 	for i := range repos {
 		r := &repos[i]
-		if tpl.cheapReason(r) != "" {
+		if m.leftOut(&tpl, r) != "" {
 			continue
 		}
 		var prevT *TreeCheck

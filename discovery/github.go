@@ -337,13 +337,13 @@ func (a *api) tree(ctx context.Context, r *Repo, dir string, prev *TreeCheck) (T
 	owner, name := r.Owner(), r.Name()
 	u := a.base + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/git/trees/" + url.PathEscape(ref) + "?recursive=1"
 	etag := ""
-	if prev != nil && prev.Ref == ref {
-		etag = prev.ETag
+	if prev != nil && prev.Ref == ref && prev.Path == dir {
+		etag = prev.ETag // a 304 keeps the last judgement, for this ref and path only
 	}
 	ans, err := a.get(ctx, owner, u, etag, MaxTreeBytes)
 	switch {
 	case errors.Is(err, errNotFound):
-		return TreeCheck{ID: r.ID, Ref: ref}, nil // empty, or no such branch: no skill
+		return TreeCheck{ID: r.ID, Ref: ref, Path: dir}, nil // empty, or no such branch: no skill
 	case err != nil:
 		return TreeCheck{}, fmt.Errorf("tree of %s: %w", r.FullName, err)
 	case ans.status == http.StatusNotModified:
@@ -353,5 +353,5 @@ func (a *api) tree(ctx context.Context, r *Repo, dir string, prev *TreeCheck) (T
 	if err != nil {
 		return TreeCheck{}, fmt.Errorf("tree of %s: %w", r.FullName, err)
 	}
-	return TreeCheck{ID: r.ID, Ref: ref, ETag: ans.etag, HasSkill: hasSkill(paths, dir), Truncated: truncated && !hasSkill(paths, dir)}, nil
+	return TreeCheck{ID: r.ID, Ref: ref, Path: dir, ETag: ans.etag, HasSkill: hasSkill(paths, dir), Truncated: truncated && !hasSkill(paths, dir)}, nil
 }

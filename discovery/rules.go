@@ -82,17 +82,6 @@ func globMatch(glob, name string) bool {
 	return err == nil && ok
 }
 
-// CheckGlob reports whether glob is a valid pattern (for config).
-func CheckGlob(glob string) error {
-	if _, err := path.Match(glob, ""); err != nil {
-		return fmt.Errorf("%q is not a glob such as skills-* (%w)", glob, err)
-	}
-	if strings.Contains(glob, "/") {
-		return fmt.Errorf("%q: a glob on repository names, without the owner", glob)
-	}
-	return nil
-}
-
 // hasSkill reports whether a tree listing holds a SKILL.md under dir (""
 // the whole repository).
 func hasSkill(paths []string, dir string) bool {

@@ -268,7 +268,7 @@ func (s *Server) addTools() {
 		Name:         "diagnose",
 		OutputSchema: outputSchema[DiagnoseOutput](),
 		Title:        "Diagnose the catalog",
-		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each source's state (commit, last sync, last error, next retry), and the limits in force.",
+		Description:  "Report what is not served and why: each excluded skill with the rule it breaks, each source's state (commit, last sync, last error, next retry), each repository a github: template's owner lists with why it is or is not a source, and the limits in force.",
 		Annotations:  readOnly,
 	}, answer(s.diagnoseTool))
 }

@@ -235,7 +235,6 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 		keep[s.Name] = true
 		if run, ok := r.sources[s.Name]; ok {
 			if sameSource(run.src, s) {
-				run.src.Group = s.Group // a group gone, another took the repository
 				// A reload is how an operator says "something changed"
 				// (a token file mended, access granted): a stalled source
 				// is tried again even when its own text is unchanged.
@@ -291,7 +290,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 }
 
 func sameSource(a, b catalog.Source) bool {
-	if a.Kind != b.Kind || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
+	if a.Kind != b.Kind || a.Group != b.Group || a.Dir != b.Dir || a.Poll != b.Poll || a.Timeout != b.Timeout || a.FS != b.FS {
 		return false
 	}
 	if (a.Git == nil) != (b.Git == nil) {
@@ -312,7 +311,7 @@ func movedSource(a, b catalog.Source) bool {
 	ga, gb := *a.Git, *b.Git
 	ga.Repo = gb.Repo
 	na, nb := a, b
-	na.Git, nb.Git, na.Group = &ga, &gb, b.Group
+	na.Git, nb.Git, na.Group = &ga, &gb, b.Group // another group may take a repository whose group went
 	return sameSource(na, nb)
 }
 

@@ -32,6 +32,13 @@ type exclusionRow struct {
 	Detail string
 }
 
+// discoveredGroup is one github: template's repositories.
+type discoveredGroup struct {
+	Group     string
+	ListError string
+	Repos     []Discovered
+}
+
 type deliveryView struct {
 	Delivery
 	Sources []link
@@ -41,6 +48,7 @@ type sourcesData struct {
 	layout
 	One        bool // a single source's page
 	Sources    []sourceView
+	Discovered []discoveredGroup
 	Deliveries []deliveryView
 	Webhooks   bool // deliveries are configured
 }
@@ -115,7 +123,10 @@ func (h *Handler) sources(c echo.Context) error {
 		}
 		data.Sources = append(data.Sources, sv)
 	}
-	if only != "" && len(data.Sources) == 0 {
+	if h.o.Discovered != nil {
+		data.Discovered = discoveredGroups(h.o.Discovered(), v.Filter, only)
+	}
+	if only != "" && len(data.Sources) == 0 && len(data.Discovered) == 0 {
 		return h.notFound(c)
 	}
 	if h.o.Deliveries != nil {
@@ -126,6 +137,26 @@ func (h *Handler) sources(c echo.Context) error {
 		}
 	}
 	return h.render(c, http.StatusOK, "sources", data)
+}
+
+// discoveredGroups groups the repositories of the templates a viewer
+// sees (on a source's own page: of that template, or the one row of that
+// discovered source).
+func discoveredGroups(all []Discovered, f catalog.Filter, only string) []discoveredGroup {
+	var out []discoveredGroup
+	for _, d := range all {
+		if !f.Allows(d.Group) || (only != "" && only != d.Group && only != d.Source) {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].Group != d.Group {
+			out = append(out, discoveredGroup{Group: d.Group, ListError: d.ListError})
+		}
+		if d.Repository != "" {
+			g := &out[len(out)-1]
+			g.Repos = append(g.Repos, d)
+		}
+	}
+	return out
 }
 
 // visibleDelivery shows a delivery to a viewer limited to some sources only

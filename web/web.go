@@ -67,6 +67,10 @@ type Options struct {
 	// Deliveries returns up to n recent webhook deliveries, newest first
 	// (nil: no webhook is configured).
 	Deliveries func(n int) []Delivery
+	// Discovered lists the github: templates' repositories and why each
+	// is or is not a source (nil: no templates); /sources shows a
+	// template's to viewers who see the template.
+	Discovered func() []Discovered
 	// Search ranks skills for a query within a filter (nil: a simple
 	// substring match over name, description and tags).
 	Search func(f catalog.Filter, query string, limit int) ([]Hit, error)
@@ -154,6 +158,15 @@ type Delivery struct {
 	Outcome                 string
 	Redelivery              bool
 	Sources                 []string // the sources it asked to sync
+}
+
+// Discovered is one repository a github: template's owner lists, and
+// why it is or is not a source.
+type Discovered struct {
+	Group, Repository, Source string
+	Included                  bool
+	Reason                    string
+	ListError                 string // why the group's last listing failed
 }
 
 // Hit is one search result: the URI of a skill's SKILL.md, its score and

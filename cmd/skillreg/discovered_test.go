@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/internal/fakegithub"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -141,6 +146,23 @@ func TestDiscoveredSources(t *testing.T) {
 			t.Errorf("diagnose %s: %q, want %q", repo, got, want)
 		}
 	}
+	// /sources shows them too, to the team.
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	login, _ := http.NewRequest(http.MethodPost, d.URL+"/login", strings.NewReader(url.Values{"token": {team}, "next": {"/sources"}}.Encode()))
+	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	login.Header.Set("Origin", d.URL)
+	resp, err := hc.Do(login)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, s := range []string{`<code>acme/old</code>`, `<a href="/sources/acme-skills">acme-skills</a>`, "topic &#34;agent-skills&#34; missing"} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("/sources lacks %s", s)
+		}
+	}
 	var otherDiag mcp.DiagnoseOutput
 	callTool(t, connectAs(t, d.URL, "2025-11-25", other), "diagnose", map[string]any{}, &otherDiag)
 	if len(otherDiag.Discovered) != 0 {
@@ -185,4 +207,84 @@ func TestDiscoveredSourcesServedAfterRestartWithoutGitHub(t *testing.T) {
 	if got := listURIs(t, connectAs(t, d.URL, "2025-11-25", team)); !slices.Equal(got, want) {
 		t.Errorf("after the restart: %q, want %q", got, want)
 	}
+}
+
+// TestDiscoveredSourcesFollowEvents: events the webhook passes on change
+// the served sources while the daemon runs: a new repository's first
+// push adds it, a rename keeps its name, URIs and skills and updates
+// provenance, a deletion removes it.
+func TestDiscoveredSourcesFollowEvents(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	yaml, team, _ := discoveredConfig(t, f, t.TempDir())
+	d := startDaemon(t, yaml, "")
+	cs := connectAs(t, d.URL, "2025-11-25", team)
+	waitUntil(t, func() bool { return len(listURIs(t, cs)) == 2 })
+
+	f.add(t, "acme/fresh", map[string]string{"skills/fresh/SKILL.md": testkit.SkillMD("fresh")}, []string{"agent-skills"}, false)
+	d.disc.Repository(discoveryEvent(f, "pushed", "acme/fresh", ""))
+	waitUntil(t, func() bool { return slices.Contains(listURIs(t, cs), "skill://acme-fresh/fresh/SKILL.md") })
+
+	// GitHub renames acme/tools to acme/linters: the clone URL moves.
+	moved := f.git.CreateRepo("acme-linters")
+	f.repos["acme/tools"].Git("push", moved.BareDir(), "main")
+	id := f.ids["acme/tools"]
+	if err := f.gh.EditRepo(id, func(r *fakegithub.Repo) { r.FullName, r.CloneURL = "acme/linters", moved.URL() }); err != nil {
+		t.Fatal(err)
+	}
+	f.repos["acme/linters"], f.ids["acme/linters"] = moved, id
+	d.disc.Repository(discoveryEvent(f, "renamed", "acme/linters", "acme/tools"))
+	const lint = "skill://acme-tools/lint/SKILL.md"
+	waitUntil(t, func() bool {
+		entries, _ := listAll(t, cs)
+		for _, e := range entries {
+			if e.URI == lint {
+				return e.Meta.Provenance.Repository == moved.URL()
+			}
+		}
+		t.Fatalf("%s not served during the rename", lint)
+		return false
+	})
+
+	f.gh.DeleteRepo(f.ids["acme/skills"])
+	d.disc.Repository(discovery.RepoEvent{Action: "deleted", ID: f.ids["acme/skills"], FullName: "acme/skills"})
+	waitUntil(t, func() bool {
+		return slices.Equal(listURIs(t, cs), []string{"skill://acme-fresh/fresh/SKILL.md", lint})
+	})
+}
+
+func discoveryEvent(f *discoveredFixture, action, fullName, old string) discovery.RepoEvent {
+	return discovery.RepoEvent{Action: action, ID: f.ids[fullName], FullName: fullName, OldFullName: old, DefaultBranch: "main",
+		CloneURL: f.repos[fullName].URL(), Topics: []string{"agent-skills"}}
+}
+
+// TestDiscoveredSourcesReload: a reload that adds a template serves its
+// repositories; one that removes it drops them; the configured sources
+// stay as they are.
+func TestDiscoveredSourcesReload(t *testing.T) {
+	f := newDiscoveredFixture(t)
+	yaml, team, other := discoveredConfig(t, f, t.TempDir())
+	without := strings.Replace(yaml, "  - name: acme\n    github: {owner: acme, topic: agent-skills}\n    path: skills\n    poll: 0\n", "", 1)
+	without = strings.Replace(without, "sources: [acme]", "sources: [local]", 1)
+	d := startDaemon(t, without, "")
+	if got := listURIs(t, connectAs(t, d.URL, "2025-11-25", other)); !slices.Equal(got, []string{"skill://local/notes/SKILL.md"}) {
+		t.Fatalf("before: %q", got)
+	}
+	reload := func(y string) {
+		t.Helper()
+		cfg, err := config.Parse([]byte(y), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Reload(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reload(yaml)
+	cs := connectAs(t, d.URL, "2025-11-25", team)
+	waitUntil(t, func() bool { return len(listURIs(t, cs)) == 2 })
+	reload(without)
+	waitUntil(t, func() bool {
+		return slices.Equal(listURIs(t, connectAs(t, d.URL, "2025-11-25", other)), []string{"skill://local/notes/SKILL.md"}) &&
+			len(d.Registry.Sources()) == 1
+	})
 }

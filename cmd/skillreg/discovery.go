@@ -13,6 +13,7 @@ import (
 	"github.com/skillreg/skillreg/discovery"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/mcp"
+	"github.com/skillreg/skillreg/web"
 )
 
 // discoveryTimeout bounds one GitHub API request of discovery.
@@ -24,11 +25,12 @@ const discoveryTimeout = 30 * time.Second
 // last run did. Its listings run with the registry (Serve).
 func (d *Daemon) openDiscovery(cfg *config.Config) error {
 	o := discovery.Options{
-		APIURL:   cfg.GitHub.APIURL,
-		Client:   d.githubClient(cfg.GitHub.TokenEnv),
-		Poll:     cfg.GitHub.DiscoveryPoll.D(),
-		OnChange: d.discoveryChanged,
-		Logger:   d.log,
+		APIURL:    cfg.GitHub.APIURL,
+		CloneHost: cfg.GitHub.WebHost(),
+		Client:    d.githubClient(cfg.GitHub.TokenEnv),
+		Poll:      cfg.GitHub.DiscoveryPoll.D(),
+		OnChange:  d.discoveryChanged,
+		Logger:    d.log,
 	}
 	if d.store != nil {
 		o.Store = d.store
@@ -67,13 +69,14 @@ func (t envToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// templatesOf are cfg's github: templates, and the names of its other
-// sources (which no discovered repository may take).
+// templatesOf are cfg's github: templates, and the names of all its
+// sources, templates included (which no discovered repository may take:
+// a client naming a template must mean its group).
 func templatesOf(cfg *config.Config) (tpls []discovery.Template, reserved []string) {
 	for _, s := range cfg.Sources {
+		reserved = append(reserved, s.Name)
 		g := s.GitHub
 		if g == nil {
-			reserved = append(reserved, s.Name)
 			continue
 		}
 		tpls = append(tpls, discovery.Template{
@@ -182,6 +185,7 @@ func (d *Daemon) discoveredMCP() []mcp.DiscoveredRepo {
 	}
 	var out []mcp.DiscoveredRepo
 	for _, g := range d.disc.Status() {
+		g.Error = d.secrets.String(g.Error) // GitHub's answer, which may echo what it was sent
 		for _, f := range g.Repositories {
 			out = append(out, mcp.DiscoveredRepo{Group: g.Group, Repository: f.Repo.FullName, ID: f.Repo.ID,
 				Source: f.Source, Included: f.Included, Reason: f.Reason, ListError: g.Error})
@@ -189,6 +193,15 @@ func (d *Daemon) discoveredMCP() []mcp.DiscoveredRepo {
 		if len(g.Repositories) == 0 && g.Error != "" {
 			out = append(out, mcp.DiscoveredRepo{Group: g.Group, ListError: g.Error})
 		}
+	}
+	return out
+}
+
+// discoveredWeb is discoveredMCP for the /sources page.
+func (d *Daemon) discoveredWeb() []web.Discovered {
+	var out []web.Discovered
+	for _, r := range d.discoveredMCP() {
+		out = append(out, web.Discovered{Group: r.Group, Repository: r.Repository, Source: r.Source, Included: r.Included, Reason: r.Reason, ListError: r.ListError})
 	}
 	return out
 }

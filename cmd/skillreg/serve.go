@@ -286,6 +286,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			Catalog:          d.Registry,
 			States:           d.Registry.States,
 			Deliveries:       d.recentDeliveries,
+			Discovered:       d.discoveredWeb,
 			Search:           d.searchWeb, // the ranked index search_skills uses
 			Logger:           d.core.log,
 			AuthRequiredFunc: func() bool { return d.currentGate().Required() },
