@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -131,12 +132,14 @@ sources:
 	if err := gh.EditRepo(gammaID, func(r *fakegithub.Repo) { r.Files = []string{"skills/deploy/SKILL.md"} }); err != nil {
 		t.Fatal(err)
 	}
+	pushed := time.Now()
 	send("push", "push-gamma", orgPayload(t, "push.json", gammaID, "acme/gamma", gamma.URL(), func(m map[string]any) {
 		m["ref"] = "refs/heads/main"
 		repo := m["repository"].(map[string]any)
 		repo["default_branch"], repo["master_branch"] = "main", "main"
 	}))
 	waitUntil(t, has(gammaURI))
+	t.Logf("a new repository's skills served %v after its first push was delivered", time.Since(pushed))
 
 	// Renamed: GitHub serves it under the new name only (the old path is
 	// gone from the git server), the source keeps its name and URIs, and
