@@ -232,7 +232,7 @@ func (r *Registry) SetSources(srcs []catalog.Source) {
 	keep := map[string]bool{}
 	replaced := map[string]bool{}
 	reverify := map[string]bool{} // verify.go: the served commit is checked again
-	moved := map[string]bool{} // discovered sources whose remote moved (moved)
+	moved := map[string]bool{}    // discovered sources whose remote moved (moved)
 	var toSync, retry []string
 	for _, s := range srcs {
 		keep[s.Name] = true

@@ -39,12 +39,17 @@ func FuzzHandle(f *testing.F) {
 	f.Add("release", "application/json", []byte(`{"action":"deleted","release":{"draft":"yes"}}`))
 	f.Add("create", "application/x-www-form-urlencoded", []byte("payload=null&payload=1"))
 	f.Add("ping", "text/plain", []byte("{}"))
+	f.Add("repository", "application/json", []byte(`{"action":"renamed","repository":{"id":1,"full_name":"a/b"},"changes":{"repository":{"name":{"from":7}}}}`))
+	f.Add("installation_repositories", "application/json", []byte(`{"action":"added","installation":{"id":1,"account":{"login":"a"}},"repositories_added":[{}]}`))
 
 	h, err := webhook.New(webhook.Options{
 		Secrets:  []string{secret},
 		Sources:  codertocat,
 		Syncer:   &countingSyncer{},
 		Releases: &countingReleases{},
+		// No source follows the repositories of the organisation
+		// events, so pushes reach Discovery too.
+		Discovery: &countingDiscovery{},
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -82,3 +87,9 @@ func (r *countingReleases) Refresh(context.Context, string) error {
 	r.refreshes.Add(1)
 	return nil
 }
+
+type countingDiscovery struct{ repos, installs atomic.Int64 }
+
+func (d *countingDiscovery) Repository(webhook.RepoEvent) { d.repos.Add(1) }
+
+func (d *countingDiscovery) Installation(webhook.InstallationEvent) { d.installs.Add(1) }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 )
 
 // The events parse reads field by field, and one it only checks.
-var fuzzEvents = []string{"ping", "push", "create", "delete", "release", "issues"}
+// (installation_repositories shares installation's decoder, and has the
+// real payloads and hostile seeds of its own below.)
+var fuzzEvents = []string{"ping", "push", "create", "delete", "release", "repository",
+	"installation", "issues"}
 
 // maxParseAlloc bounds what one parse of a payload within the bounds may
 // allocate. The worst case is a push whose commits are MaxPayloadTokens/2
@@ -56,6 +60,28 @@ func payloadSeeds(tb testing.TB) map[string][][]byte {
 		if len(s.JSON) <= 64<<10 {
 			seeds["push"] = append(seeds["push"], s.JSON)
 		}
+	}
+	// Organisation events whose repositories are where the checks of
+	// names and ids look: missing, negative, of the wrong type, paths.
+	seeds["repository"] = append(seeds["repository"],
+		[]byte(`{"action":"renamed","repository":{"id":-1,"full_name":"a/b"}}`),
+		[]byte(`{"action":"transferred","repository":{"id":1,"full_name":"a/b","name":"b","owner":{"login":"a"}},"changes":{"owner":{"from":{"organization":{"login":"../x"}}}}}`),
+		[]byte(`{"action":"deleted","repository":{"id":"1","full_name":["a/b"]}}`),
+		[]byte(`{"action":"archived","repository":{"id":1,"full_name":"a/b/c","topics":[null,1]}}`))
+	seeds["installation"] = append(seeds["installation"],
+		[]byte(`{"action":"created","installation":{"id":1,"account":{"login":"a"}},"repositories":[{"id":0,"full_name":"a/b"},null]}`),
+		[]byte(`{"action":"deleted","installation":{"id":1,"account":null},"repositories":{}}`))
+	seeds["installation_repositories"] = append(seeds["installation_repositories"],
+		[]byte(`{"action":"removed","installation":{"id":9,"account":{"login":"a"}},"repositories_removed":[{"id":2,"full_name":"a/"}]}`),
+		manyRepos(10000))
+	// The most an installation payload within the bounds could make a
+	// decoder allocate: half a million repositories (469 MiB through
+	// go-github's Repository, 83 MiB through the handler's own structs).
+	for _, event := range []string{"installation", "installation_repositories"} {
+		key := map[string]string{"installation": "repositories", "installation_repositories": "repositories_added"}[event]
+		action := map[string]string{"installation": "created", "installation_repositories": "added"}[event]
+		seeds[event] = append(seeds[event], []byte(`{"action":"`+action+`","installation":{"id":1,"account":{"login":"acme"}},"`+key+`":`+
+			string(deepjson.EmptyObjects(MaxPayloadTokens/2-1000))+`}`))
 	}
 	// The most a payload within the bounds makes go-github allocate.
 	seeds["push"] = append(seeds["push"], deepjson.Embed(seeds["push"][0], "commits", deepjson.EmptyObjects(MaxPayloadTokens/2-1000)))
@@ -152,4 +178,17 @@ func FuzzParseForm(f *testing.F) {
 		}
 		checkParse(t, event, contentTypeForm, body, raw)
 	})
+}
+
+// manyRepos is an installation_repositories payload adding n valid
+// repositories: all of them reach Discovery in one event.
+func manyRepos(n int) []byte {
+	b := []byte(`{"action":"added","installation":{"id":1,"account":{"login":"acme"}},"repositories_added":[`)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"id":%d,"full_name":"acme/r%d","private":true}`, i+1, i)
+	}
+	return append(b, "]}"...)
 }

@@ -1,13 +1,16 @@
 // Package webhook is skillreg's GitHub webhook intake: it bounds the body,
 // checks the signature before anything else, parses the event, deduplicates
 // by delivery id, and then only asks for work: syncs of the git sources the
-// event moves, and updates of the releases cache. It never runs git or
-// indexing itself: the registry's queue takes its requests, so it answers
-// at once whatever the syncs are doing.
+// event moves, updates of the releases cache, and, for a GitHub App's
+// organisation events (repository, installation,
+// installation_repositories, and a push to a repository no source
+// follows), a fresh look by discovery. It never runs git, indexing or a
+// GitHub API call itself: the registry's queue and discovery's background
+// work take its requests, so it answers at once whatever they are doing.
 //
 // The package declares the small interfaces it needs (Sources, Syncer,
-// Releases, DeliveryLog) with plain types; cmd plugs in the registry, the
-// releases cache and the store.
+// Releases, Discovery, DeliveryLog) with plain types; cmd plugs in the
+// registry, the releases cache, discovery and the store.
 package webhook
 
 import (
@@ -58,6 +61,7 @@ const DefaultRefreshTimeout = 30 * time.Second
 const (
 	OutcomePing         = "ping"         // 200 with the hook id
 	OutcomeAccepted     = "accepted"     // 202: syncs or a release-cache update were asked for
+	OutcomeDiscovery    = "discovery"    // 202: passed on to Discovery (a repository or installation change, or a push to a repository no source follows)
 	OutcomeUntracked    = "untracked"    // 204: no source tracks what the event moved
 	OutcomeIgnored      = "ignored"      // 204: an event or action skillreg does not act on, or a draft release
 	OutcomeMalformed    = "malformed"    // 400: signed, but not a payload of its event
@@ -127,6 +131,10 @@ type Options struct {
 	Syncer Syncer
 	// Releases is the releases cache; nil skips release-cache updates.
 	Releases Releases
+	// Discovery receives the repository, installation and
+	// installation_repositories events, and pushes to repositories no
+	// source follows; nil ignores them (no source is discovered).
+	Discovery Discovery
 	// Log records deliveries; nil means a NewMemoryLog(DefaultLogSize).
 	Log DeliveryLog
 	// Logger receives the handler's logs; nil discards them.
@@ -159,15 +167,16 @@ type Options struct {
 // Handler is the webhook endpoint. Create it with New, mount it with
 // Register, and Close it after the HTTP server has stopped.
 type Handler struct {
-	secrets  [][]byte
-	sources  Sources
-	releases Releases
-	log      DeliveryLog
-	logger   *slog.Logger
-	host     string
-	now      func() time.Time
-	metrics  func(event, outcome string)
-	budget   *netlimit.Budget
+	secrets   [][]byte
+	sources   Sources
+	releases  Releases
+	discovery Discovery
+	log       DeliveryLog
+	logger    *slog.Logger
+	host      string
+	now       func() time.Time
+	metrics   func(event, outcome string)
+	budget    *netlimit.Budget
 
 	syncer  Syncer
 	refresh *refresher
@@ -223,19 +232,20 @@ func New(opts Options) (*Handler, error) {
 	}
 	ctx, cancel := context.WithCancel(stop)
 	h := &Handler{
-		secrets:  secrets,
-		sources:  opts.Sources,
-		releases: opts.Releases,
-		log:      log,
-		logger:   logger,
-		host:     host,
-		now:      now,
-		metrics:  opts.Metrics,
-		budget:   opts.Budget,
-		syncer:   syncer,
-		stop:     stop,
-		cancel:   cancel,
-		inFlight: make(map[string]struct{}),
+		secrets:   secrets,
+		sources:   opts.Sources,
+		releases:  opts.Releases,
+		discovery: opts.Discovery,
+		log:       log,
+		logger:    logger,
+		host:      host,
+		now:       now,
+		metrics:   opts.Metrics,
+		budget:    opts.Budget,
+		syncer:    syncer,
+		stop:      stop,
+		cancel:    cancel,
+		inFlight:  make(map[string]struct{}),
 	}
 	h.refresh = &refresher{
 		releases: opts.Releases,
@@ -336,7 +346,7 @@ func (h *Handler) Handle(c echo.Context) error {
 	switch {
 	case redelivery:
 		h.logger.Info("webhook redelivery", attrs...)
-	case rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomePing:
+	case rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomePing || rep.Outcome == OutcomeDiscovery:
 		h.logger.Info("webhook delivery", attrs...)
 	default:
 		h.logger.Debug("webhook delivery", attrs...)
@@ -348,7 +358,7 @@ func (h *Handler) Handle(c echo.Context) error {
 		status = http.StatusOK
 	case rep.Outcome == OutcomePing:
 		status = http.StatusOK
-	case rep.Outcome == OutcomeAccepted:
+	case rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomeDiscovery:
 		status = http.StatusAccepted
 	}
 	if status == http.StatusNoContent {
@@ -502,12 +512,20 @@ func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
 		}
 		srcs := names(hit)
 		if len(srcs) == 0 {
+			if ev := h.pushedToUntracked(p); ev != nil {
+				h.tellRepository(*ev)
+				return Reply{Outcome: OutcomeDiscovery, Sources: srcs}
+			}
 			return Reply{Outcome: OutcomeUntracked, Sources: srcs}
 		}
 		h.requestSyncs(srcs, reason)
 		return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 	case "release":
 		return h.applyRelease(p, reason, redelivery)
+	case "repository":
+		return h.applyRepository(p, reason)
+	case "installation", "installation_repositories":
+		return h.applyDiscovery(p)
 	}
 	return Reply{Outcome: OutcomeIgnored, Sources: []string{}}
 }
@@ -577,6 +595,13 @@ type payload struct {
 	ref     string // full ref name for push, create and delete
 	hookID  int64  // ping
 	release release
+
+	pushed      *RepoEvent // push: the repository, for ActionPushed
+	pushDeleted bool       // push: the ref was deleted
+	repoEvent   *RepoEvent // repository: an action Discovery acts on
+	// repository edited with changes.default_branch
+	defaultBranchChanged bool
+	installation         *InstallationEvent // installation, installation_repositories: likewise
 }
 
 type release struct {
@@ -623,12 +648,18 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 	}
 	p := &payload{event: event}
 	switch event {
-	case "ping", "push", "create", "delete", "release":
+	case "installation", "installation_repositories":
+		if err := parseInstallation(p, raw); err != nil {
+			return nil, fmt.Errorf("%s payload: %w", event, err)
+		}
+	case "ping", "push", "create", "delete", "release", "repository":
 		ev, err := github.ParseWebHook(event, raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s payload: %w", event, errMalformed)
 		}
-		readEvent(p, ev)
+		if err := readEvent(p, ev); err != nil {
+			return nil, fmt.Errorf("%s payload: %w", event, err)
+		}
 	default:
 		if !json.Valid(raw) {
 			return nil, fmt.Errorf("%s payload is not JSON: %w", event, errMalformed)
@@ -651,8 +682,10 @@ func parse(event, contentType string, body []byte) (*payload, error) {
 
 var payloadLimits = jsonbound.Limits{MaxDepth: MaxPayloadDepth, MaxTokens: MaxPayloadTokens}
 
-// readEvent copies what the handler needs out of a go-github event value.
-func readEvent(p *payload, ev any) {
+// readEvent copies what the handler needs out of a go-github event value;
+// an error (wrapping errMalformed) for a repository event that names a
+// repository without an id or with a name GitHub cannot have.
+func readEvent(p *payload, ev any) error {
 	switch e := ev.(type) {
 	case *github.PingEvent:
 		p.hookID = e.GetHookID()
@@ -669,6 +702,8 @@ func readEvent(p *payload, ev any) {
 			urls:          []string{r.GetCloneURL(), r.GetSSHURL(), r.GetGitURL(), r.GetHTMLURL(), r.GetSVNURL(), r.GetURL()},
 			defaultBranch: firstNonEmpty(r.GetDefaultBranch(), r.GetMasterBranch()),
 		}
+		pushed := fromPushRepo(r)
+		p.pushed, p.pushDeleted = &pushed, e.GetDeleted()
 	case *github.CreateEvent:
 		p.ref = fullRef(e.GetRefType(), e.GetRef())
 		p.repo = fromRepository(e.GetRepo())
@@ -689,7 +724,10 @@ func readEvent(p *payload, ev any) {
 			draft:       r.GetDraft(),
 			prerelease:  r.GetPrerelease(),
 		}
+	case *github.RepositoryEvent:
+		return readRepositoryEvent(p, e)
 	}
+	return nil
 }
 
 func fromRepository(r *github.Repository) repository {

@@ -73,7 +73,7 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 		if rt.hookSecrets, err = webhookSecrets(cfg.GitHub); err != nil {
 			return nil, err
 		}
-		if rt.webhook, err = d.newWebhook(rt.hookSecrets); err != nil {
+		if rt.webhook, err = d.newWebhook(rt.hookSecrets, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +224,7 @@ func webhookSecrets(g config.GitHub) ([]string, error) {
 // newWebhook makes the handler of POST /webhooks/github for secrets; none
 // (nil) without a secret, since unsigned deliveries are never accepted. A
 // reload makes a new one, so rotated secrets take effect at once.
-func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
+func (d *Daemon) newWebhook(secrets []string, cfg *config.Config) (*webhook.Handler, error) {
 	if len(secrets) == 0 {
 		return nil, nil
 	}
@@ -241,6 +241,7 @@ func (d *Daemon) newWebhook(secrets []string) (*webhook.Handler, error) {
 		Sources:    webhookTargets{d.Registry},
 		Syncer:     webhookSyncer{d.Registry},
 		Releases:   rel,
+		Discovery:  d.hookDiscovery(cfg),
 		Log:        d.deliveries,
 		Logger:     d.log,
 		GitHubHost: d.core.cfg.GitHub.WebHost(),
