@@ -84,15 +84,6 @@ func (a Auth) sshMethod(user string) (*sshAuth, error) {
 	return m, nil
 }
 
-// ParseSSHKey checks that key is a private key the SSH transport can use
-// with passphrase ("" for none): what a sync does with the configured key
-// file, for the configuration's check at load. Its errors never hold the
-// key or the passphrase.
-func ParseSSHKey(key []byte, passphrase string) error {
-	_, err := parseSSHKey(key, passphrase)
-	return err
-}
-
 func parseSSHKey(key []byte, passphrase string) (ssh.Signer, error) {
 	signer, err := ssh.ParsePrivateKey(key)
 	var missing *ssh.PassphraseMissingError
