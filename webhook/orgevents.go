@@ -38,10 +38,12 @@ const (
 
 // The installation actions passed on as InstallationEvent.Action: the
 // installation event's created, deleted, suspend and unsuspend, and the
-// installation_repositories event's added and removed.
+// installation_repositories event's added and removed; and, to
+// Options.Installations only, new_permissions_accepted.
 const (
-	ActionSuspend   = "suspend"
-	ActionUnsuspend = "unsuspend"
+	ActionSuspend                = "suspend"
+	ActionUnsuspend              = "unsuspend"
+	ActionNewPermissionsAccepted = "new_permissions_accepted"
 )
 
 // RepoEvent is a change to one repository, as a delivery tells it. Every
@@ -85,9 +87,14 @@ type Discovery interface {
 var repositoryActions = []string{ActionCreated, ActionDeleted, ActionArchived, ActionUnarchived,
 	ActionRenamed, ActionTransferred, ActionPublicized, ActionPrivatized}
 
-// installationActions are the installation event's actions passed on;
-// others (new_permissions_accepted) are ignored.
+// installationActions are the installation event's actions passed on to
+// Discovery; others (new_permissions_accepted) are not.
 var installationActions = []string{ActionCreated, ActionDeleted, ActionSuspend, ActionUnsuspend}
+
+// appActions are the installation event's actions passed on to
+// Options.Installations: each changes the account's installation or what
+// its tokens may do, so what the GitHub App holds for it is stale.
+var appActions = []string{ActionCreated, ActionDeleted, ActionSuspend, ActionUnsuspend, ActionNewPermissionsAccepted}
 
 // Bounds on the names in a payload: GitHub's logins are at most 39
 // characters and repository names at most 100.
@@ -301,18 +308,21 @@ func parseInstallation(p *payload, raw []byte) error {
 	}
 	p.action = in.Action
 	var added, removed []installedRepo
+	forDiscovery := true
 	switch {
 	case p.event == "installation" && in.Action == ActionCreated:
 		added = in.Repositories
 	case p.event == "installation" && in.Action == ActionDeleted:
 		removed = in.Repositories
 	case p.event == "installation" && slices.Contains(installationActions, in.Action):
+	case p.event == "installation" && slices.Contains(appActions, in.Action):
+		forDiscovery = false // only the App's tokens change
 	case p.event == "installation_repositories" && in.Action == ActionAdded:
 		added = in.RepositoriesAdded
 	case p.event == "installation_repositories" && in.Action == ActionRemoved:
 		removed = in.RepositoriesRemoved
 	default:
-		return nil // an action Discovery does not act on
+		return nil // an action neither Discovery nor the App acts on
 	}
 	ev := InstallationEvent{
 		Action:         in.Action,
@@ -340,7 +350,12 @@ func parseInstallation(p *payload, raw []byte) error {
 			}
 		}
 	}
-	p.installation = &ev
+	if p.event == "installation" && slices.Contains(appActions, in.Action) {
+		p.appInstallation = &InstallationEvent{Action: ev.Action, InstallationID: ev.InstallationID, Account: ev.Account}
+	}
+	if forDiscovery {
+		p.installation = &ev
+	}
 	return nil
 }
 
@@ -389,6 +404,22 @@ func (h *Handler) applyRepository(p *payload, reason string) Reply {
 	return Reply{Outcome: OutcomeAccepted, Sources: srcs}
 }
 
+// applyInstallation handles an installation or installation_repositories
+// event: the App is told first (so that discovery's listing of the account,
+// which may use the App's token for it, finds the installation as it is
+// now), then Discovery. Accepted when only the App acts on it.
+func (h *Handler) applyInstallation(p *payload) Reply {
+	toApp := h.installations != nil && p.appInstallation != nil
+	if toApp {
+		h.tellApp(*p.appInstallation)
+	}
+	rep := h.applyDiscovery(p)
+	if toApp && rep.Outcome == OutcomeIgnored {
+		return Reply{Outcome: OutcomeAccepted, Sources: []string{}}
+	}
+	return rep
+}
+
 // applyDiscovery passes a repository or installation event on to
 // Discovery: accepted when there is one and the action is one it acts on.
 func (h *Handler) applyDiscovery(p *payload) Reply {
@@ -403,14 +434,23 @@ func (h *Handler) applyDiscovery(p *payload) Reply {
 	return Reply{Outcome: OutcomeDiscovery, Sources: []string{}}
 }
 
-// tellRepository and tellInstallation pass an event on, unless the handler
-// is closed: as with sync requests, a stopping daemon is handed nothing.
+// tellRepository, tellApp and tellInstallation pass an event on, unless
+// the handler is closed: as with sync requests, a stopping daemon is handed
+// nothing.
 func (h *Handler) tellRepository(ev RepoEvent) {
 	if h.closed.Load() || h.stop.Err() != nil {
 		h.logger.Debug("webhook closed, repository event dropped", "repo", ev.FullName, "action", ev.Action)
 		return
 	}
 	h.discovery.Repository(ev)
+}
+
+func (h *Handler) tellApp(ev InstallationEvent) {
+	if h.closed.Load() || h.stop.Err() != nil {
+		h.logger.Debug("webhook closed, installation event dropped", "account", ev.Account, "action", ev.Action)
+		return
+	}
+	h.installations(ev)
 }
 
 func (h *Handler) tellInstallation(ev InstallationEvent) {

@@ -60,7 +60,7 @@ const DefaultRefreshTimeout = 30 * time.Second
 // Options.Metrics.
 const (
 	OutcomePing         = "ping"         // 200 with the hook id
-	OutcomeAccepted     = "accepted"     // 202: syncs or a release-cache update were asked for
+	OutcomeAccepted     = "accepted"     // 202: syncs or a release-cache update were asked for, or an installation event that Discovery does not take was passed to Options.Installations
 	OutcomeDiscovery    = "discovery"    // 202: passed on to Discovery (a repository or installation change, or a push to a repository no source follows)
 	OutcomeUntracked    = "untracked"    // 204: no source tracks what the event moved
 	OutcomeIgnored      = "ignored"      // 204: an event or action skillreg does not act on, or a draft release
@@ -135,6 +135,13 @@ type Options struct {
 	// installation_repositories events, and pushes to repositories no
 	// source follows; nil ignores them (no source is discovered).
 	Discovery Discovery
+	// Installations, when set, is told of each installation event whose
+	// action (created, deleted, suspend, unsuspend,
+	// new_permissions_accepted) makes what the GitHub App holds for the
+	// account stale, whether or not Discovery is set, and before
+	// Discovery is; ev.Repos is empty. It is called on the request path
+	// and must return at once. nil tells no one.
+	Installations func(ev InstallationEvent)
 	// Log records deliveries; nil means a NewMemoryLog(DefaultLogSize).
 	Log DeliveryLog
 	// Logger receives the handler's logs; nil discards them.
@@ -177,6 +184,9 @@ type Handler struct {
 	now       func() time.Time
 	metrics   func(event, outcome string)
 	budget    *netlimit.Budget
+
+	// installations is Options.Installations.
+	installations func(ev InstallationEvent)
 
 	syncer  Syncer
 	refresh *refresher
@@ -247,6 +257,7 @@ func New(opts Options) (*Handler, error) {
 		cancel:    cancel,
 		inFlight:  make(map[string]struct{}),
 	}
+	h.installations = opts.Installations
 	h.refresh = &refresher{
 		releases: opts.Releases,
 		request:  h.requestSyncs,
@@ -525,7 +536,7 @@ func (h *Handler) apply(p *payload, id string, redelivery bool) Reply {
 	case "repository":
 		return h.applyRepository(p, reason)
 	case "installation", "installation_repositories":
-		return h.applyDiscovery(p)
+		return h.applyInstallation(p)
 	}
 	return Reply{Outcome: OutcomeIgnored, Sources: []string{}}
 }
@@ -602,6 +613,7 @@ type payload struct {
 	// repository edited with changes.default_branch
 	defaultBranchChanged bool
 	installation         *InstallationEvent // installation, installation_repositories: likewise
+	appInstallation      *InstallationEvent // installation: an action Options.Installations is told of
 }
 
 type release struct {

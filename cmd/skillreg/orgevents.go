@@ -43,3 +43,23 @@ func (d *Daemon) hookDiscovery(cfg *config.Config) webhook.Discovery {
 	}
 	return webhookDiscovery{d.disc}
 }
+
+// hookInstallations is the webhook's Options.Installations: with a GitHub
+// App, an installation created, deleted, suspended or unsuspended, or new
+// permissions accepted, makes the App forget what it holds for the account
+// (its installation id, the "not installed" answer it keeps for 10 minutes,
+// and the installation's token), so the next sync or listing for that
+// owner asks GitHub again. nil without an App. Whether any github: source
+// is configured does not matter: every git source and release lookup on
+// the owner uses the App's token.
+func (d *Daemon) hookInstallations() func(webhook.InstallationEvent) {
+	if d.app == nil {
+		return nil
+	}
+	app, log := d.app, d.log
+	return func(ev webhook.InstallationEvent) {
+		app.Forget(ev.Account)
+		log.Info("GitHub App installation changed; its installation and token for the account will be asked for again",
+			"account", ev.Account, "action", ev.Action, "installation_id", ev.InstallationID)
+	}
+}

@@ -236,7 +236,7 @@ func (d *Daemon) newWebhook(secrets []string, cfg *config.Config) (*webhook.Hand
 		}
 		rel = rc
 	}
-	h, err := webhook.New(webhook.Options{
+	opts := webhook.Options{
 		Secrets:    secrets,
 		Sources:    webhookTargets{d.Registry},
 		Syncer:     webhookSyncer{d.Registry},
@@ -248,7 +248,9 @@ func (d *Daemon) newWebhook(secrets []string, cfg *config.Config) (*webhook.Hand
 		Metrics:    d.metrics.WebhookDelivery,
 		Budget:     d.budget,
 		Context:    d.hookCtx,
-	})
+	}
+	opts.Installations = d.hookInstallations()
+	h, err := webhook.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
