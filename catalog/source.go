@@ -60,6 +60,12 @@ type GitSource struct {
 	// TokenID identifies where the token comes from (for detecting config
 	// changes), never the token itself.
 	TokenID string
+	// Refused, when set, is told a token the remote refused (ErrAuth at
+	// the ref listing or the fetch), so the next Token call returns a
+	// fresh one: the registry then retries the operation once, in the
+	// same sync. Set only for minted credentials (a GitHub App's
+	// installation token); nil leaves a refused token stalled.
+	Refused func(token string)
 	// Verify, when set, requires the commit (or the tag) served to carry
 	// a valid signature by one of its keys; nil serves what the pin
 	// resolves to.

@@ -273,6 +273,26 @@ func (a *App) Forget(owner string) {
 	}
 }
 
+// Invalidate drops owner's installation token if it is still tok (GitHub
+// refused it to git: revoked, or this machine's clock behind GitHub's), so
+// the next Token mints a new one. A token already replaced is left alone:
+// syncs refused with the same token at once mint one new token between
+// them, not one each. The installation id is kept.
+func (a *App) Invalidate(owner, tok string) {
+	if tok == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := a.fixed
+	if o, ok := a.owners[strings.ToLower(owner)]; ok && o.id != 0 {
+		id = o.id
+	}
+	if in := a.insts[id]; in != nil && in.token == tok {
+		in.token, in.expires = "", time.Time{}
+	}
+}
+
 // installation finds owner's installation id: the configured one, the
 // cached one, or GitHub's answer.
 func (a *App) installation(ctx context.Context, owner string) (int64, error) {

@@ -124,7 +124,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 	if err != nil {
 		return nil, err
 	}
-	if s.res, err = r.resolve(ctx, src, s.repo, s.auth, prev); err != nil {
+	s.res, err = r.resolve(ctx, src, s.repo, s.auth, prev)
+	if s.refreshed(err) {
+		s.res, err = r.resolve(ctx, src, s.repo, s.auth, prev)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if s.unchanged() {
@@ -144,7 +148,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 			}
 		}
 	}()
-	if err := s.fetch(ctx); err != nil {
+	err = s.fetch(ctx)
+	if s.refreshed(err) {
+		err = s.fetch(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// verify.go: what does not verify is never walked or indexed.
@@ -171,6 +179,32 @@ type gitSync struct {
 	auth gitstore.Auth
 	res  gitstore.Resolved
 	sig  *sigverify.Signature // what the verify step found (nil without verify)
+	// retried says the sync has had its one fresh token (refreshed).
+	retried bool
+}
+
+// refreshed reports whether err is the remote refusing a token that its
+// source can replace (GitSource.Refused), and the replacement was
+// fetched: the caller retries the operation once with it. One retry per
+// sync: a second refusal stalls the source as auth_refused.
+func (s *gitSync) refreshed(err error) bool {
+	g := s.src.Git
+	if err == nil || !errors.Is(err, gitstore.ErrAuth) || s.retried || g.Refused == nil || g.Token == nil || s.auth.Token == "" {
+		return false
+	}
+	s.retried = true
+	g.Refused(s.auth.Token)
+	tok, terr := g.Token()
+	if terr != nil || tok == "" || tok == s.auth.Token {
+		if terr != nil {
+			s.r.log.Warn("could not replace a refused git credential", "source", s.src.Name, "err", terr)
+		}
+		return false
+	}
+	s.r.redact.AddBasic(gitstore.TokenUser, tok)
+	s.r.log.Info("the remote refused the source's token; retrying once with a fresh one", "source", s.src.Name)
+	s.auth.Token = tok
+	return true
 }
 
 // openGit finds the source's object store and the credential to present.

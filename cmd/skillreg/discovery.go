@@ -245,7 +245,7 @@ func (d *Daemon) probeTree(ctx context.Context, group string, r discovery.Repo, 
 		}
 	}
 	var creds gitstore.Auth
-	if token, _ := tokenSource(auth, repo, cfg.GitHub.WebHost(), cfg.GitHub.TokenEnv, d.app); token != nil {
+	if token, _, _ := tokenSource(auth, repo, cfg.GitHub.WebHost(), cfg.GitHub.TokenEnv, d.app); token != nil {
 		if creds.Token, err = token(); err != nil {
 			return false, err
 		}

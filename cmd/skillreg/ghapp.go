@@ -87,7 +87,10 @@ func newApp(cfg *config.Config, log *slog.Logger, secrets *redact.Set, now func(
 // without its own auth: the App's installation token for the repository's
 // owner when the App is installed there, else github.token_env's token,
 // else none (a public repository).
-func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (func() (string, error), string) {
+//
+// refused, set only with the App, drops a token git was refused
+// (catalog.GitSource.Refused).
+func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (token func() (string, error), id string, refused func(string)) {
 	fallback := func() (string, error) {
 		if tokenEnv == "" {
 			return "", nil
@@ -95,20 +98,20 @@ func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (func() (str
 		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
 	}
 	if u := repo.URL(); !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-		return nil, "" // tokens are HTTPS credentials (an SSH remote has its own auth)
+		return nil, "", nil // tokens are HTTPS credentials (an SSH remote has its own auth)
 	}
 	owner, _, ok := repo.OwnerName()
 	if app == nil || !ok {
 		if tokenEnv == "" {
-			return nil, ""
+			return nil, "", nil
 		}
-		return fallback, "github:" + tokenEnv
+		return fallback, "github:" + tokenEnv, nil
 	}
-	id := appTokenID + strconv.FormatInt(app.ID(), 10)
+	id = appTokenID + strconv.FormatInt(app.ID(), 10)
 	if tokenEnv != "" {
 		id += ",github:" + tokenEnv
 	}
-	return func() (string, error) {
+	token = func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), appTokenTimeout)
 		defer cancel()
 		tok, err := app.Token(ctx, owner)
@@ -119,7 +122,13 @@ func githubToken(app *ghapp.App, repo gitref.Repo, tokenEnv string) (func() (str
 			return fallback()
 		}
 		return "", err // "GitHub App 123: mint a token ...: 502 Bad Gateway ..."
-	}, id
+	}
+	// A token git was refused (revoked, or this clock behind GitHub's) is
+	// dropped if it is still the installation's, so the registry's one
+	// retry presents a fresh one. A fallback token is not the App's:
+	// Invalidate leaves it, and Token returns it again (no retry).
+	refused = func(t string) { app.Invalidate(owner, t) }
+	return token, id, refused
 }
 
 // isAppToken reports whether a git source's TokenID says its credential is

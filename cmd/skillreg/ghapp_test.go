@@ -241,8 +241,11 @@ sources:
 			t.Errorf("%s was never fetched", repo)
 		}
 	}
-	if n := gh.TokensIssued(acme); n != 1 {
-		t.Errorf("%d installation tokens minted, want 1 shared by git and the Releases API", n)
+	// One token shared by git and the Releases API, and one more: the
+	// hostile remote (on acme, on the GitHub host) refused the first, and
+	// a token git refused is replaced once (TestGitHubAppReplacesATokenGitRefused).
+	if n := gh.TokensIssued(acme); n != 2 {
+		t.Errorf("%d installation tokens minted, want 2 (one shared by git and the Releases API, one after the hostile remote's refusal)", n)
 	}
 	if a, b := gh.Requests("/orgs/other/installation"), gh.Requests("/users/other/installation"); a != 1 || b != 1 {
 		t.Errorf("other's installation looked up %d+%d times, want once each (remembered)", a, b)
@@ -251,8 +254,8 @@ sources:
 		gh.Requests(fmt.Sprintf("/app/installations/%d/access_tokens", acme)) +
 		gh.Requests("/orgs/other/installation") + gh.Requests("/users/other/installation")
 	t.Logf("the App's own requests: %d (the README's cost section quotes this)", appRequests)
-	if appRequests != 4 {
-		t.Errorf("the App sent %d requests, want 4 (acme: lookup, mint; other: two lookups)", appRequests)
+	if appRequests != 5 {
+		t.Errorf("the App sent %d requests, want 5 (acme: lookup, mint, a mint after the hostile remote's refusal; other: two lookups)", appRequests)
 	}
 	// The Releases API was asked with the installation token: answered,
 	// and never 401 (the fake takes no github.token_env token).

@@ -390,7 +390,7 @@ func sources(cfg *config.Config, app *ghapp.App) ([]catalog.Source, error) {
 		}
 		// Repo and Pin were parsed when the configuration loaded.
 		g := &catalog.GitSource{Repo: s.Repo, Pin: s.Pin, Path: strings.Trim(filepath.ToSlash(filepath.Clean("/"+s.Path)), "/")}
-		g.Token, g.TokenID = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv, app)
+		g.Token, g.TokenID, g.Refused = tokenSource(s.Auth, s.Repo, ghHost, cfg.GitHub.TokenEnv, app)
 		var err error
 		if g.Verify, err = sourceVerify(s); err != nil {
 			return nil, err
@@ -408,7 +408,10 @@ func sources(cfg *config.Config, app *ghapp.App) ([]catalog.Source, error) {
 // is read at every sync (so a rotated file takes effect, and an
 // installation token is replaced before it expires) and never kept
 // elsewhere.
-func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string, app *ghapp.App) (func() (string, error), string) {
+//
+// refused is set only for the App's token (githubToken): told a token git
+// was refused, it drops it so the next call mints a fresh one.
+func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string, app *ghapp.App) (token func() (string, error), id string, refused func(string)) {
 	switch {
 	case a != nil && a.TokenEnv != "":
 		env := a.TokenEnv
@@ -418,7 +421,7 @@ func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string, ap
 				return "", fmt.Errorf("token environment variable %s is empty", env)
 			}
 			return v, nil
-		}, "env:" + env
+		}, "env:" + env, nil
 	case a != nil && a.TokenFile != "":
 		file := a.TokenFile
 		return func() (string, error) {
@@ -431,11 +434,11 @@ func tokenSource(a *config.Auth, repo gitref.Repo, ghHost, ghTokenEnv string, ap
 				return "", fmt.Errorf("token file %s is empty", file)
 			}
 			return v, nil
-		}, "file:" + file
+		}, "file:" + file, nil
 	case ghHost != "" && repo.Host() == ghHost:
 		return githubToken(app, repo, ghTokenEnv)
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 // releaseResolver resolves "release: latest" pins of repositories on the
