@@ -185,6 +185,102 @@ func TestDiscoversThreeOwners(t *testing.T) {
 	}
 }
 
+// TestDiscoversThreeOrganisations: the listings of three organisations
+// (acme, beta, gamma) and a user (carol), each with its own template, give
+// every repository its verdict: included, or left out as archived, a fork,
+// not matched by include, excluded by a glob, without the topic, or
+// without a SKILL.md; a template that asks for archived repositories gets
+// them, and one with both include and exclude globs applies both.
+func TestDiscoversThreeOrganisations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	seedThreeOwners(e.gh)
+	topic := []string{"agent-skills"}
+	for _, r := range []fakegithub.Repo{
+		{FullName: "gamma/skills-core", Topics: topic, Files: skillFiles},
+		{FullName: "gamma/skills-archive", Topics: topic, Archived: true, Files: skillFiles},
+		{FullName: "gamma/skills-fork", Topics: topic, Fork: true, Files: skillFiles},
+		{FullName: "gamma/skills-wip", Topics: topic, Files: skillFiles},
+		{FullName: "gamma/Skills-Old1", Topics: topic, Files: skillFiles},
+		{FullName: "gamma/agent-kit", Topics: []string{"AGENT-SKILLS"}, Files: []string{"SKILL.md"}},
+		{FullName: "gamma/website", Topics: topic, Files: skillFiles},
+		{FullName: "gamma/skills-notopic", Topics: []string{"go"}, Files: skillFiles},
+		{FullName: "gamma/skills-docs", Topics: topic, Files: []string{"README.md"}},
+	} {
+		e.gh.AddRepo(r)
+	}
+	m := newManager(t, e.options(t),
+		discovery.Template{Name: "acme", Owner: "acme", Topic: "agent-skills", Exclude: []string{"*-sandbox"}, Path: "skills"},
+		discovery.Template{Name: "beta", Owner: "beta", Include: []string{"ag*"}},
+		discovery.Template{Name: "carol", Owner: "carol", Forks: true},
+		discovery.Template{Name: "gamma", Owner: "gamma", Topic: "agent-skills", Archived: true,
+			Include: []string{"skills-*", "agent*"}, Exclude: []string{"*-wip", "skills-old?"}},
+	)
+	refresh(t, m)
+	want := []string{
+		"acme-review-tools=acme/Review_Tools", "acme-secret-skills=acme/secret-skills", "acme-skills=acme/skills",
+		"beta-agents=beta/agents", "carol-dotfiles=carol/dotfiles", "carol-my-skills=carol/my-skills",
+		"gamma-agent-kit=gamma/agent-kit", "gamma-skills-archive=gamma/skills-archive", "gamma-skills-core=gamma/skills-core",
+	}
+	if got := included(m); !slices.Equal(got, want) {
+		t.Errorf("included:\n got %q\nwant %q", got, want)
+	}
+	gammaInclude := `not matched by include ["skills-*" "agent*"]`
+	reasons := map[string]string{ // every repository listed: "" is included
+		"acme/skills": "", "acme/Review_Tools": "", "acme/secret-skills": "",
+		"acme/old-skills":     discovery.ReasonArchived,
+		"acme/forked-skills":  discovery.ReasonFork,
+		"acme/website":        `topic "agent-skills" missing`,
+		"acme/notopic":        `topic "agent-skills" missing`,
+		"acme/docs":           `no SKILL.md under path "skills"`,
+		"acme/elsewhere":      `no SKILL.md under path "skills"`,
+		"acme/empty":          `no SKILL.md under path "skills"`,
+		"acme/skills-sandbox": `excluded by glob "*-sandbox"`,
+		"beta/agents":         "",
+		"beta/tools":          `not matched by include ["ag*"]`,
+		"carol/my-skills":     "", "carol/dotfiles": "",
+		"gamma/skills-core": "", "gamma/skills-archive": "", "gamma/agent-kit": "",
+		"gamma/skills-fork":    discovery.ReasonFork,
+		"gamma/skills-wip":     `excluded by glob "*-wip"`,
+		"gamma/Skills-Old1":    `excluded by glob "skills-old?"`,
+		"gamma/website":        gammaInclude,
+		"gamma/skills-notopic": `topic "agent-skills" missing`,
+		"gamma/skills-docs":    discovery.ReasonNoSkill,
+	}
+	all := byRepo(m)
+	for name, want := range reasons {
+		f, ok := all[name]
+		if !ok || f.Included != (want == "") || f.Reason != want {
+			t.Errorf("%s: %+v, want included %v, reason %q", name, f, want == "", want)
+		}
+	}
+	if len(all) != len(reasons) {
+		t.Errorf("%d repositories shown, want all %d", len(all), len(reasons))
+	}
+	for name, f := range all {
+		if f.Group != strings.SplitN(name, "/", 2)[0] {
+			t.Errorf("%s in group %q", name, f.Group)
+		}
+	}
+	// Each organisation is listed as one (a 200 at /orgs/...), the user
+	// after a 404 there.
+	for _, org := range []string{"acme", "beta", "gamma"} {
+		if st := e.gh.Stats("/orgs/" + org + "/repos"); st.Status[200] != 1 || st.Status[404] != 0 {
+			t.Errorf("/orgs/%s/repos: %+v", org, st)
+		}
+	}
+	if st := e.gh.Stats("/orgs/carol/repos"); st.Status[404] != 1 {
+		t.Errorf("/orgs/carol/repos: %+v", st)
+	}
+	// Trees are asked only of the repositories the cheap rules keep.
+	for _, p := range []string{"/repos/gamma/skills-fork/git/trees/main", "/repos/gamma/skills-wip/git/trees/main",
+		"/repos/gamma/Skills-Old1/git/trees/main", "/repos/gamma/website/git/trees/main", "/repos/gamma/skills-notopic/git/trees/main"} {
+		if n := e.gh.Requests(p); n != 0 {
+			t.Errorf("%s asked %d times, want never", p, n)
+		}
+	}
+}
+
 func TestRefreshIsConditional(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
