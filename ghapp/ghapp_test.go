@@ -362,6 +362,49 @@ func TestRevokedTokenIsReplaced(t *testing.T) {
 	}
 }
 
+// TestInvalidateDropsOnlyTheCurrentToken: Invalidate(owner, tok) makes
+// the next Token mint when tok is the installation's current token, and
+// does nothing when it was replaced already: syncs refused with the same
+// token at once (git, which Client's retry does not cover) mint one new
+// token between them.
+func TestInvalidateDropsOnlyTheCurrentToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	a, err := e.app.Token(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gh.RevokeTokens(e.acme)
+	var wg sync.WaitGroup
+	fresh := make([]string, 8)
+	for i := range fresh {
+		wg.Go(func() {
+			e.app.Invalidate("ACME", a) // owners are case-insensitive
+			var err error
+			if fresh[i], err = e.app.Token(ctx, "acme"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := e.gh.TokensIssued(e.acme); n != 2 {
+		t.Fatalf("%d tokens minted, want 2 (the first, one after the invalidations)", n)
+	}
+	for _, b := range fresh {
+		if b == a || b != fresh[0] || !e.gh.ValidToken(b) {
+			t.Fatal("the callers were not all given the one new token")
+		}
+	}
+	// An unknown or replaced token, an unknown owner: nothing dropped.
+	e.app.Invalidate("acme", a)
+	e.app.Invalidate("acme", "")
+	e.app.Invalidate("nobody", fresh[0])
+	if b, _ := e.app.Token(ctx, "acme"); b != fresh[0] || e.gh.TokensIssued(e.acme) != 2 {
+		t.Fatal("Invalidate of a token no longer current dropped the current one")
+	}
+}
+
 func TestOneMintInFlightPerInstallation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{installationID: true})

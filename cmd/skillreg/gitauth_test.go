@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,7 +27,10 @@ type refusedAppFixture struct {
 	remote    *gittest.Repo
 	creds     *credentials
 	refuseAll atomic.Bool
-	d         *Daemon
+	// revokeAtFetch revokes the installation's tokens when the next
+	// git-upload-pack POST (the fetch, after a good ref listing) arrives.
+	revokeAtFetch atomic.Bool
+	d             *Daemon
 }
 
 func newRefusedAppFixture(t *testing.T) *refusedAppFixture {
@@ -39,6 +43,9 @@ func newRefusedAppFixture(t *testing.T) *refusedAppFixture {
 	f.srv = gittest.NewServer(t)
 	f.srv.RequireCredential(func(path, user, password string) bool {
 		f.creds.record(path, password)
+		if strings.HasSuffix(path, "/git-upload-pack") && f.revokeAtFetch.CompareAndSwap(true, false) {
+			f.gh.RevokeTokens(f.acme)
+		}
 		return !f.refuseAll.Load() && user == "x-access-token" && f.gh.ValidToken(password)
 	})
 	f.remote = f.srv.CreateRepo("acme/skills")
@@ -172,5 +179,32 @@ func TestGitHubAppRefusedTwiceStalls(t *testing.T) {
 	}
 	if f.served() != served {
 		t.Errorf("serving %s, want the last good commit %s", f.served(), served)
+	}
+}
+
+// TestGitHubAppReplacesATokenRefusedAtFetch: a token refused at the fetch
+// (revoked after the ref listing accepted it) is replaced the same way:
+// one mint, the fetch retried once, the new commit served.
+func TestGitHubAppReplacesATokenRefusedAtFetch(t *testing.T) {
+	t.Parallel()
+	f := newRefusedAppFixture(t)
+	counts := f.srv.Requests()
+	f.revokeAtFetch.Store(true)
+	f.write("two")
+	if err := f.syncNow(t); err != nil {
+		t.Fatalf("sync with the token revoked at the fetch: %v", err)
+	}
+	if f.revokeAtFetch.Load() {
+		t.Fatal("the sync did not fetch")
+	}
+	if f.served() != f.remote.Head() {
+		t.Fatalf("serving %s, want %s", f.served(), f.remote.Head())
+	}
+	if n := f.gh.TokensIssued(f.acme); n != 2 {
+		t.Fatalf("%d tokens minted, want 2 (the first, and one after the refused fetch)", n)
+	}
+	after := f.srv.Requests()
+	if l, n := after.RefListings-counts.RefListings, after.Fetches-counts.Fetches; l != 1 || n != 2 {
+		t.Errorf("%d ref listings and %d fetch requests, want 1 and 2 (the refused fetch, the retry)", l, n)
 	}
 }
