@@ -22,6 +22,8 @@ type EchoServer struct {
 	status   int
 	requests atomic.Int64
 	wg       sync.WaitGroup
+	mu       sync.Mutex
+	shown    []string // the passwords of the Basic credentials it was sent
 }
 
 // NewEchoServer starts an EchoServer answering status (401, 403, 500, ...);
@@ -44,6 +46,14 @@ func (s *EchoServer) URL() string { return "http://" + s.ln.Addr().String() }
 
 // Requests is how many requests it answered.
 func (s *EchoServer) Requests() int { return int(s.requests.Load()) }
+
+// Passwords returns the passwords of the Basic credentials it was sent,
+// in order (a test looks for each of them where they must not be).
+func (s *EchoServer) Passwords() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.shown...)
+}
 
 // Close stops it.
 func (s *EchoServer) Close() {
@@ -83,6 +93,11 @@ func (s *EchoServer) serve(c net.Conn) {
 		if b64, ok := strings.CutPrefix(auth, "Basic "); ok {
 			if dec, err := base64.StdEncoding.DecodeString(b64); err == nil {
 				plain = string(dec)
+				if _, pw, ok := strings.Cut(plain, ":"); ok {
+					s.mu.Lock()
+					s.shown = append(s.shown, pw)
+					s.mu.Unlock()
+				}
 			}
 		}
 		body := fmt.Sprintf("Bad credentials\r\nyou sent: %s\n\x1b[31mdecoded: %s\x00\n<script>alert(1)</script>\n", auth, plain)
