@@ -577,7 +577,8 @@ func DecodeCursor(s string) (Cursor, error) {
 		return Cursor{}, ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != s { // the decoder skips newlines: one spelling per cursor
+
 		return Cursor{}, ErrBadCursor
 	}
 	name, o, ok := strings.Cut(string(b), ".")

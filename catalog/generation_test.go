@@ -106,7 +106,7 @@ func TestDecodeCursor(t *testing.T) {
 		"", "!!", "a", enc(name), enc(name + "."), enc("." + "200"), enc(name + ".-1"), enc(name + ".+1"),
 		enc(name + ".01"), enc(name + ".1.2"), enc(name + ".1x"), enc(name + ".99999999999999999999"),
 		enc("a/b.1"), enc("a=b.1"), enc("a b.1"), enc(strings.Repeat("a", 44) + ".1"), enc(name + "\x00.1"),
-		enc(name+".1") + "=", strings.Repeat("A", 65), enc(name + ".1")[:len(enc(name+".1"))-1] + "!",
+		enc(name+".1") + "=", enc(name + ".1")[:4] + "\n" + enc(name + ".1")[4:], strings.Repeat("A", 65), enc(name + ".1")[:len(enc(name+".1"))-1] + "!",
 	} {
 		if c, err := DecodeCursor(bad); !errors.Is(err, ErrBadCursor) {
 			t.Errorf("DecodeCursor(%q) = %+v, %v; want ErrBadCursor", bad, c, err)
