@@ -11,9 +11,10 @@ import (
 )
 
 // manySkillsRemote is a git remote of n skills under skills/, pushed.
-func manySkillsRemote(t *testing.T, n int) *gittest.Repo {
+func manySkillsRemote(t *testing.T, n int) (*gittest.Server, *gittest.Repo) {
 	t.Helper()
-	remote := gittest.NewServer(t).CreateRepo("many")
+	srv := gittest.NewServer(t)
+	remote := srv.CreateRepo("many")
 	files := map[string]string{}
 	for i := range n {
 		name := fmt.Sprintf("skill-%04d", i)
@@ -25,7 +26,7 @@ func manySkillsRemote(t *testing.T, n int) *gittest.Repo {
 	remote.WriteFiles(files)
 	remote.Commit("initial")
 	remote.Push("main")
-	return remote
+	return srv, remote
 }
 
 // listPage asks d for one skills/list page (2026-07-28, stateless) and
@@ -58,7 +59,7 @@ func listPage(t *testing.T, d *testDaemon, cursor string) (string, string) {
 // does not hold answers "catalog changed", never a listing of another
 // generation.
 func TestCursorsAcrossReplicas(t *testing.T) {
-	remote := manySkillsRemote(t, 450) // three pages of 200
+	_, remote := manySkillsRemote(t, 450) // three pages of 200
 	cfg := "sources:\n  - name: many\n    url: " + remote.URL() + "\n    ref: {branch: main}\n    path: skills\n    poll: 0\n"
 	a := startDaemon(t, cfg, "")
 	b := startDaemon(t, cfg, "")
@@ -134,11 +135,12 @@ func TestCursorsAcrossReplicas(t *testing.T) {
 }
 
 // TestGenerationNameSurvivesRestart: a daemon restarted on its data
-// directory serves the generation it restored from its store under the
-// name a fresh sync of the same commit gives it, so a restarted replica
-// continues the others' listings (and they its).
+// directory, with the git host down so that it serves what it restored
+// from its store (its bbolt file), names that generation as the sync of
+// the same commit did, so a restarted replica continues the others'
+// listings (and they its).
 func TestGenerationNameSurvivesRestart(t *testing.T) {
-	srvRemote := manySkillsRemote(t, 30)
+	srv, srvRemote := manySkillsRemote(t, 30)
 	cfg := "data_dir: " + t.TempDir() + "\nsources:\n  - name: many\n    url: " + srvRemote.URL() + "\n    ref: {branch: main}\n    path: skills\n    poll: 0\n"
 	var name, first string
 	t.Run("first", func(t *testing.T) {
@@ -146,6 +148,7 @@ func TestGenerationNameSurvivesRestart(t *testing.T) {
 		name = d.Registry.Current().Name()
 		first, _ = listPage(t, d, "")
 	})
+	srv.SetFailure(gittest.Failure{Status: 503})
 	d := startDaemon(t, cfg, "")
 	if got := d.Registry.Current().Name(); got != name {
 		t.Fatalf("restarted daemon names the generation %s, was %s", got, name)
