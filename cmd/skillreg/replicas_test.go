@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -27,6 +28,23 @@ func manySkillsRemote(t *testing.T, n int) (*gittest.Server, *gittest.Repo) {
 	remote.Commit("initial")
 	remote.Push("main")
 	return srv, remote
+}
+
+// readyName is the generation_name /readyz shows.
+func readyName(t *testing.T, d *testDaemon) string {
+	t.Helper()
+	resp, err := http.Get(d.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Name string `json:"generation_name"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Name
 }
 
 // listPage asks d for one skills/list page (2026-07-28, stateless) and
@@ -65,6 +83,9 @@ func TestCursorsAcrossReplicas(t *testing.T) {
 	b := startDaemon(t, cfg, "")
 	if a.Registry.Current().Name() != b.Registry.Current().Name() {
 		t.Fatalf("same commit, same configuration, two generation names: %s %s", a.Registry.Current().Name(), b.Registry.Current().Name())
+	}
+	if got := readyName(t, b); got != a.Registry.Current().Name() {
+		t.Fatalf("/readyz generation_name %q, want %q", got, a.Registry.Current().Name())
 	}
 
 	// The listing from a alone.
