@@ -133,7 +133,7 @@ func TestCursorsAcrossReplicas(t *testing.T) {
 		t.Fatal("new generation, same cursor")
 	}
 	status, body := rpc(t, b.URL, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta2026+`,"cursor":"`+afterSwap+`"}}`)
-	if status != 400 || !strings.Contains(body, catalog.ErrCatalogMoved.Error()) {
+	if status != 400 || !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, catalog.ErrCatalogMoved.Error()) {
 		t.Fatalf("cursor of a generation b does not hold: %d %.300s", status, body)
 	}
 	// a still holds the superseded generation (retained): the listing
@@ -147,7 +147,7 @@ func TestCursorsAcrossReplicas(t *testing.T) {
 		t.Fatalf("a and c synced the same commit: %s %s", a.Registry.Current().Name(), c.Registry.Current().Name())
 	}
 	status, body = rpc(t, c.URL, "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta2026+`,"cursor":"`+beforeSwap+`"}}`)
-	if status != 400 || !strings.Contains(body, catalog.ErrCatalogMoved.Error()) {
+	if status != 400 || !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, catalog.ErrCatalogMoved.Error()) {
 		t.Fatalf("cursor from before the swap at c: %d %.300s", status, body)
 	}
 	if body, _ := listPage(t, c, afterSwap); !strings.Contains(body, `"skill-0200"`) {
