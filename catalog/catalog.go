@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -277,20 +278,54 @@ func (s *Snapshot) skillFor(rel string) (*skill.Skill, string, bool) {
 // Catalog is one generation of the whole catalog: every source's current
 // snapshot. It is immutable; a sync builds the next one and swaps it in.
 type Catalog struct {
+	// Gen numbers this process's generations (metrics, logs, /healthz);
+	// another process numbers its own alike, so it never leaves the
+	// process: cursors carry Name.
 	Gen     uint64
 	Created time.Time
 	sources []*Snapshot // sorted by name
-	// instance tells this process's generations from another's: replicas
-	// behind one address number their generations alike.
-	instance string
+	digests [][sha256.Size]byte
+	name    string
 }
 
 // NewCatalog builds a generation from snapshots.
 func NewCatalog(gen uint64, now time.Time, snaps []*Snapshot) *Catalog {
+	return newCatalog(gen, now, snaps, nil)
+}
+
+// newCatalog builds a generation from snapshots, taking the name digests
+// of those it shares with prev from prev.
+func newCatalog(gen uint64, now time.Time, snaps []*Snapshot, prev *Catalog) *Catalog {
 	s := slices.Clone(snaps)
 	slices.SortFunc(s, func(a, b *Snapshot) int { return strings.Compare(a.Source, b.Source) })
-	return &Catalog{Gen: gen, Created: now, sources: s}
+	d := make([][sha256.Size]byte, len(s))
+	for i, snap := range s {
+		if j := prev.index(snap); j >= 0 {
+			d[i] = prev.digests[j]
+		} else {
+			d[i] = snapshotDigest(snap)
+		}
+	}
+	return &Catalog{Gen: gen, Created: now, sources: s, digests: d, name: generationName(d)}
 }
+
+// index returns the position of snap in c's sources, -1 if c (nil: none)
+// does not hold that very snapshot.
+func (c *Catalog) index(snap *Snapshot) int {
+	if c == nil {
+		return -1
+	}
+	i, ok := slices.BinarySearchFunc(c.sources, snap.Source, func(s *Snapshot, name string) int { return strings.Compare(s.Source, name) })
+	if !ok || c.sources[i] != snap {
+		return -1
+	}
+	return i
+}
+
+// Name names the generation by what it holds (see generationName): any
+// process that holds a generation of the same name renders the same
+// listings from it, byte for byte.
+func (c *Catalog) Name() string { return c.name }
 
 // With returns a new generation with snap replacing its source's snapshot
 // (or added).
@@ -301,9 +336,7 @@ func (c *Catalog) With(gen uint64, now time.Time, snap *Snapshot) *Catalog {
 			out = append(out, s)
 		}
 	}
-	nc := NewCatalog(gen, now, append(out, snap))
-	nc.instance = c.instance
-	return nc
+	return newCatalog(gen, now, append(out, snap), c)
 }
 
 // Without returns a new generation without the source's snapshot.
@@ -314,9 +347,7 @@ func (c *Catalog) Without(gen uint64, now time.Time, source string) *Catalog {
 			out = append(out, s)
 		}
 	}
-	nc := NewCatalog(gen, now, out)
-	nc.instance = c.instance
-	return nc
+	return newCatalog(gen, now, out, c)
 }
 
 // Sources returns the snapshots of the sources the filter allows.
@@ -521,41 +552,42 @@ func (c *Catalog) Dir(allow Filter, uri string) ([]DirEntry, error) {
 	return out, nil
 }
 
-// Cursor names a position in one generation's listing, of one process.
+// Cursor names a position in one generation's listing. The generation is
+// named by what it holds (Catalog.Name), not by the process that made the
+// cursor: any process holding that generation continues the listing.
 type Cursor struct {
-	Instance string
-	Gen      uint64
-	Offset   int
+	Generation string
+	Offset     int
 }
 
 // Cursor returns the cursor of a position in this generation's listing.
 func (c *Catalog) Cursor(offset int) Cursor {
-	return Cursor{Instance: c.instance, Gen: c.Gen, Offset: offset}
+	return Cursor{Generation: c.name, Offset: offset}
 }
 
 // Encode renders the cursor as an opaque string.
 func (c Cursor) Encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.Instance + "g" + strconv.FormatUint(c.Gen, 10) + "." + strconv.Itoa(c.Offset)))
+	return base64.RawURLEncoding.EncodeToString([]byte(c.Generation + "." + strconv.Itoa(c.Offset)))
 }
 
-// DecodeCursor parses a cursor made by Encode.
+// DecodeCursor parses a cursor made by Encode; anything else is refused
+// with ErrBadCursor.
 func DecodeCursor(s string) (Cursor, error) {
 	if len(s) > 64 {
 		return Cursor{}, ErrBadCursor
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != s { // the decoder skips newlines: one spelling per cursor
+
 		return Cursor{}, ErrBadCursor
 	}
-	g, o, ok := strings.Cut(string(b), ".")
-	inst, g, ok2 := strings.Cut(g, "g")
-	if !ok || !ok2 {
+	name, o, ok := strings.Cut(string(b), ".")
+	if !ok || !validName(name) || o == "" || (len(o) > 1 && o[0] == '0') {
 		return Cursor{}, ErrBadCursor
 	}
-	gen, err1 := strconv.ParseUint(g, 10, 64)
-	off, err2 := strconv.Atoi(o)
-	if err1 != nil || err2 != nil || off < 0 {
+	off, err := strconv.Atoi(o)
+	if err != nil || off < 0 || o[0] == '+' || o[0] == '-' {
 		return Cursor{}, ErrBadCursor
 	}
-	return Cursor{inst, gen, off}, nil
+	return Cursor{name, off}, nil
 }

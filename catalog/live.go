@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +78,6 @@ func NewLive(o LiveOptions) *Live {
 	}
 	l := &Live{o: o, log: o.Logger, content: newContentCache(o.ContentCacheBytes)}
 	first := NewCatalog(0, o.Now(), nil)
-	first.instance = newInstance()
 	l.cur.Store(first)
 	l.search.init(l, first)
 	return l
@@ -105,22 +103,21 @@ func (l *Live) Generation(gen uint64) (*Catalog, bool) {
 }
 
 // Resume returns the generation a cursor was made on, if this process
-// made it and still keeps that generation.
+// holds a generation of that name, current or retained: whichever process
+// made the cursor, the same name means the same listing.
 func (l *Live) Resume(c Cursor) (*Catalog, bool) {
-	if c.Instance != l.Current().instance {
-		return nil, false
+	if cur := l.cur.Load(); cur.name == c.Generation {
+		return cur, true
 	}
-	return l.Generation(c.Gen)
-}
-
-// newInstance names this process's generations (six random letters).
-func newInstance() string {
-	const letters = "abcdefhijkmnpqrstuvwxyz" // no g: it separates the fields
-	b := make([]byte, 6)
-	for i := range b {
-		b[i] = letters[rand.IntN(len(letters))]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruneHistory()
+	for i := len(l.history) - 1; i >= 0; i-- {
+		if h := l.history[i].cat; h.name == c.Generation {
+			return h, true
+		}
 	}
-	return string(b)
+	return nil, false
 }
 
 // Retained returns the generations still readable, current first.

@@ -216,23 +216,46 @@ func (f metricsFunc) SyncFinished(source, result string, _ time.Duration, _ *cat
 
 var _ skill.DigestCache = (*DigestMap)(nil)
 
-// TestCursorOfAnotherProcess: replicas number generations alike; a cursor
-// made by one is never resumed by another (it answers "catalog changed").
+// TestCursorOfAnotherProcess: two registries over directories that hold
+// the same skills name their generation alike, so a cursor made by one
+// is resumed by the other, at the same page; once one's directory
+// changes, the other's cursors no longer resume there (they answer
+// "catalog changed").
 func TestCursorOfAnotherProcess(t *testing.T) {
 	a, _ := newDirRegistry(t, Options{})
-	b, _ := newDirRegistry(t, Options{})
+	b, rootB := newDirRegistry(t, Options{})
 	c := a.Current().Cursor(1)
-	if a.Current().Gen != b.Current().Gen {
-		t.Fatalf("test needs equal generations: %d %d", a.Current().Gen, b.Current().Gen)
+	if a.Current().Name() != b.Current().Name() {
+		t.Fatalf("same skills, two names: %s %s", a.Current().Name(), b.Current().Name())
 	}
 	if _, ok := a.Resume(c); !ok {
 		t.Fatal("own cursor not resumed")
 	}
-	if _, ok := b.Resume(c); ok {
-		t.Fatal("another process's cursor resumed")
+	cat, ok := b.Resume(c)
+	if !ok {
+		t.Fatal("another process's cursor of the same generation not resumed")
+	}
+	pa, _ := a.Current().Page(catalog.Filter{}, 1, 10)
+	pb, _ := cat.Page(catalog.Filter{}, c.Offset, 10)
+	if len(pa) != 1 || len(pb) != 1 || pa[0].URI() != pb[0].URI() {
+		t.Fatalf("pages differ: %v %v", pa, pb)
 	}
 	d, err := catalog.DecodeCursor(c.Encode())
 	if err != nil || d != c {
 		t.Fatalf("round trip: %+v %v", d, err)
+	}
+	testkit.WriteFiles(t, rootB, map[string]string{"a/ref.md": "alpha two"})
+	if err := b.SyncNow(context.Background(), "local"); err != nil {
+		t.Fatal(err)
+	}
+	nb := b.Current().Cursor(1)
+	if nb.Generation == c.Generation {
+		t.Fatal("changed skills, same name")
+	}
+	if _, ok := a.Resume(nb); ok {
+		t.Fatal("a resumed a cursor of a generation it never held")
+	}
+	if got, ok := b.Resume(c); !ok || got == b.Current() {
+		t.Fatal("b no longer resumes its superseded (retained) generation's cursor")
 	}
 }

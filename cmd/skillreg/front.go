@@ -179,11 +179,14 @@ func (d *Daemon) readyz(c echo.Context) error {
 		}{ready, cat.Len(catalog.Filter{}), len(states)})
 	}
 	out := struct {
-		Ready      bool     `json:"ready"`
-		Generation uint64   `json:"generation"`
-		Skills     int      `json:"skills"`
-		Sources    []source `json:"sources"`
-	}{Ready: ready, Generation: cat.Gen, Skills: cat.Len(catalog.Filter{})}
+		Ready      bool   `json:"ready"`
+		Generation uint64 `json:"generation"`
+		// GenerationName is what cursors carry: replicas that show the
+		// same one continue each other's listings.
+		GenerationName string   `json:"generation_name"`
+		Skills         int      `json:"skills"`
+		Sources        []source `json:"sources"`
+	}{Ready: ready, Generation: cat.Gen, GenerationName: cat.Name(), Skills: cat.Len(catalog.Filter{})}
 	for _, st := range states {
 		s := source{State: st}
 		if snap, ok := cat.Snapshot(st.Source); ok {
