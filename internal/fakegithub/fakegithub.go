@@ -638,15 +638,7 @@ func latest(rels []*Release) *Release {
 }
 
 func (s *Server) listLocked(r *http.Request, repo *repository, apiBase, path string, authenticated bool, h http.Header) answer {
-	q := r.URL.Query()
-	perPage := 30
-	if v, err := strconv.Atoi(q.Get("per_page")); err == nil && v > 0 {
-		perPage = min(v, 100)
-	}
-	page := 1
-	if v, err := strconv.Atoi(q.Get("page")); err == nil && v > 0 {
-		page = v
-	}
+	perPage, page := pageOf(r.URL.Query())
 	var visible []*Release
 	for _, rel := range repo.releases {
 		if !rel.Draft || authenticated {
@@ -665,10 +657,34 @@ func (s *Server) listLocked(r *http.Request, repo *repository, apiBase, path str
 	for i := (page - 1) * perPage; i < len(visible) && i < page*perPage; i++ {
 		items = append(items, s.releaseJSON(repo, visible[i], apiBase))
 	}
-	link := func(p int, rel string) string {
+	setLinks(h, apiBase, path, nil, perPage, page, last)
+	return jsonAnswer(h, items)
+}
+
+// pageOf reads a listing's per_page (default 30, at most 100) and page
+// (default 1) as GitHub does.
+func pageOf(q url.Values) (perPage, page int) {
+	perPage, page = 30, 1
+	if v, err := strconv.Atoi(q.Get("per_page")); err == nil && v > 0 {
+		perPage = min(v, 100)
+	}
+	if v, err := strconv.Atoi(q.Get("page")); err == nil && v > 0 {
+		page = v
+	}
+	return perPage, page
+}
+
+// setLinks sets GitHub's Link header for page of last pages of a listing
+// at path: prev, next, last and first, each carrying keep's parameters
+// besides per_page and page.
+func setLinks(h http.Header, apiBase, path string, keep url.Values, perPage, page, last int) {
+	link := func(n int, rel string) string {
 		v := url.Values{}
+		for k, vs := range keep {
+			v[k] = vs
+		}
 		v.Set("per_page", strconv.Itoa(perPage))
-		v.Set("page", strconv.Itoa(p))
+		v.Set("page", strconv.Itoa(n))
 		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, apiBase, path, v.Encode(), rel)
 	}
 	var links []string
@@ -684,7 +700,6 @@ func (s *Server) listLocked(r *http.Request, repo *repository, apiBase, path str
 	if len(links) > 0 {
 		h.Set("Link", strings.Join(links, ", "))
 	}
-	return jsonAnswer(h, items)
 }
 
 // releaseJSON is GitHub's release object, fields in GitHub's order.

@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -179,41 +177,13 @@ func (st *repoState) ownedLocked(login string, private bool) []*Repo {
 // header; installation wraps it as {"total_count", "repositories"}.
 func (s *Server) repoListLocked(r *http.Request, apiBase, p string, repos []*Repo, installation bool, h http.Header) answer {
 	q := r.URL.Query()
-	perPage := 30
-	if v, err := strconv.Atoi(q.Get("per_page")); err == nil && v > 0 {
-		perPage = min(v, 100)
-	}
-	page := 1
-	if v, err := strconv.Atoi(q.Get("page")); err == nil && v > 0 {
-		page = v
-	}
+	perPage, page := pageOf(q)
 	last := max((len(repos)+perPage-1)/perPage, 1)
 	items := make([]repoJSON, 0, perPage)
 	for i := (page - 1) * perPage; i < len(repos) && i < page*perPage; i++ {
 		items = append(items, s.repoJSON(apiBase, repos[i]))
 	}
-	link := func(n int, rel string) string {
-		v := url.Values{}
-		for k, vs := range q {
-			v[k] = vs
-		}
-		v.Set("per_page", strconv.Itoa(perPage))
-		v.Set("page", strconv.Itoa(n))
-		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, apiBase, p, v.Encode(), rel)
-	}
-	var links []string
-	if page > 1 {
-		links = append(links, link(min(page-1, last), "prev"))
-	}
-	if page < last {
-		links = append(links, link(page+1, "next"), link(last, "last"))
-	}
-	if page > 1 {
-		links = append(links, link(1, "first"))
-	}
-	if len(links) > 0 {
-		h.Set("Link", strings.Join(links, ", "))
-	}
+	setLinks(h, apiBase, p, q, perPage, page, last)
 	h.Set("Cache-Control", "private, max-age=60, s-maxage=60")
 	if installation {
 		return jsonAnswer(h, struct {
