@@ -445,7 +445,7 @@ func TestStartRetries(t *testing.T) {
 	k := edSigner(t, "k1")
 	p := newIDP(t, k)
 	p.setDown(true)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	v := p.verifier(t, c, nil, func(cfg *Config) {
 		cfg.Logger = slogTo(&logs)
 	})
@@ -480,7 +480,7 @@ func TestStartKeepsKeysFresh(t *testing.T) {
 	c := newClock()
 	k1, k2 := edSigner(t, "k1"), edSigner(t, "k2")
 	p := newIDP(t, k1, k2)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	v := p.verifier(t, c, nil, func(cfg *Config) {
 		cfg.KeysMaxAge = 5 * time.Millisecond
 		cfg.Logger = slogTo(&logs)
@@ -753,25 +753,6 @@ func TestAlgorithmsNarrowed(t *testing.T) {
 	if _, err := v.VerifyAccessToken(context.Background(), rs.sign(t, p.claims(c.Now()))); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("RS256 outside the configured list: %v", err)
 	}
-}
-
-// syncBuffer is a log destination the background goroutine writes while
-// the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func slogTo(w io.Writer) *slog.Logger {

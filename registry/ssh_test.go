@@ -1,13 +1,11 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -17,31 +15,13 @@ import (
 	"github.com/skillreg/skillreg/internal/testkit"
 )
 
-// lockedBuffer collects log lines written from the sync workers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // sshRegistry is a registry over a real pool, and a repository of skills
 // served over real SSH to a passphrase-protected key.
 type sshRegistry struct {
 	reg     *Registry
 	srv     *sshgit.Server
 	keyFile string
-	logs    *lockedBuffer
+	logs    *testkit.Buffer
 }
 
 const sshPass = "registry passphrase 7"
@@ -60,7 +40,7 @@ func newSSHRegistry(t *testing.T) *sshRegistry {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	reg := New(Options{Git: pool, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return &sshRegistry{reg: reg, srv: srv, keyFile: keyFile, logs: logs}
 }

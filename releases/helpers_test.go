@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/skillreg/skillreg/internal/fakegithub"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/releases"
 	"github.com/skillreg/skillreg/schema"
 )
@@ -30,7 +31,7 @@ type env struct {
 	gh      *fakegithub.Server
 	store   *releases.MemoryStore
 	metrics *counters
-	logs    *syncBuffer
+	logs    *testkit.Buffer
 }
 
 func newEnv(t *testing.T, opts fakegithub.Options) *env {
@@ -39,7 +40,7 @@ func newEnv(t *testing.T, opts fakegithub.Options) *env {
 	opts.Now = clk.Now
 	gh := fakegithub.New(opts)
 	t.Cleanup(gh.Close)
-	return &env{t: t, clock: clk, gh: gh, store: releases.NewMemoryStore(), metrics: newCounters(), logs: &syncBuffer{}}
+	return &env{t: t, clock: clk, gh: gh, store: releases.NewMemoryStore(), metrics: newCounters(), logs: &testkit.Buffer{}}
 }
 
 // publishAgentkey gives chainbase-labs/agentkey its v1.3.0 as latest, with
@@ -112,23 +113,6 @@ func (c *counters) get(kind, r string) int {
 		return c.lookups[r]
 	}
 	return c.upstream[r]
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var (

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/oidctest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/oidc"
 )
 
@@ -48,24 +47,6 @@ func resolveGroups(c oidc.Claims) (Viewer, bool) {
 	return Viewer{}, false
 }
 
-// lockedBuffer collects log lines from concurrent requests.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // ssoFixture is the web catalog signing people in with a real provider
 // on loopback, through a real verifier.
 type ssoFixture struct {
@@ -73,14 +54,14 @@ type ssoFixture struct {
 	p    *oidctest.Provider
 	v    *oidc.Verifier
 	si   atomic.Pointer[SignIn]
-	logs *lockedBuffer
+	logs *testkit.Buffer
 }
 
 // newSSO serves the catalog at base (its callback is base +
 // "/login/callback") with the provider registered for it.
 func newSSO(t *testing.T, base string, mod func(*Options)) *ssoFixture {
 	t.Helper()
-	s := &ssoFixture{logs: &lockedBuffer{}}
+	s := &ssoFixture{logs: &testkit.Buffer{}}
 	s.fixture = newFixture(t, defaultSources(), func(o *Options) {
 		o.SignIn = func() *SignIn { return s.si.Load() }
 		o.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(s.logs, testLogWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // TestFastPathConfigKey: mcp.fast_path reaches the MCP surface (on by
@@ -38,7 +40,7 @@ func TestFastPathConfigKey(t *testing.T) {
 // made, so a reload that changes it warns that it needs a restart and
 // keeps the running value on record.
 func TestReloadKeepsFastPath(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d := startTuned(t, "", func(d *Daemon) {
 		d.log = slog.New(slog.NewTextHandler(&logs, nil))
 	})

@@ -531,7 +531,7 @@ func sha256Hex(s string) string {
 // reload; the caps, proxies and timeouts keep their running values, with
 // a warning naming the key.
 func TestReloadHTTP(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d := startTuned(t, "http:\n  max_connections: 100\n", func(d *Daemon) {
 		d.log = slog.New(slog.NewTextHandler(&logs, nil))
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/skillreg/skillreg/ghapp"
 	"github.com/skillreg/skillreg/internal/fakegithub"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/store"
 )
@@ -108,7 +109,7 @@ sources:
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ sources:
 		t.Fatal(err)
 	}
 	cfg.Listen = "127.0.0.1:0"
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,7 @@ import (
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/mcp"
 )
@@ -78,27 +79,10 @@ type oidcWorld struct {
 	p        *oidctest.Provider
 	d        *testDaemon
 	resource string // the MCP URL, the tokens' audience
-	log      *lockedBuffer
+	log      *testkit.Buffer
 
 	mu     sync.Mutex
 	tokens []string // every token the test handled: none may be logged
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func defaultProviderOptions() oidctest.Options {
@@ -146,7 +130,7 @@ func startOIDCWorldOn(t *testing.T, p *oidctest.Provider, extra string) *oidcWor
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
 	cfg.DataDir = t.TempDir()
-	w := &oidcWorld{p: p, resource: origin + "/mcp", log: &lockedBuffer{}}
+	w := &oidcWorld{p: p, resource: origin + "/mcp", log: &testkit.Buffer{}}
 	log := slog.New(slog.NewTextHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := NewDaemon(cfg, log)
 	if err != nil {

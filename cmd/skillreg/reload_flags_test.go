@@ -8,31 +8,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/skillreg/skillreg/config"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the daemon's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const restartWarning = "configuration change needs a restart"
 
@@ -53,7 +35,7 @@ func TestSIGHUPWithFlagsWarnsNothing(t *testing.T) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &stderr, getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -131,7 +113,7 @@ func TestReloadComparesEffectiveValues(t *testing.T) {
 			}
 			flags.apply(cfg)
 			running := *cfg
-			var logs syncBuffer
+			var logs testkit.Buffer
 			d, err := NewDaemon(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/mcp"
 )
 
@@ -31,7 +32,7 @@ func TestHostileRemoteLeaksNoToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/sshgit"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/redact"
 )
@@ -57,7 +58,7 @@ func TestSSHSourceEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Listen, cfg.DataDir = "127.0.0.1:0", t.TempDir()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/oidctest"
+	"github.com/skillreg/skillreg/internal/testkit"
 )
 
 // TestWebSignInThroughDaemon runs the whole daemon with oidc and access
@@ -49,7 +50,7 @@ func TestWebSignInThroughDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.DataDir = t.TempDir()
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	d, err := NewDaemon(cfg, slog.New(slog.NewJSONHandler(io.MultiWriter(logs, testLogLines{t}), &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
