@@ -51,6 +51,15 @@ func proofServer(t *testing.T) (*httptest.Server, *gittest.Repo) {
 	remote.Commit("skills")
 	remote.Tag("v1.0.0", true)
 	remote.Push("main")
+	return serveWithProofs(t, remote, "team", gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, "skills"), remote
+}
+
+// serveWithProofs serves remote as the git source name (pinned to pin,
+// skills under path, through a real object store) beside a directory
+// source ("local") over MCP, with proofs and diagnose's unproven list on;
+// a request's X-Test-Only header narrows its caller to one source.
+func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref.Pin, path string) *httptest.Server {
+	t.Helper()
 	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -64,11 +73,11 @@ func proofServer(t *testing.T) (*httptest.Server, *gittest.Repo) {
 	testkit.WriteFiles(t, dir, map[string]string{"local/SKILL.md": testkit.SkillMD("local")})
 	reg := registry.New(registry.Options{Git: pool})
 	reg.SetSources([]catalog.Source{
-		{Name: "team", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Tag, Value: "v1.0.0"}, Path: "skills"}},
+		{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: pin, Path: path}},
 		{Name: "local", Kind: catalog.KindDir, Dir: dir},
 	})
-	for _, name := range []string{"team", "local"} {
-		if err := reg.SyncNow(context.Background(), name); err != nil {
+	for _, n := range []string{name, "local"} {
+		if err := reg.SyncNow(context.Background(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +99,7 @@ func proofServer(t *testing.T) (*httptest.Server, *gittest.Repo) {
 	})
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return hs, remote
+	return hs
 }
 
 func connect(t *testing.T, url, only string) *sdk.ClientSession {
@@ -332,42 +341,7 @@ func TestDiagnoseUnproven(t *testing.T) {
 	}
 	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
 	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main")
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	repo, _ := gitref.ParseRepo(remote.URL())
-	dir := t.TempDir()
-	testkit.WriteFiles(t, dir, map[string]string{"local/SKILL.md": testkit.SkillMD("local")})
-	reg := registry.New(registry.Options{Git: pool})
-	reg.SetSources([]catalog.Source{
-		{Name: "wide", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}},
-		{Name: "local", Kind: catalog.KindDir, Dir: dir},
-	})
-	for _, name := range []string{"wide", "local"} {
-		if err := reg.SyncNow(context.Background(), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := New(Options{
-		Catalogs: reg, Proofs: reg,
-		Unproven: func(ctx context.Context, source string) []Unproven {
-			var out []Unproven
-			for _, u := range reg.Unproven(ctx, source) {
-				out = append(out, Unproven(u))
-			}
-			return out
-		},
-		CallerOf: func(h http.Header) Caller {
-			if only := h.Get("X-Test-Only"); only != "" {
-				return Caller{Name: only, Filter: catalog.Filter{Only: map[string]bool{only: true}}}
-			}
-			return Caller{}
-		},
-	})
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
+	hs := serveWithProofs(t, remote, "wide", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")
 	ctx := context.Background()
 	diagnose := func(cs *sdk.ClientSession) DiagnoseOutput {
 		t.Helper()
