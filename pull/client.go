@@ -564,14 +564,29 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := t.max
+	if n, ok := req.Context().Value(responseLimitKey{}).(int64); ok && n < limit {
+		limit = n
+	}
 	var shape io.Writer
 	if media, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); media == "text/event-stream" {
 		shape = &eventScanner{limits: t.limits, s: jsonbound.Scanner{Limits: t.limits}, lineStart: true}
 	} else {
 		shape = &jsonbound.Scanner{Limits: t.limits}
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: t.max, max: t.max, shape: shape, broke: t.broke}
+	resp.Body = &boundedBody{rc: resp.Body, left: limit, max: limit, shape: shape, broke: t.broke}
 	return resp, nil
+}
+
+// responseLimitKey is the context key of a request's own bound on its
+// response body, below ClientOptions.MaxResponseBytes (withResponseLimit).
+type responseLimitKey struct{}
+
+// withResponseLimit bounds the response bodies of the requests made with
+// ctx at n bytes (or MaxResponseBytes, if lower). The SDK makes a call's
+// HTTP request with the call's context, so the bound holds for that call.
+func withResponseLimit(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, responseLimitKey{}, n)
 }
 
 // broke records the first bound a response broke.

@@ -128,10 +128,18 @@ func (c *Client) prove(ctx context.Context, m *manifest, s *Skill) (*Verified, e
 	return v, nil
 }
 
+// maxProofResponse bounds the response that carries a proof: a proof of
+// proof.MaxBytes as a JSON string (text) or base64 (blob), with room for
+// the envelope. A proof is JSON of base64 and a few short names, so its
+// escaping as a string at most doubles it; base64 adds a third.
+const maxProofResponse = 2*proof.MaxBytes + 64<<10
+
 // readProof reads a proof resource: one content item for its URI, at most
-// proof.MaxBytes.
+// proof.MaxBytes. The response is read to at most maxProofResponse bytes,
+// not ClientOptions.MaxResponseBytes: a larger one ends the run with
+// ErrResponseTooLarge, like any response over its bound.
 func (c *Client) readProof(ctx context.Context, skillURI, uri string) ([]byte, error) {
-	res, err := c.cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+	res, err := c.cs.ReadResource(withResponseLimit(ctx, maxProofResponse), &sdk.ReadResourceParams{URI: uri})
 	if err != nil {
 		var we *jsonrpc.Error
 		switch {

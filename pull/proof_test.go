@@ -3,10 +3,13 @@ package pull
 import (
 	"context"
 	"errors"
+	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skillreg/skillreg/internal/hostile"
@@ -284,4 +287,75 @@ func TestAVerifiedSkillStaysVerified(t *testing.T) {
 	if proofReads != 2 {
 		t.Errorf("proofs were read %d times, want twice", proofReads)
 	}
+}
+
+// countingTransport records the most bytes read from one response body.
+type countingTransport struct {
+	base http.RoundTripper
+	most atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &countedBody{ReadCloser: resp.Body, t: c}
+	}
+	return resp, err
+}
+
+type countedBody struct {
+	io.ReadCloser
+	t *countingTransport
+	n int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	for {
+		most := b.t.most.Load()
+		if b.n <= most || b.t.most.CompareAndSwap(most, b.n) {
+			return n, err
+		}
+	}
+}
+
+// TestProofReadIsBounded serves a signed skill whose proof read answers
+// 48 MiB (under the 128 MiB bound of other responses, far over a proof's
+// 4 MiB): the fetch ends with ErrResponseTooLarge having read no more of
+// that answer than a proof of proof.MaxBytes can take, not all of it
+// before the size check.
+func TestProofReadIsBounded(t *testing.T) {
+	t.Parallel()
+	alice := sigtest.NewSSHKey(t, "alice")
+	_, sk := hostile.SignedSkills(t, alice, "big")
+	inner := hostile.New(t, hostile.Options{Skills: []hostile.Skill{sk["big"].Serve(t)}})
+	uri := proof.URI("team", "big")
+	srv := hostile.NewRaw(t, inner, hostile.Answer{
+		Method: "resources/read", URI: uri,
+		Result: []byte(`{"contents":[{"uri":"` + uri + `","mimeType":"application/json","text":"{}"}]}`),
+		Pad:    48 << 20,
+	})
+	ct := &countingTransport{base: http.DefaultTransport}
+	ctx := context.Background()
+	cl, err := Connect(ctx, ClientOptions{Server: srv.URL, Keys: trusting(t, alice), HTTPClient: &http.Client{Transport: ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	entries, err := cl.List(ctx)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("list: %d entries, %v", len(entries), err)
+	}
+	_, err = cl.Fetch(ctx, entries[0])
+	if srv.Answered.Load() != 1 {
+		t.Fatalf("the proof's read was answered raw %d times (err %v)", srv.Answered.Load(), err)
+	}
+	if !errors.Is(err, ErrProtocol) || !errors.Is(err, ErrResponseTooLarge) {
+		t.Fatalf("Fetch = %v, want ErrProtocol and ErrResponseTooLarge", err)
+	}
+	if most := ct.most.Load(); most > maxProofResponse+1 {
+		t.Errorf("read %d bytes of one answer, want at most %d", most, maxProofResponse+1)
+	}
+	t.Logf("read at most %d bytes of one answer (bound %d)", ct.most.Load(), maxProofResponse)
 }

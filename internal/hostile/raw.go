@@ -22,6 +22,9 @@ type Answer struct {
 	// "skills/list", "resources/read", ...). Every other request goes to
 	// the honest server behind.
 	Method string
+	// URI, when set, narrows Method to the requests whose params.uri is
+	// URI (one resource's read).
+	URI string
 	// Result is the raw JSON of the result member.
 	Result []byte
 	// Pad, when > 0, adds that many spaces inside the answer (streamed,
@@ -60,8 +63,11 @@ func NewRaw(tb testing.TB, inner *Server, a Answer) *RawServer {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				URI string `json:"uri"`
+			} `json:"params"`
 		}
-		if r.Method != http.MethodPost || json.Unmarshal(body, &msg) != nil || msg.Method != a.Method || msg.ID == nil {
+		if r.Method != http.MethodPost || json.Unmarshal(body, &msg) != nil || msg.Method != a.Method || msg.ID == nil || (a.URI != "" && msg.Params.URI != a.URI) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			proxy.ServeHTTP(w, r)
 			return
