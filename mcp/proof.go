@@ -13,10 +13,14 @@ import (
 
 // Proofs builds skill proofs (package proof), served as the resources
 // skillreg://proof/<source>/<skill-path>; a *registry.Registry is one.
-// Errors: catalog.ErrNotFound for a skill without a proof (not served, or
-// from a directory source), proof.ErrTooLarge above proof.MaxBytes.
+// Proof's errors: catalog.ErrNotFound for a skill without a proof (not
+// served, or from a directory source), proof.ErrTooLarge above
+// proof.MaxBytes. Provable says, for skills of one snapshot, which have
+// a proof Proof would serve (without building them): resources/list
+// lists only those.
 type Proofs interface {
 	Proof(ctx context.Context, source, skillPath string) ([]byte, error)
+	Provable(ctx context.Context, snap *catalog.Snapshot, skillPaths []string) []bool
 }
 
 // hasProof reports whether a skill's entries point at a proof: git

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -357,6 +358,22 @@ func TestDiagnoseUnproven(t *testing.T) {
 		return d
 	}
 	cs := connect(t, hs.URL, "")
+	// resources/list leaves out the proof resources/read refuses: before
+	// diagnose has sized the source, and after (from what it keeps).
+	listed := func() []string {
+		t.Helper()
+		var uris []string
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = append(uris, r.URI)
+		}
+		return uris
+	}
+	if uris := listed(); !slices.Contains(uris, "skill://wide/x/SKILL.md") || slices.Contains(uris, "skillreg://proof/wide/x") {
+		t.Fatalf("resources/list lists %v: want the skill, not its proof", uris)
+	}
 	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "skillreg://proof/wide/x"}); err == nil || !strings.Contains(err.Error(), "no proof: it would be larger than") {
 		t.Fatalf("reading the too-large proof: %v", err)
 	}
@@ -365,5 +382,8 @@ func TestDiagnoseUnproven(t *testing.T) {
 	}
 	if u := diagnose(connect(t, hs.URL, "local")).Unproven; len(u) != 0 {
 		t.Fatalf("a caller who sees only local is told of %+v", u)
+	}
+	if uris := listed(); slices.Contains(uris, "skillreg://proof/wide/x") {
+		t.Fatalf("resources/list after diagnose lists %v", uris)
 	}
 }

@@ -54,7 +54,8 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 	if off == 0 {
 		res.Resources = append(res.Resources, catalogResources...)
 	}
-	for _, r := range refs {
+	provable := s.provable(ctx, refs)
+	for i, r := range refs {
 		fm := r.Skill.Frontmatter
 		md, _ := r.Skill.File("SKILL.md")
 		res.Resources = append(res.Resources, &sdk.Resource{
@@ -65,7 +66,7 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 			Size:        md.Size,
 			Meta:        sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true},
 		})
-		if s.hasProof(r) {
+		if provable[i] {
 			res.Resources = append(res.Resources, proofResource(r))
 		}
 	}
@@ -73,6 +74,26 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 		res.NextCursor = cat.Cursor(next).Encode()
 	}
 	return res, nil
+}
+
+// provable says which of a page's skills have a proof resources/read
+// serves: a proof over proof.MaxBytes, or one the object store cannot
+// build, is not listed (diagnose names those skills, and why). Each
+// snapshot's skills of the page are asked about at once.
+func (s *Server) provable(ctx context.Context, refs []catalog.Ref) []bool {
+	out := make([]bool, len(refs))
+	for i := 0; i < len(refs); {
+		j := i
+		var paths []string
+		for ; j < len(refs) && refs[j].Snap == refs[i].Snap; j++ {
+			paths = append(paths, refs[j].Skill.Path)
+		}
+		if s.hasProof(refs[i]) {
+			copy(out[i:j], s.o.Proofs.Provable(ctx, refs[i].Snap, paths))
+		}
+		i = j
+	}
+	return out
 }
 
 // readResource serves one file of a served skill: the bytes whose digest

@@ -113,6 +113,51 @@ func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
 	return out
 }
 
+// Provable reports, for each skill at skillPaths in snap (one of the
+// catalog's git snapshots), whether a proof of it can be served: false
+// for a skill snap does not hold, a snapshot without a commit, and a
+// skill whose proof would be larger than proof.MaxBytes or cannot be
+// built from the object store (Unproven says why). What Unproven keeps
+// for snap answers at once; otherwise one proof.Sizer reads the trees
+// these skills need, each once.
+func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPaths []string) []bool {
+	out := make([]bool, len(skillPaths))
+	if snap == nil || snap.Kind != catalog.KindGit || snap.Commit == "" || ctx.Err() != nil {
+		return out
+	}
+	c := &r.unproven
+	c.mu.Lock()
+	known := c.snap[snap.Source] == snap
+	var unproven map[string]bool
+	if known {
+		unproven = make(map[string]bool, len(c.list[snap.Source]))
+		for _, u := range c.list[snap.Source] {
+			unproven[u.Path] = true
+		}
+	}
+	c.mu.Unlock()
+	var sz *proof.Sizer
+	for i, p := range skillPaths {
+		sk, ok := snap.SkillAt(p)
+		switch {
+		case !ok:
+		case known:
+			out[i] = !unproven[sk.Path]
+		default:
+			if sz == nil {
+				repo, err := r.gitRepo(snap.Repository)
+				if err != nil {
+					return out
+				}
+				sz = proof.NewSizer(repo, proof.SHA1)
+			}
+			_, err := sz.Size(proofHead(snap, sk.Path))
+			out[i] = err == nil
+		}
+	}
+	return out
+}
+
 func (r *Registry) unprovenOf(snap *catalog.Snapshot) []Unproven {
 	var list []Unproven
 	repo, err := r.gitRepo(snap.Repository)
