@@ -168,7 +168,8 @@ type Daemon struct {
 	// appNow, when set (tests), is the GitHub App's clock.
 	appNow func() time.Time
 	// disc keeps the github: templates' repositories (discovery.go; nil
-	// without the HTTP surface); discMu orders the installs of runtimes
+	// without the HTTP surface, unless sync or mcp --stdio open a store
+	// with templates configured); discMu orders the installs of runtimes
 	// and of its changes.
 	disc   *discovery.Manager
 	discMu sync.Mutex
@@ -231,6 +232,10 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 		} else {
 			d.deliveries = webhook.NewMemoryLog(webhook.DefaultLogSize)
 		}
+	}
+	// sync and mcp --stdio see the store's discovered set too
+	// (discoveredCLI in sync.go).
+	if has.http || (d.store != nil && hasTemplates(cfg)) {
 		if err := d.openDiscovery(cfg); err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +15,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) int {
 	fs := newFlags(e, "mcp", "--stdio [--config FILE] [--data DIR]", "Serve the MCP surface over stdio for a local client (Claude Desktop, Claude Code,\n"+
 		"Cursor). Without --data it keeps its state in memory (several clients may each start\n"+
 		"their own copy); with --data it uses that directory and fails if another process holds it.\n"+
+		"github: templates need --data: it serves the repositories sync or serve discovered there.\n"+
 		"Logs go to stderr. Exit 0 when the client disconnects, 1 when it cannot start, 2 on bad flags")
 	stdio := fs.Bool("stdio", false, "serve over stdin and stdout (required)")
 	cfgPath := fs.String("config", "", "configuration file (default: the embedded example catalog)")
@@ -35,6 +37,14 @@ func cmdMCP(ctx context.Context, e *env, args []string) int {
 	if !memory {
 		cfg.DataDir = *data
 	}
+	// A github: template's repositories are listed by serve and sync,
+	// which keep them in the data directory's store; stdio serves what
+	// that store holds and asks GitHub's API nothing. In memory there is
+	// no such store.
+	if memory && hasTemplates(cfg) {
+		fmt.Fprintf(e.stderr, "skillreg mcp: github: sources (%s) need --data DIR: mcp --stdio serves the repositories `skillreg sync --data DIR` (or serve) discovered and stored there; it does not list them itself\n", strings.Join(templateNames(cfg), ", "))
+		return exitUsage
+	}
 	// A local client is its user: access control applies to HTTP callers.
 	cfg.Clients = nil
 	log, _ := newLogger(e.stderr, cfg.Log)
@@ -49,6 +59,11 @@ func cmdMCP(ctx context.Context, e *env, args []string) int {
 		return exitProblems
 	}
 	defer d.Close()
+	for _, name := range templateNames(cfg) {
+		if len(d.groupMembers(name)) == 0 {
+			log.Warn("the store holds no repository discovered for this github: template; `skillreg sync --data DIR` lists them", "source", name)
+		}
+	}
 	regCtx, stopReg := context.WithCancel(context.Background())
 	regDone := make(chan struct{})
 	go func() { d.Registry.Run(regCtx); close(regDone) }()

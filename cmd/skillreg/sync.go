@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/config"
 )
 
 // exitInterrupted is sync's exit code when SIGINT or SIGTERM stops it:
@@ -14,7 +15,8 @@ import (
 const exitInterrupted = 130
 
 func cmdSync(ctx context.Context, e *env, args []string) int {
-	fs := newFlags(e, "sync", "[--config FILE] [--data DIR] [SOURCE...]", "Run one sync pass of the configured sources (all, or those named) and exit:\n"+
+	fs := newFlags(e, "sync", "[--config FILE] [--data DIR] [SOURCE...]", "Run one sync pass of the configured sources (all, or those named; a github: template\n"+
+		"is listed once and names its discovered sources) and exit:\n"+
 		"0 when every source synced, 1 when one failed (the reason is printed), 2 on usage errors,\n"+
 		"130 when interrupted (SIGINT or SIGTERM)")
 	cfgPath := fs.String("config", "", "configuration file (default: the embedded example catalog)")
@@ -45,6 +47,21 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		return exitProblems
 	}
 	defer d.Close()
+	failed := 0
+	// The github: templates are listed once: the store's discovered set
+	// (served meanwhile by mcp --stdio and at serve's restart) is brought
+	// up to date, and every discovered source is synced with the others.
+	// A listing that fails leaves the stored set, which is synced.
+	if d.disc != nil {
+		if err := d.disc.Refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintln(e.stderr, "skillreg sync: interrupted (during discovery)")
+				return exitInterrupted
+			}
+			failed++
+			fmt.Fprintf(e.stdout, "discovery: failed: %v (syncing the discovered sources stored before)\n", err)
+		}
+	}
 	known := map[string]bool{}
 	for _, st := range d.Registry.States() {
 		known[st.Source] = true
@@ -55,13 +72,20 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		}
 		slices.Sort(names)
 	}
+	var expanded []string
 	for _, n := range names {
-		if !known[n] {
-			fmt.Fprintf(e.stderr, "skillreg sync: no source named %q\n", n)
-			return exitUsage
+		if known[n] {
+			expanded = append(expanded, n)
+			continue
 		}
+		if members := d.groupMembers(n); members != nil {
+			expanded = append(expanded, members...) // a template: its discovered sources
+			continue
+		}
+		fmt.Fprintf(e.stderr, "skillreg sync: no source named %q\n", n)
+		return exitUsage
 	}
-	failed := 0
+	names = expanded
 	for _, n := range names {
 		start := time.Now()
 		err := d.Registry.SyncNow(ctx, n)
@@ -95,6 +119,22 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 		return exitProblems
 	}
 	return exitOK
+}
+
+// hasTemplates reports whether cfg has a github: template.
+func hasTemplates(cfg *config.Config) bool {
+	return slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.GitHub != nil })
+}
+
+// templateNames are cfg's github: templates' names.
+func templateNames(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.Sources {
+		if s.GitHub != nil {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 func commitSuffix(c string) string {
