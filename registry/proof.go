@@ -119,43 +119,85 @@ func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
 // skill whose proof would be larger than proof.MaxBytes or cannot be
 // built from the object store (Unproven says why). What Unproven keeps
 // for snap answers at once; otherwise one proof.Sizer reads the trees
-// these skills need, each once.
+// these skills need, each once, and the answers are kept for the
+// source's commit (a bool a skill, no snapshot held), so the next
+// listing of the same generation reads no tree.
 func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPaths []string) []bool {
 	out := make([]bool, len(skillPaths))
 	if snap == nil || snap.Kind != catalog.KindGit || snap.Commit == "" || ctx.Err() != nil {
 		return out
 	}
+	// Unproven holds c.mu while it sizes a whole source: never wait.
 	c := &r.unproven
-	c.mu.Lock()
-	known := c.snap[snap.Source] == snap
 	var unproven map[string]bool
-	if known {
-		unproven = make(map[string]bool, len(c.list[snap.Source]))
-		for _, u := range c.list[snap.Source] {
-			unproven[u.Path] = true
+	known := false
+	if c.mu.TryLock() {
+		if known = c.snap[snap.Source] == snap; known {
+			unproven = make(map[string]bool, len(c.list[snap.Source]))
+			for _, u := range c.list[snap.Source] {
+				unproven[u.Path] = true
+			}
+		}
+		c.mu.Unlock()
+	}
+	key := provableKey{snap.Source, snap.Repository, snap.Commit, snap.Tag, snap.Path}
+	pc := &r.provable
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.answers == nil {
+		pc.answers = map[string]provableAnswers{}
+	}
+	ans := pc.answers[snap.Source]
+	if ans.key != key {
+		ans = provableAnswers{key: key, ok: map[string]bool{}}
+		pc.answers[snap.Source] = ans
+		cur := r.Current()
+		for name := range pc.answers { // sources no longer served
+			if _, ok := cur.Snapshot(name); !ok && name != snap.Source {
+				delete(pc.answers, name)
+			}
 		}
 	}
-	c.mu.Unlock()
 	var sz *proof.Sizer
 	for i, p := range skillPaths {
 		sk, ok := snap.SkillAt(p)
-		switch {
-		case !ok:
-		case known:
-			out[i] = !unproven[sk.Path]
-		default:
-			if sz == nil {
-				repo, err := r.gitRepo(snap.Repository)
-				if err != nil {
-					return out
-				}
-				sz = proof.NewSizer(repo, proof.SHA1)
-			}
-			_, err := sz.Size(proofHead(snap, sk.Path))
-			out[i] = err == nil
+		if !ok {
+			continue
 		}
+		if known {
+			out[i] = !unproven[sk.Path]
+			continue
+		}
+		if v, ok := ans.ok[sk.Path]; ok {
+			out[i] = v
+			continue
+		}
+		if sz == nil {
+			repo, err := r.gitRepo(snap.Repository)
+			if err != nil {
+				return out
+			}
+			sz = proof.NewSizer(repo, proof.SHA1)
+		}
+		_, err := sz.Size(proofHead(snap, sk.Path))
+		out[i] = err == nil
+		ans.ok[sk.Path] = out[i]
 	}
 	return out
+}
+
+// provableCache keeps Provable's answers per source, for one commit (and
+// pin, path) each: what a proof holds depends on nothing else.
+type provableCache struct {
+	mu      sync.Mutex
+	answers map[string]provableAnswers // by source
+}
+
+type provableKey struct{ source, repository, commit, tag, path string }
+
+type provableAnswers struct {
+	key provableKey
+	ok  map[string]bool // by skill path
 }
 
 func (r *Registry) unprovenOf(snap *catalog.Snapshot) []Unproven {

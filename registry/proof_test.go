@@ -128,6 +128,17 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	if _, err := f.reg.Proof(context.Background(), "wide", "small/why"); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("proof of small/why: %v, want ErrTooLarge (the root tree is on its path too)", err)
 	}
+	provable := func() []bool {
+		t.Helper()
+		snap, ok := f.reg.Current().Snapshot("wide")
+		if !ok {
+			t.Fatal("wide not served")
+		}
+		return f.reg.Provable(context.Background(), snap, []string{"x", "small/why", "nope"})
+	}
+	if got := provable(); !slices.Equal(got, []bool{false, false, false}) {
+		t.Fatalf("Provable = %v, want none", got)
+	}
 	u := f.reg.Unproven(context.Background(), "wide")
 	if len(u) != 2 || u[0].Path != "small/why" || u[1].Path != "x" || !strings.Contains(u[1].Reason, "larger than") {
 		t.Fatalf("Unproven = %+v", u)
@@ -146,6 +157,11 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	slim := remote.Git("commit-tree", "-p", commit, "-m", "slim", strings.TrimSpace(string(out)))
 	remote.Git("push", "--quiet", remote.BareDir(), slim+":refs/heads/main")
 	mustSync(t, f.reg, "wide")
+	// Provable's answers are kept per commit: the new one is sized again
+	// (before Unproven has seen it).
+	if got := provable(); !slices.Equal(got, []bool{true, true, false}) {
+		t.Fatalf("Provable after the slim commit = %v, want x and small/why", got)
+	}
 	if u := f.reg.Unproven(context.Background(), ""); len(u) != 0 {
 		t.Fatalf("Unproven after the slim commit = %+v", u)
 	}

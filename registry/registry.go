@@ -113,6 +113,7 @@ type Registry struct {
 	redact *redact.Set
 
 	unproven unprovenCache // proof.go
+	provable provableCache // proof.go
 
 	// storeMu orders a sync's store write against dropSource's delete:
 	// a sync checks, under it, that its source was not removed.
