@@ -50,9 +50,10 @@ func runStdio(t *testing.T, args ...string) *sdk.ClientSession {
 
 // TestSyncAndStdioServeDiscoveredSources: `skillreg sync` lists a github:
 // template once and syncs every discovered source with the configured
-// ones (a template's name syncs its discovered sources); `mcp --stdio
-// --data` then serves them from the store with the GitHub API gone, and
-// without --data refuses the template, saying why.
+// ones (a template's name syncs its discovered sources), and with the
+// API gone reports the failed listing and syncs the stored set; `mcp
+// --stdio --data` then serves them from the store, and without --data
+// refuses the template, saying why.
 func TestSyncAndStdioServeDiscoveredSources(t *testing.T) {
 	f := newDiscoveredFixture(t)
 	data := t.TempDir()
@@ -75,7 +76,12 @@ func TestSyncAndStdioServeDiscoveredSources(t *testing.T) {
 		t.Fatalf("sync acme: exit %d, want acme-skills and acme-tools only:\n%s%s", code, stdout, stderr)
 	}
 
-	f.gh.Close() // what stdio serves is the store's
+	f.gh.Close() // from here on, the API is gone
+	// A listing that fails is reported, and the stored set still synced.
+	code, stdout, stderr = runCLI(t, "sync", "--config", cfgFile)
+	if code != exitProblems || !strings.Contains(stdout, "discovery: failed: ") || !strings.Contains(stdout, "acme-skills: ") || !strings.Contains(stdout, "local: ") {
+		t.Fatalf("sync with the API gone: exit %d, want 1, the discovery failure, and the stored sources synced:\n%s%s", code, stdout, stderr)
+	}
 	cs := runStdio(t, "--config", cfgFile, "--data", data)
 	var uris []string
 	entries, _ := listAll(t, cs)

@@ -59,7 +59,7 @@ func cmdSync(ctx context.Context, e *env, args []string) int {
 				return exitInterrupted
 			}
 			failed++
-			fmt.Fprintf(e.stdout, "discovery: failed: %v (syncing the discovered sources stored before)\n", err)
+			fmt.Fprintf(e.stdout, "discovery: failed: %v (syncing the discovered sources stored before)\n", d.secrets.Error(err))
 		}
 	}
 	known := map[string]bool{}
