@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillreg/skillreg/config"
 )
 
 // readyInstance is the instance_id /readyz shows.
@@ -121,4 +123,73 @@ func TestWebhookRelayedToReplica(t *testing.T) {
 		t.Fatalf("push delivery to A with B down: %d %s", status, reply)
 	}
 	waitUntil(t, func() bool { return relayMetric(t, a.URL, `skillreg_relays_sent_total{result="failed"}`) == 1 })
+}
+
+// TestPeersReload: a reload that changes nothing of the relay keeps it
+// (and its stats); one that changes peers makes a new one, which relays;
+// one that removes peers relays no more.
+func TestPeersReload(t *testing.T) {
+	t.Setenv("SKILLREG_WEBHOOK_SECRET", testSecret)
+	remote := gitRemote(t)
+	rs := startReplicas(t, 2, teamSource(remote), "")
+	a, b := rs[0], rs[1]
+	cfgOf := func(yaml string) *config.Config {
+		t.Helper()
+		cfg, err := config.Parse([]byte(yaml), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Listen, cfg.DataDir = a.running().cfg.Listen, a.running().cfg.DataDir
+		return cfg
+	}
+	running := a.running().cfg
+	secretFile := running.PeersSecretFile
+	first := a.running().peers.relay
+	if first == nil {
+		t.Fatal("no relay with peers configured")
+	}
+	same := teamSource(remote) + "peers:\n  - " + a.URL + "\n  - " + b.URL + "\npeers_secret_file: " + secretFile + "\n"
+	if err := a.Reload(cfgOf(same)); err != nil {
+		t.Fatal(err)
+	}
+	if a.running().peers.relay != first {
+		t.Fatal("a reload that changed nothing of the relay replaced it")
+	}
+
+	onlyB := teamSource(remote) + "peers:\n  - " + b.URL + "\npeers_secret_file: " + secretFile + "\n"
+	if err := a.Reload(cfgOf(onlyB)); err != nil {
+		t.Fatal(err)
+	}
+	second := a.running().peers.relay
+	if second == first || second == nil {
+		t.Fatal("a reload that changed peers kept the relay")
+	}
+	body := payload(t, "push.json", "acme/team-skills", remote.URL(), func(m map[string]any) {
+		m["ref"] = "refs/heads/main"
+		m["repository"].(map[string]any)["default_branch"] = "main"
+	})
+	if status, reply := deliver(t, a.URL, "push", "r-1", body); status != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", status, reply)
+	}
+	waitUntil(t, func() bool { return relayMetric(t, b.URL, `skillreg_relays_received_total{outcome="accepted"}`) == 1 })
+	if st := second.Stats(); len(st) != 1 || st[0].URL != b.URL || st[0].Sent != 1 {
+		t.Fatalf("the new relay's stats: %+v", st)
+	}
+
+	// Without peers (the peer secret stays: A still takes relays).
+	if err := a.Reload(cfgOf(teamSource(remote) + "peers_secret_file: " + secretFile + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if a.running().peers.relay != nil {
+		t.Fatal("a relay without peers")
+	}
+	if status, _ := deliver(t, a.URL, "push", "r-2", body); status != http.StatusAccepted {
+		t.Fatalf("delivery without peers: %d", status)
+	}
+	if got := relayMetric(t, a.URL, `skillreg_relays_sent_total{result="ok"}`); got != 1 {
+		t.Fatalf("relays sent after peers were removed: %v, want still 1", got)
+	}
+	if got := relayMetric(t, a.URL, `skillreg_peers_known`); got != 0 {
+		t.Fatalf("peers known without peers: %v", got)
+	}
 }
