@@ -152,7 +152,7 @@ type Relay struct {
 }
 
 // New returns a Relay for opts. It starts nothing: DNS peers are looked
-// up at the first Send or Refresh.
+// up at Start, or at the first Send or Refresh.
 func New(opts Options) (*Relay, error) {
 	if opts.Self == "" {
 		return nil, errors.New("peers: no instance id")
@@ -458,6 +458,17 @@ func (r *Relay) Dropped() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dropped
+}
+
+// Start looks the DNS peers up in the background (Close waits for it),
+// so that Known and Stats show them before the first delivery.
+func (r *Relay) Start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(r.byName) == 0 {
+		return
+	}
+	r.wg.Go(func() { r.Refresh(r.ctx) })
 }
 
 // Close stops taking deliveries and waits for the relays in flight (each

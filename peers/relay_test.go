@@ -353,6 +353,11 @@ func TestRelayDNSReResolved(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	var counts results
 	r := newRelay(t, Options{Peers: []Peer{{DNSName: "skillreg-headless", Port: port}}, Resolver: res, Now: clock.now, Metrics: counts.add})
+	if r.Known() != 0 {
+		t.Fatalf("Known = %d before any lookup", r.Known())
+	}
+	r.Start()
+	testkit.WaitUntil(t, "the lookup at Start", func() bool { return r.Known() == 1 })
 	r.Send("push", "d-1", "application/json", []byte("{}"))
 	testkit.WaitUntil(t, "the first relay", func() bool { return counts.get(ResultOK) == 1 })
 	if len(one.received()) != 1 {

@@ -89,6 +89,7 @@ func (d *Daemon) installPeers(rt, old *runtimeConfig) {
 	if rt.peers.relay != nil {
 		d.metrics.SetPeersKnown(rt.peers.relay.Known)
 		if old == nil || old.peers.relay != rt.peers.relay {
+			rt.peers.relay.Start()
 			d.log.Info("relaying webhook deliveries to peers", "peers", len(rt.cfg.PeerAddrs), "instance", d.instance)
 		}
 	} else {
