@@ -256,16 +256,22 @@ func TestRelayBudget(t *testing.T) {
 	testkit.WaitUntil(t, "the small relay arrived", func() bool { return len(p.received()) == 2 })
 	close(p.hold)
 	testkit.WaitUntil(t, "both answered", func() bool { return res.get(ResultOK) == 2 })
-	testkit.WaitUntil(t, "the budget is free", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.queued == 0
-	})
+	waitIdle(t, r) // the budget is free
 	r.Send("push", "d-4", "application/json", []byte("12345678"))
 	testkit.WaitUntil(t, "the relay after them", func() bool { return res.get(ResultOK) == 3 })
 	if got := p.received(); len(got) != 3 || got[1].delivery != "d-3" || got[2].delivery != "d-4" {
 		t.Fatalf("received %+v", got)
 	}
+}
+
+// waitIdle waits until r has no delivery in flight.
+func waitIdle(t *testing.T, r *Relay) {
+	t.Helper()
+	testkit.WaitUntil(t, "no relay in flight", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.inFlight == 0
+	})
 }
 
 // fakeResolver answers from a map the test changes.
@@ -389,6 +395,7 @@ func TestRelayDNSReResolved(t *testing.T) {
 	r.Send("push", "d-4", "application/json", []byte("{}"))
 	testkit.WaitUntil(t, "the self answer", func() bool { return counts.get(ResultSelf) == 1 })
 	r.Send("push", "d-5", "application/json", []byte("{}"))
+	waitIdle(t, r)                  // d-5 was sent to no one, before the clock moves
 	r.Refresh(context.Background()) // not stale: nothing looked up
 	if r.Known() != 0 || len(two.received()) != 2 {
 		t.Fatalf("own address: Known %d, received %d", r.Known(), len(two.received()))
