@@ -272,13 +272,15 @@ func pushChange(t *testing.T, remote *gittest.Repo, marker string) {
 	remote.Push("main")
 }
 
-// webhookToOne delivers one signed push delivery to rs[0] alone and waits
+// webhookToOne pushes a change of skill-0001's description to marker,
+// delivers one signed push delivery to rs[0] alone and waits
 // until every replica of rs serves the pushed change (marker in
 // skill-0001's entry on the first page, asked of each replica directly),
 // logging the time from the delivery to each replica serving it. It
 // returns the generation they agree on.
 func webhookToOne(t *testing.T, remote *gittest.Repo, rs []*replica, id, marker string) string {
 	t.Helper()
+	pushChange(t, remote, marker)
 	body := payload(t, "push.json", "acme/many-skills", remote.URL(), func(m map[string]any) {
 		m["ref"] = "refs/heads/main"
 		repo := m["repository"].(map[string]any)
