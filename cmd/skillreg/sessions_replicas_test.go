@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -9,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillreg/skillreg/access"
+	"github.com/skillreg/skillreg/internal/tools"
 	"github.com/skillreg/skillreg/mcp"
 )
 
@@ -205,5 +209,66 @@ func unknownSessionAnswers(t *testing.T, extra string) {
 	// The session still works where it lives.
 	if _, err := cs.ListResources(context.Background(), nil); err != nil {
 		t.Fatalf("the session at a: %v", err)
+	}
+}
+
+// TestSessionOnAnotherReplicaTypeScript: the official TypeScript SDK's
+// client, whose session a balancer moves to another replica, gets the
+// transport's 404 and re-initializes there.
+func TestSessionOnAnotherReplicaTypeScript(t *testing.T) {
+	node := tools.Node(t)
+	modules := tools.NodeModules(t, "@modelcontextprotocol/sdk")
+	a, b, _ := twoReplicas(t, false, "")
+	var target atomic.Pointer[url.URL]
+	target.Store(mustURL(t, a.URL))
+	lb := newBalancer(t, func(*http.Request) *url.URL { return target.Load() })
+
+	script, err := filepath.Abs("testdata/ts-session-replica.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, script, lb.URL+"/mcp", modules)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		_ = cmd.Wait()
+		t.Fatalf("TypeScript client: %q before ready\n%s", lines.Text(), stderr.String())
+	}
+	if a.MCP.Sessions() != 1 || b.MCP.Sessions() != 0 {
+		t.Fatalf("sessions: a %d, b %d; want 1, 0", a.MCP.Sessions(), b.MCP.Sessions())
+	}
+	target.Store(mustURL(t, b.URL))
+	if _, err := io.WriteString(stdin, "moved\n"); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if lines.Scan() {
+		out = lines.Text()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("TypeScript client: %v\n%s", err, stderr.String())
+	}
+	var sum struct {
+		Protocol, Session, NewSession string
+		Before, After, Status         int
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("TypeScript client's summary %q: %v", out, err)
+	}
+	t.Logf("TypeScript client (protocol %s): session %s at a, %d at b, then session %s at b", sum.Protocol, sum.Session, sum.Status, sum.NewSession)
+	if sum.Protocol != "2025-11-25" || sum.Session == "" || sum.Before != 2 || sum.Status != http.StatusNotFound || sum.NewSession == "" || sum.NewSession == sum.Session || sum.After != 2 {
+		t.Fatalf("TypeScript client across replicas: %+v; want 2025-11-25, 2 skills, 404, a new session, 2 skills", sum)
 	}
 }
