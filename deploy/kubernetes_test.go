@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -28,8 +29,14 @@ import (
 )
 
 // maxMultiReplicaPoll is the longest poll we accept for git sources when
-// several replicas run: it is their consistency window.
+// several replicas run without peers: the poll is then their consistency
+// window.
 const maxMultiReplicaPoll = time.Minute
+
+// maxRelayedPoll is the longest poll we accept when the replicas relay
+// webhooks to each other (peers): the poll is then the fallback for a
+// replica a relay missed.
+const maxRelayedPoll = 10 * time.Minute
 
 type manifests struct {
 	statefulSets []*appsv1.StatefulSet
@@ -392,6 +399,15 @@ func TestKubernetesManifests(t *testing.T) {
 			"github.token_env":          cfg.GitHub.TokenEnv,
 			"github.webhook_secret_env": cfg.GitHub.WebhookSecretEnv,
 		}
+		if len(cfg.Peers) > 0 {
+			if f := cfg.PeersSecretFile; f != "" {
+				if mountFor(c, f) == nil {
+					t.Errorf("peers_secret_file %s is on no volume mount", f)
+				}
+			} else {
+				need["peers_secret_env"] = cfg.PeersSecretEnv
+			}
+		}
 		for i, s := range cfg.Sources {
 			if s.Auth != nil && s.Auth.TokenEnv != "" {
 				need[fmt.Sprintf("sources[%d].auth.token_env", i)] = s.Auth.TokenEnv
@@ -423,9 +439,13 @@ func TestKubernetesManifests(t *testing.T) {
 				continue
 			}
 			git++
-			if *sts.Spec.Replicas > 1 && (s.Poll.D() <= 0 || s.Poll.D() > maxMultiReplicaPoll) {
-				t.Errorf("source %s polls every %v: with %d replicas the poll is the consistency window for replicas the webhook did not reach; keep it within %v",
+			switch {
+			case *sts.Spec.Replicas > 1 && len(cfg.Peers) == 0 && (s.Poll.D() <= 0 || s.Poll.D() > maxMultiReplicaPoll):
+				t.Errorf("source %s polls every %v: with %d replicas and no peers the poll is the consistency window for replicas the webhook did not reach; keep it within %v",
 					s.Name, s.Poll.D(), *sts.Spec.Replicas, maxMultiReplicaPoll)
+			case s.Poll.D() <= 0 || s.Poll.D() > maxRelayedPoll:
+				t.Errorf("source %s polls every %v: the poll heals a replica a webhook or its relay missed; keep it within %v",
+					s.Name, s.Poll.D(), maxRelayedPoll)
 			}
 		}
 		if git == 0 {
@@ -469,10 +489,100 @@ func TestKubernetesManifests(t *testing.T) {
 		if *sts.Spec.Replicas > 1 && clusterIP.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
 			t.Errorf("Service %s: 2025-11-25 MCP sessions live in one replica's memory; with several replicas set sessionAffinity: ClientIP", clusterIP.Name)
 		}
+	})
+
+	t.Run("disruption budget", func(t *testing.T) {
+		if *sts.Spec.Replicas > 1 && len(ms.pdbs) != 1 {
+			t.Fatalf("%d PodDisruptionBudgets: with %d replicas want one, so drains take replicas down one at a time", len(ms.pdbs), *sts.Spec.Replicas)
+		}
 		for _, pdb := range ms.pdbs {
 			if pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, podLabels) {
 				t.Errorf("PodDisruptionBudget %s does not select the pods", pdb.Name)
 			}
+			// Down at once: at most one, and at least one (a budget that
+			// allows none blocks every node drain).
+			n := int(*sts.Spec.Replicas)
+			var down int
+			switch mu, ma := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable; {
+			case mu != nil && ma == nil:
+				v, err := intstr.GetScaledValueFromIntOrPercent(mu, n, true)
+				if err != nil {
+					t.Fatalf("PodDisruptionBudget %s maxUnavailable %s: %v", pdb.Name, mu.String(), err)
+				}
+				down = v
+			case ma != nil && mu == nil:
+				v, err := intstr.GetScaledValueFromIntOrPercent(ma, n, true)
+				if err != nil {
+					t.Fatalf("PodDisruptionBudget %s minAvailable %s: %v", pdb.Name, ma.String(), err)
+				}
+				down = n - v
+			default:
+				t.Fatalf("PodDisruptionBudget %s: set one of maxUnavailable and minAvailable", pdb.Name)
+			}
+			if down != 1 {
+				t.Errorf("PodDisruptionBudget %s lets %d of %d replicas down at once: want 1 (0 blocks drains, more leaves the Service short)", pdb.Name, down, n)
+			}
+		}
+	})
+
+	t.Run("spread", func(t *testing.T) {
+		var host *corev1.TopologySpreadConstraint
+		for i, tsc := range pod.TopologySpreadConstraints {
+			if tsc.LabelSelector == nil || !selects(tsc.LabelSelector.MatchLabels, podLabels) || len(tsc.LabelSelector.MatchExpressions) > 0 {
+				t.Errorf("topologySpreadConstraints[%d] (%s): its labelSelector must select the pods by their labels %v", i, tsc.TopologyKey, podLabels)
+			}
+			if tsc.MaxSkew != 1 {
+				t.Errorf("topologySpreadConstraints[%d] (%s): maxSkew %d, want 1", i, tsc.TopologyKey, tsc.MaxSkew)
+			}
+			if tsc.TopologyKey == corev1.LabelHostname {
+				host = &pod.TopologySpreadConstraints[i]
+			}
+		}
+		if *sts.Spec.Replicas > 1 && host == nil {
+			t.Fatalf("no topologySpreadConstraints on %s: replicas may share a node, and its loss takes them all", corev1.LabelHostname)
+		}
+		if host != nil && host.WhenUnsatisfiable == corev1.DoNotSchedule && (host.NodeTaintsPolicy == nil || *host.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor) {
+			t.Errorf("the hostname spread is hard (DoNotSchedule) but counts tainted nodes: a replica evicted by a drain stays Pending; set nodeTaintsPolicy: Honor")
+		}
+	})
+
+	t.Run("peers", func(t *testing.T) {
+		cfg, _ := podConfig(t, ms, sts, c, args["config"])
+		if *sts.Spec.Replicas > 1 && len(cfg.PeerAddrs) == 0 {
+			t.Fatalf("no peers: with %d replicas a webhook reaches one; relay it to the others through the headless Service (dns:%s:PORT)", *sts.Spec.Replicas, sts.Spec.ServiceName)
+		}
+		var headless *corev1.Service
+		for _, s := range ms.services {
+			if s.Name == sts.Spec.ServiceName && s.Spec.ClusterIP == corev1.ClusterIPNone {
+				headless = s
+			}
+		}
+		for _, p := range cfg.PeerAddrs {
+			if p.URL != "" {
+				t.Errorf("peer %s: a pod's address changes when it is replaced; name the replicas by the headless Service (dns:%s:PORT)", p, sts.Spec.ServiceName)
+				continue
+			}
+			if headless == nil || (p.DNSName != headless.Name && !strings.HasPrefix(p.DNSName, headless.Name+".")) {
+				t.Errorf("peer %s: not the headless Service %s, whose name resolves to every replica", p, sts.Spec.ServiceName)
+				continue
+			}
+			// A headless Service's DNS gives the pods' addresses: the port
+			// must be the pods' listen port, which the Service's port names.
+			ok := false
+			for _, sp := range headless.Spec.Ports {
+				tp := sp.TargetPort
+				if tp.Type == intstr.Int && tp.IntVal == 0 {
+					tp = intstr.FromInt32(sp.Port)
+				}
+				got, found := containerPort(c, tp)
+				ok = ok || (found && int(sp.Port) == p.Port && got == int32(port))
+			}
+			if !ok || p.Port != port {
+				t.Errorf("peer %s: port %d is not the listen port %d (a headless Service's name resolves to the pods themselves)", p, p.Port, port)
+			}
+		}
+		if len(cfg.PeerAddrs) > 0 && (cfg.TLS.CertFile != "") != (cfg.PeersCAFile != "") {
+			t.Errorf("tls and peers_ca_file: https peers are verified against peers_ca_file; set both or neither")
 		}
 	})
 
@@ -679,11 +789,39 @@ func podConfig(t *testing.T, ms *manifests, sts *appsv1.StatefulSet, c *corev1.C
 		t.Fatalf("--config %s: no ConfigMap key mounted there", file)
 	}
 	raw := ms.configMaps[v.ConfigMap.Name].Data[key]
+	setPeersSecret(t, ms, c, raw)
 	cfg, err := config.Parse([]byte(raw), path.Dir(file))
 	if err != nil {
 		t.Fatalf("ConfigMap %s key %s does not load with the daemon's config loader:\n%v", v.ConfigMap.Name, key, err)
 	}
 	return cfg, raw
+}
+
+// setPeersSecret puts the peer secret the pod gets from its Secret into
+// this process's environment, under the name the config reads it from:
+// the loader refuses peers without one, as the daemon in the pod would.
+// (os.Setenv, not t.Setenv: the tests that load the config run in
+// parallel, and they all set the same value.)
+func setPeersSecret(t *testing.T, ms *manifests, c *corev1.Container, raw string) {
+	t.Helper()
+	var doc struct {
+		Env string `yaml:"peers_secret_env"`
+	}
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil {
+		return // the loader says what is wrong
+	}
+	name := cmp.Or(doc.Env, config.DefaultPeersSecretEnv)
+	for _, e := range c.Env {
+		if e.Name != name || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		r := e.ValueFrom.SecretKeyRef
+		if s := ms.secrets[r.Name]; s != nil && secretHasKey(s, r.Key) {
+			if err := os.Setenv(name, secretValue(s, r.Key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // podEnv is the container's environment as the kubelet would set it.

@@ -95,7 +95,8 @@ const maxPooledBody = 64 << 10
 // bounds its shape (refusing more values than any request has), refuses
 // an id the SDK would not echo exactly, and lets the fast path (when
 // fast) answer it. It reports whether it answered; when it did not,
-// r.Body reads the whole body again for the SDK. stateless is the
+// r.Body reads the whole body again for the SDK. A request of a session
+// this process does not hold is left to the SDK (sessionUnknown). stateless is the
 // request's protocol generation, sess the initialized 2025-11-25 session
 // it names, if any.
 func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, stateless bool, sess *sdk.ServerSession) (answered, tookFast bool) {
@@ -128,6 +129,9 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, statele
 	case shapeDeep:
 		return false, false // the SDK refuses it, with its own scan
 	case shapeTooMany:
+		if s.sessionUnknown(r, stateless, sess) {
+			return false, false
+		}
 		writeTooManyValues(w)
 		if s.o.Observe != nil {
 			s.o.Observe("other", "error", 0)
@@ -137,7 +141,7 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, statele
 	if fast && s.fast != nil && shape == shapeSmall && (stateless || sess != nil) && s.fast.Serve(w, r, sess, body) {
 		return true, true
 	}
-	if badIDs(body) {
+	if badIDs(body) && !s.sessionUnknown(r, stateless, sess) {
 		writeInvalidID(w)
 		if s.o.Observe != nil {
 			s.o.Observe("other", "error", 0)
@@ -145,6 +149,26 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, fast, statele
 		return true, false
 	}
 	return false, false
+}
+
+// sessionUnknown reports whether r is a request of a 2025-11-25 session
+// this process does not hold (sess, when known, is it): the SDK answers
+// that 404 "session not found" before it reads the body, and a client
+// re-initializes only on that answer, so none of serveBody's own answers
+// may come first. Behind a balancer without affinity, a replica gets the
+// requests of the others' sessions. Asked only on the rare path where a
+// body check would answer, it walks the SDK's sessions.
+func (s *Server) sessionUnknown(r *http.Request, stateless bool, sess *sdk.ServerSession) bool {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" || stateless || sess != nil {
+		return false
+	}
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == id {
+			return false
+		}
+	}
+	return true
 }
 
 type readCloser struct {
