@@ -45,6 +45,13 @@ type Config struct {
 	Marketplace Marketplace `yaml:"marketplace"`
 	Cache       Cache       `yaml:"cache"`
 	TLS         TLS         `yaml:"tls"`
+	// Peers are the replicas webhook deliveries are relayed to (see
+	// peers.go); PeerAddrs is that list as Validate parsed it.
+	Peers           []string   `yaml:"peers"`
+	PeersSecretEnv  string     `yaml:"peers_secret_env"`
+	PeersSecretFile string     `yaml:"peers_secret_file"`
+	PeersCAFile     string     `yaml:"peers_ca_file"`
+	PeerAddrs       []PeerAddr `yaml:"-"`
 
 	// Path is the file the configuration was read from ("" for the
 	// embedded default).
@@ -545,6 +552,7 @@ func (c *Config) Validate() error {
 	c.validatePublish(bad)
 	c.validateAccess(seen, bad)
 	c.validateVerify(bad)
+	c.validatePeers(bad)
 
 	names := map[string]bool{}
 	for i, cl := range c.Clients {

@@ -183,10 +183,13 @@ func (d *Daemon) readyz(c echo.Context) error {
 		Generation uint64 `json:"generation"`
 		// GenerationName is what cursors carry: replicas that show the
 		// same one continue each other's listings.
-		GenerationName string   `json:"generation_name"`
-		Skills         int      `json:"skills"`
-		Sources        []source `json:"sources"`
-	}{Ready: ready, Generation: cat.Gen, GenerationName: cat.Name(), Skills: cat.Len(catalog.Filter{})}
+		GenerationName string `json:"generation_name"`
+		// InstanceID is this process's id among its peers (random at
+		// start): what a relay it sends carries.
+		InstanceID string   `json:"instance_id"`
+		Skills     int      `json:"skills"`
+		Sources    []source `json:"sources"`
+	}{Ready: ready, Generation: cat.Gen, GenerationName: cat.Name(), InstanceID: d.instance, Skills: cat.Len(catalog.Filter{})}
 	for _, st := range states {
 		s := source{State: st}
 		if snap, ok := cat.Snapshot(st.Source); ok {

@@ -30,6 +30,7 @@ import (
 	"github.com/skillreg/skillreg/mcp"
 	"github.com/skillreg/skillreg/metrics"
 	"github.com/skillreg/skillreg/netlimit"
+	"github.com/skillreg/skillreg/peers"
 	"github.com/skillreg/skillreg/publish"
 	"github.com/skillreg/skillreg/redact"
 	"github.com/skillreg/skillreg/registry"
@@ -172,6 +173,9 @@ type Daemon struct {
 	// and of its changes.
 	disc   *discovery.Manager
 	discMu sync.Mutex
+	// instance is this process's id among its peers (random, 128 bits
+	// hex): a relay from it is its own, come back (peers.go).
+	instance string
 }
 
 // surfaces says which faces a command builds on the core.
@@ -209,7 +213,7 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 	// any spelling a remote could have echoed.
 	secrets := redact.New()
 	log = slog.New(secrets.Handler(log.Handler()))
-	d := &Daemon{log: log, has: has, started: time.Now()}
+	d := &Daemon{log: log, has: has, started: time.Now(), instance: peers.NewInstanceID()}
 	d.hookCtx, d.stopHooks = context.WithCancel(context.Background())
 	for _, f := range tune {
 		f(d)
@@ -531,9 +535,16 @@ func (d *Daemon) Listen() error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
+	d.ListenOn(ln)
+	return nil
+}
+
+// ListenOn serves on ln, bound by the caller, instead of the configured
+// address: replicas that list each other as peers need their addresses
+// before any of them starts.
+func (d *Daemon) ListenOn(ln net.Listener) {
 	d.ln = d.limitListener(ln)
 	d.listener.Store(d.ln)
-	return nil
 }
 
 // Addr is the address the daemon listens on (after Listen).
