@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,9 @@ type Metrics struct {
 	authFailures  prometheus.Counter
 	configReloads *prometheus.CounterVec
 	persistFails  *prometheus.CounterVec
+	relaysSent    *prometheus.CounterVec
+	relaysRecv    *prometheus.CounterVec
+	peersKnown    atomic.Pointer[func() int]
 }
 
 // New registers every collector.
@@ -91,6 +95,20 @@ func New(o Options) *Metrics {
 	m.persistFails = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "skillreg_persist_failures_total", Help: "Failed attempts to store a source's served catalog (a full disk, say), by source; each is retried.",
 	}, []string{"source"})
+	m.relaysSent = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_relays_sent_total", Help: "Webhook deliveries relayed to a peer, by result (ok, refused, failed, self; dropped: a delivery relayed to no peer, over the relay's byte budget).",
+	}, []string{"result"})
+	m.relaysRecv = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "skillreg_relays_received_total", Help: "Webhook deliveries relayed by a peer, by outcome (the delivery's, or self, duplicate, unauthorized, ...).",
+	}, []string{"outcome"})
+	m.reg.MustRegister(m.relaysSent, m.relaysRecv, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "skillreg_peers_known", Help: "Peer addresses deliveries are relayed to (this replica's own not counted once found).",
+	}, func() float64 {
+		if f := m.peersKnown.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	}))
 	m.reg.MustRegister(m.persistFails, m.syncs, m.syncDuration, m.deliveries, m.mcpRequests, m.mcpDuration,
 		m.cacheLookups, m.upstream, m.authFailures, m.configReloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -150,6 +168,23 @@ func (m *Metrics) UpstreamRequest(result string) { m.upstream.WithLabelValues(re
 // WebhookDelivery counts a webhook delivery.
 func (m *Metrics) WebhookDelivery(event, outcome string) {
 	m.deliveries.WithLabelValues(event, outcome).Inc()
+}
+
+// RelaySent counts one relay to a peer by result (peers.Options.Metrics).
+func (m *Metrics) RelaySent(result string) { m.relaysSent.WithLabelValues(result).Inc() }
+
+// RelayReceived counts one relay from a peer by outcome
+// (webhook.Options.RelayMetrics).
+func (m *Metrics) RelayReceived(outcome string) { m.relaysRecv.WithLabelValues(outcome).Inc() }
+
+// SetPeersKnown sets where skillreg_peers_known is read from (the running
+// relay; nil: 0). The relay is made and replaced after the metrics.
+func (m *Metrics) SetPeersKnown(known func() int) {
+	if known == nil {
+		m.peersKnown.Store(nil)
+		return
+	}
+	m.peersKnown.Store(&known)
 }
 
 // MCPRequest counts and times one MCP request.

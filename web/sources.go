@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -51,6 +52,19 @@ type sourcesData struct {
 	Discovered []discoveredGroup
 	Deliveries []deliveryView
 	Webhooks   bool // deliveries are configured
+	Peers      *peersView
+}
+
+// peersView is the relay section: shown on /sources to viewers who see
+// every source (peer addresses are the operator's business).
+type peersView struct {
+	Peers
+	Received []outcomeCount
+}
+
+type outcomeCount struct {
+	Outcome string
+	N       uint64
 }
 
 // sources serves /sources (every visible source) and /sources/<name> (one).
@@ -134,6 +148,16 @@ func (h *Handler) sources(c echo.Context) error {
 			if dv, ok := visibleDelivery(d, v.Filter, only); ok {
 				data.Deliveries = append(data.Deliveries, dv)
 			}
+		}
+	}
+	if h.o.Peers != nil && only == "" && !v.Filter.Private() {
+		if p := h.o.Peers(); p.Relaying || len(p.Received) > 0 {
+			pv := &peersView{Peers: p}
+			for outcome, n := range p.Received {
+				pv.Received = append(pv.Received, outcomeCount{outcome, n})
+			}
+			slices.SortFunc(pv.Received, func(a, b outcomeCount) int { return strings.Compare(a.Outcome, b.Outcome) })
+			data.Peers = pv
 		}
 	}
 	return h.render(c, http.StatusOK, "sources", data)

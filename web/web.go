@@ -67,6 +67,9 @@ type Options struct {
 	// Deliveries returns up to n recent webhook deliveries, newest first
 	// (nil: no webhook is configured).
 	Deliveries func(n int) []Delivery
+	// Peers reports the relay to the other replicas (nil: no peers
+	// configured); /sources shows it to viewers who see every source.
+	Peers func() Peers
 	// Discovered lists the github: templates' repositories and why each
 	// is or is not a source (nil: no templates); /sources shows a
 	// template's to viewers who see the template.
@@ -158,6 +161,27 @@ type Delivery struct {
 	Outcome                 string
 	Redelivery              bool
 	Sources                 []string // the sources it asked to sync
+}
+
+// Peers is the relay to the other replicas as the sources page shows it.
+type Peers struct {
+	Relaying bool              // peers or a peer secret are configured
+	Instance string            // this replica's instance id
+	List     []Peer            // every peer address known
+	Dropped  uint64            // deliveries relayed to no one (over the byte budget)
+	Received map[string]uint64 // relays received from peers, by outcome
+}
+
+// Peer is one peer address's relay record. Its fields are those of the
+// peers package's Stats, in the same order, so a caller converts one into
+// the other with a type conversion.
+type Peer struct {
+	Peer, URL    string
+	Self         bool
+	Sent, Failed uint64
+	LastResult   string
+	LastAt       time.Time
+	LastError    string
 }
 
 // Discovered is one repository a github: template's owner lists, and

@@ -33,6 +33,7 @@ import (
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/jsonbound"
 	"github.com/skillreg/skillreg/netlimit"
+	"github.com/skillreg/skillreg/peers"
 )
 
 // Path is where Register mounts the endpoint.
@@ -82,8 +83,9 @@ const (
 	formPayloadField  = "payload"
 )
 
-// ErrNoSecret is returned by New when no secret is configured: the endpoint
-// must then not be mounted, since unsigned deliveries are never accepted.
+// ErrNoSecret is returned by New when neither a webhook secret nor a peer
+// secret is configured: the endpoint must then not be mounted, since
+// unsigned deliveries are never accepted.
 var ErrNoSecret = errors.New("webhook: no secret configured")
 
 // Errors a delivery can fail with; httpStatus maps them to HTTP.
@@ -120,11 +122,27 @@ type Releases interface {
 	Refresh(ctx context.Context, repo string) error
 }
 
-// Options configures a Handler. Only Secrets is required.
+// Options configures a Handler. Secrets or PeerSecrets is required.
 type Options struct {
 	// Secrets are the webhook secrets; a delivery signed with any of them
-	// passes (see ParseSecrets). Empty strings are ignored.
+	// passes (see ParseSecrets). Empty strings are ignored. Without any,
+	// only relays from peers are accepted.
 	Secrets []string
+	// PeerSecrets are the secrets relays from peers are checked against
+	// (relay.go); without any, relays are refused.
+	PeerSecrets []string
+	// Instance is this replica's instance id: a relay from it is its own,
+	// answered peers.OutcomeSelf and not applied.
+	Instance string
+	// Relay, when set, is handed every delivery from GitHub that asked
+	// for work (outcome accepted or discovery), redeliveries too, to send
+	// to the peers; never a relayed one. It is called on the request path
+	// and must return at once (peers.Relay.Send does).
+	Relay Relay
+	// RelayMetrics, when set, is called once per relay received with its
+	// outcome (the delivery's, or OutcomeSelf, OutcomeDuplicate,
+	// OutcomeUnauthorized, ...).
+	RelayMetrics func(outcome string)
 	// Sources lists the git sources to match; nil means none.
 	Sources Sources
 	// Syncer receives the sync requests; nil drops them.
@@ -175,6 +193,10 @@ type Options struct {
 // Register, and Close it after the HTTP server has stopped.
 type Handler struct {
 	secrets   [][]byte
+	peerSecs  [][]byte
+	instance  string
+	relay     Relay
+	relayed   func(outcome string)
 	sources   Sources
 	releases  Releases
 	discovery Discovery
@@ -209,7 +231,13 @@ func New(opts Options) (*Handler, error) {
 			secrets = append(secrets, []byte(s))
 		}
 	}
-	if len(secrets) == 0 {
+	var peerSecs [][]byte
+	for _, s := range opts.PeerSecrets {
+		if s != "" {
+			peerSecs = append(peerSecs, []byte(s))
+		}
+	}
+	if len(secrets) == 0 && len(peerSecs) == 0 {
 		return nil, ErrNoSecret
 	}
 	logger := opts.Logger
@@ -243,6 +271,10 @@ func New(opts Options) (*Handler, error) {
 	ctx, cancel := context.WithCancel(stop)
 	h := &Handler{
 		secrets:   secrets,
+		peerSecs:  peerSecs,
+		instance:  opts.Instance,
+		relay:     opts.Relay,
+		relayed:   opts.RelayMetrics,
 		sources:   opts.Sources,
 		releases:  opts.Releases,
 		discovery: opts.Discovery,
@@ -313,28 +345,47 @@ type Reply struct {
 }
 
 // Handle is the echo handler for one delivery.
+// A request carrying a relay header is a relay from a peer (relay.go):
+// checked against the peer secrets, never against the webhook secrets.
 func (h *Handler) Handle(c echo.Context) error {
 	start := time.Now()
 	req := c.Request()
 	event := req.Header.Get(github.EventTypeHeader)
 	id := req.Header.Get(github.DeliveryIDHeader)
+	if isRelay(req) {
+		return h.handleRelay(c, start, event, id)
+	}
 
 	body, release, err := h.authenticate(c)
 	defer release()
 	if err != nil {
-		status, outcome := httpStatus(err)
-		h.count(event, outcome)
-		if status == http.StatusServiceUnavailable {
-			c.Response().Header().Set("Retry-After", h.budget.RetryAfter())
-		}
-		// The delivery id and event are the caller's claim; log them for
-		// the operator, but nothing else about the request.
-		h.logger.Warn("webhook refused", "event", event, "delivery", id, "status", status, "err", err)
-		return c.NoContent(status)
+		return h.refuse(c, event, id, err)
 	}
 
 	redelivery := h.begin(id)
 	defer h.end(id)
+	return h.deliver(c, start, event, id, body, redelivery, "")
+}
+
+// refuse answers a delivery that failed before it was authenticated.
+func (h *Handler) refuse(c echo.Context, event, id string, err error) error {
+	status, outcome := httpStatus(err)
+	h.count(event, outcome)
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", h.budget.RetryAfter())
+	}
+	// The delivery id and event are the caller's claim; log them for
+	// the operator, but nothing else about the request.
+	h.logger.Warn("webhook refused", "event", event, "delivery", id, "status", status, "err", err)
+	return c.NoContent(status)
+}
+
+// deliver parses, applies, records and answers an authenticated
+// delivery that begin marked. from is the peer's instance id for a relay
+// ("" for a delivery from GitHub, which is relayed to the peers when it
+// asks for work).
+func (h *Handler) deliver(c echo.Context, start time.Time, event, id string, body []byte, redelivery bool, from string) error {
+	req := c.Request()
 
 	rec := Delivery{ID: id, Event: event, At: h.now(), Redelivery: redelivery}
 	p, err := parse(event, req.Header.Get(echo.HeaderContentType), body)
@@ -343,7 +394,8 @@ func (h *Handler) Handle(c echo.Context) error {
 		rec.Outcome = outcome
 		h.record(rec)
 		h.count(event, outcome)
-		h.logger.Warn("webhook payload refused", "event", event, "delivery", id, "redelivery", redelivery, "status", status, "err", err)
+		h.logger.Warn("webhook payload refused", "event", event, "delivery", id, "redelivery", redelivery, "status", status, "err", err, "relayed_from", from)
+		h.countRelay(from, outcome)
 		return c.JSON(status, map[string]string{"error": err.Error()})
 	}
 
@@ -351,9 +403,17 @@ func (h *Handler) Handle(c echo.Context) error {
 	rec.Action, rec.Repo, rec.Outcome, rec.Sources = p.action, p.repo.fullName, rep.Outcome, rep.Sources
 	h.record(rec)
 	h.count(event, rep.Outcome)
+	h.countRelay(from, rep.Outcome)
+	worked := rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomeDiscovery
+	if from == "" && worked && h.relay != nil {
+		h.relay.Send(event, id, req.Header.Get(echo.HeaderContentType), body)
+	}
 
 	attrs := []any{"event", event, "action", p.action, "delivery", id, "repo", p.repo.fullName,
 		"outcome", rep.Outcome, "sources", rep.Sources, "dur", time.Since(start)}
+	if from != "" {
+		attrs = append(attrs, "relayed_from", from)
+	}
 	switch {
 	case redelivery:
 		h.logger.Info("webhook redelivery", attrs...)
@@ -371,6 +431,9 @@ func (h *Handler) Handle(c echo.Context) error {
 		status = http.StatusOK
 	case rep.Outcome == OutcomeAccepted || rep.Outcome == OutcomeDiscovery:
 		status = http.StatusAccepted
+	}
+	if from != "" {
+		c.Response().Header().Set(peers.HeaderOutcome, rep.Outcome)
 	}
 	if status == http.StatusNoContent {
 		return c.NoContent(status)
@@ -415,9 +478,23 @@ func (h *Handler) authenticate(c echo.Context) (body []byte, release func(), err
 		return nil, release, fmt.Errorf("content length %d: %w", req.ContentLength, errTooLarge)
 	}
 	sig := req.Header.Get(github.SHA256SignatureHeader)
-	if !wellFormedSignature(sig) {
+	if len(h.secrets) == 0 || !wellFormedSignature(sig) {
 		return nil, release, errUnauthorized
 	}
+	body, release, err = h.readBody(c)
+	if err != nil {
+		return nil, release, err
+	}
+	if !verify(sig, body, h.secrets) {
+		return nil, release, errUnauthorized
+	}
+	return body, release, nil
+}
+
+// readBody reads a signed request's body within MaxBodyBytes, paid from
+// the shared budget; the caller calls release once done with it.
+func (h *Handler) readBody(c echo.Context) (body []byte, release func(), err error) {
+	req := c.Request()
 	// The underlying ResponseWriter lets net/http close the connection
 	// after a 413 instead of draining the rest of the body.
 	limited := http.MaxBytesReader(c.Response().Writer, req.Body, MaxBodyBytes)
@@ -429,9 +506,6 @@ func (h *Handler) authenticate(c echo.Context) (body []byte, release func(), err
 		return nil, release, fmt.Errorf("read body: %w", err)
 	case err != nil:
 		return nil, release, fmt.Errorf("read body: %w: %w", errUnreadable, err)
-	}
-	if !verify(sig, body, h.secrets) {
-		return nil, release, errUnauthorized
 	}
 	return body, release, nil
 }

@@ -39,6 +39,9 @@ type runtimeConfig struct {
 	// answers 404) or without the HTTP surface.
 	webhook     *webhook.Handler
 	hookSecrets []string
+	// peers is the relay to the other replicas (peers.go); never nil
+	// with the HTTP surface.
+	peers *peerRuntime
 }
 
 // build makes the runtime of cfg for the surfaces this daemon has. It
@@ -73,7 +76,10 @@ func (d *Daemon) build(cfg *config.Config) (_ *runtimeConfig, err error) {
 		if rt.hookSecrets, err = webhookSecrets(cfg.GitHub); err != nil {
 			return nil, err
 		}
-		if rt.webhook, err = d.newWebhook(rt.hookSecrets, cfg); err != nil {
+		if rt.peers, err = d.buildPeers(cfg); err != nil {
+			return nil, err
+		}
+		if rt.webhook, err = d.newWebhook(rt.hookSecrets, rt.peers, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -108,8 +114,9 @@ func (d *Daemon) install(rt *runtimeConfig) {
 		if rt.webhook == nil {
 			d.log.Info("GitHub webhook endpoint not mounted: no secret; set " + rt.cfg.GitHub.WebhookSecretEnv + " or github.webhook_secret_file to enable POST " + webhook.Path)
 		} else {
-			d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(rt.hookSecrets))
+			d.log.Info("GitHub webhook endpoint mounted", "path", webhook.Path, "secrets", len(rt.hookSecrets), "peer_secrets", len(rt.peers.secrets))
 		}
+		d.installPeers(rt, old)
 	}
 	if len(rt.public) > 0 && !rt.gate.Required() {
 		d.log.Warn("public: true has no effect without clients or oidc: every skill is already visible to everyone")
@@ -156,6 +163,7 @@ func (d *Daemon) closeHooks() {
 	for _, h := range hs {
 		h.Close() // waits for its cancelled release refreshes
 	}
+	d.closePeers() // no handler hands it a delivery any more
 	d.drains.Wait()
 }
 
@@ -221,11 +229,12 @@ func webhookSecrets(g config.GitHub) ([]string, error) {
 	return webhook.ParseSecrets(raw), nil
 }
 
-// newWebhook makes the handler of POST /webhooks/github for secrets; none
-// (nil) without a secret, since unsigned deliveries are never accepted. A
-// reload makes a new one, so rotated secrets take effect at once.
-func (d *Daemon) newWebhook(secrets []string, cfg *config.Config) (*webhook.Handler, error) {
-	if len(secrets) == 0 {
+// newWebhook makes the handler of POST /webhooks/github for secrets and
+// the peer secrets; none (nil) without either, since unsigned deliveries
+// are never accepted. A reload makes a new one, so rotated secrets take
+// effect at once.
+func (d *Daemon) newWebhook(secrets []string, pr *peerRuntime, cfg *config.Config) (*webhook.Handler, error) {
+	if len(secrets) == 0 && len(pr.secrets) == 0 {
 		return nil, nil
 	}
 	var rel webhook.Releases = d.hookReleases
@@ -237,19 +246,25 @@ func (d *Daemon) newWebhook(secrets []string, cfg *config.Config) (*webhook.Hand
 		rel = rc
 	}
 	opts := webhook.Options{
-		Secrets:    secrets,
-		Sources:    webhookTargets{d.Registry},
-		Syncer:     webhookSyncer{d.Registry},
-		Releases:   rel,
-		Discovery:  d.hookDiscovery(cfg),
-		Log:        d.deliveries,
-		Logger:     d.log,
-		GitHubHost: d.core.cfg.GitHub.WebHost(),
-		Metrics:    d.metrics.WebhookDelivery,
-		Budget:     d.budget,
-		Context:    d.hookCtx,
+		Secrets:      secrets,
+		PeerSecrets:  pr.secrets,
+		Instance:     d.instance,
+		RelayMetrics: d.relayReceived,
+		Sources:      webhookTargets{d.Registry},
+		Syncer:       webhookSyncer{d.Registry},
+		Releases:     rel,
+		Discovery:    d.hookDiscovery(cfg),
+		Log:          d.deliveries,
+		Logger:       d.log,
+		GitHubHost:   d.core.cfg.GitHub.WebHost(),
+		Metrics:      d.metrics.WebhookDelivery,
+		Budget:       d.budget,
+		Context:      d.hookCtx,
 	}
 	opts.Installations = d.hookInstallations()
+	if pr.relay != nil {
+		opts.Relay = pr.relay
+	}
 	h, err := webhook.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)

@@ -176,6 +176,8 @@ type Daemon struct {
 	// instance is this process's id among its peers (random, 128 bits
 	// hex): a relay from it is its own, come back (peers.go).
 	instance string
+	// relaysIn counts the relays received, by outcome, for /sources.
+	relaysIn relayCounts
 }
 
 // surfaces says which faces a command builds on the core.
@@ -295,6 +297,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			Catalog:          d.Registry,
 			States:           d.Registry.States,
 			Deliveries:       d.recentDeliveries,
+			Peers:            d.peersWeb(),
 			Discovered:       d.discoveredWeb,
 			Search:           d.searchWeb, // the ranked index search_skills uses
 			Logger:           d.core.log,
