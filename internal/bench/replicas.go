@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -232,9 +233,33 @@ func replicaPushes(env *Env, name string, n int, config, secretFile string, remo
 		res.first = append(res.first, seen[to])
 		res.last = append(res.last, slices.Max(seen))
 	}
-	for j := range ds {
+	for j, d := range ds {
 		env.Log("%s: replica %d serving each push after %v", name, j, per[j])
+		if n > 1 {
+			env.Log("%s: replica %d: %s", name, j, relayCounts(c, d.addr))
+		}
 	}
 	env.Log("%s: delivery to served by all %d: %v", name, n, res.last)
 	return res, nil
+}
+
+// relayCounts is a replica's relay counters from /metrics, for the log:
+// with poll 0 every push reached the others through them.
+func relayCounts(c *http.Client, addr string) string {
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "skillreg_relays_") || strings.HasPrefix(line, "skillreg_peers_known") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "; ")
 }
