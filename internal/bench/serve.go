@@ -148,6 +148,12 @@ var servingRE = regexp.MustCompile(`"msg":"serving","addr":"([^"]+)"`)
 // startDaemon runs `skillreg serve` on a free loopback port with the given
 // configuration and waits until /readyz answers 200.
 func startDaemon(env *Env, name, config string) (*daemon, error) {
+	return startDaemonOn(env, name, config, "127.0.0.1:0")
+}
+
+// startDaemonOn is startDaemon listening on listen, for daemons whose
+// addresses must be known before they start (replicas naming each other).
+func startDaemonOn(env *Env, name, config, listen string) (*daemon, error) {
 	dir := filepath.Join(env.Tmp, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -156,7 +162,7 @@ func startDaemon(env *Env, name, config string) (*daemon, error) {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(*binPath, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
+	cmd := exec.Command(*binPath, "serve", "--config", cfg, "--listen", listen, "--data", filepath.Join(dir, "data"))
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
