@@ -441,3 +441,31 @@ func TestStreamDirInParts(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// Every indexed skill keeps its Files for as long as it is served: the
+// slice holds nothing beyond its files (appends would leave up to half of
+// it unused).
+func TestIndexFilesWithoutSpareCapacity(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{}
+	for n := 1; n <= 9; n++ {
+		name := fmt.Sprintf("s%d", n)
+		files[name+"/SKILL.md"] = testkit.SkillMD(name)
+		for k := 1; k < n; k++ {
+			files[fmt.Sprintf("%s/references/r%d.md", name, k)] = fmt.Sprintf("ref %d", k)
+		}
+	}
+	testkit.WriteFiles(t, root, files)
+	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skills) != 9 {
+		t.Fatalf("%d skills, want 9: %+v", len(res.Skills), res.Excluded)
+	}
+	for _, s := range res.Skills {
+		if cap(s.Files) != len(s.Files) {
+			t.Errorf("%s: %d files in a slice of capacity %d", s.Path, len(s.Files), cap(s.Files))
+		}
+	}
+}
