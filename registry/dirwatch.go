@@ -159,13 +159,25 @@ func (r *Registry) resyncFile(source, path string) {
 	r.requestRescan(run, map[string]struct{}{path: {}}, false)
 }
 
+// dirNotifier is what a directory watcher needs of the kernel's
+// notifications: on Linux inotify itself (see inotifyWatcher), elsewhere
+// fsnotify's watcher. Events and errors are fsnotify's types.
+type dirNotifier interface {
+	Add(dir string) error
+	Remove(dir string) error
+	WatchList() []string
+	Events() <-chan fsnotify.Event
+	Errors() chan error
+	Close() error
+}
+
 // dirWatcher is one directory source's watcher.
 type dirWatcher struct {
 	r    *Registry
 	run  *sourceRun
 	name string
 	root string
-	w    *fsnotify.Watcher
+	w    dirNotifier
 
 	dirs      int   // directories watched
 	err       error // why the last walk stopped short; nil when every directory is watched
@@ -187,7 +199,7 @@ type dirWatcher struct {
 func (r *Registry) watchDir(ctx context.Context, run *sourceRun, lw *listingWatch) {
 	dw := &dirWatcher{r: r, run: run, name: run.src.Name, root: filepath.Clean(run.src.Dir)}
 	for {
-		w, err := fsnotify.NewWatcher()
+		w, err := newNotifier(dw.root)
 		if err == nil {
 			dw.w = w
 			break
@@ -259,7 +271,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-dw.w.Events:
+		case ev, ok := <-dw.w.Events():
 			if !ok {
 				return
 			}
@@ -301,7 +313,7 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 				}
 			}
 			arm()
-		case err, ok := <-dw.w.Errors:
+		case err, ok := <-dw.w.Errors():
 			if !ok {
 				return
 			}

@@ -80,17 +80,17 @@ type watched struct {
 	r       *Registry
 	root    string
 	counts  *treeCounts
-	watcher chan *fsnotify.Watcher
+	watcher chan dirNotifier
 }
 
 // startWatched runs a registry over one directory source and waits for
 // its first sync and its watcher's first walk.
 func startWatched(t *testing.T, poll time.Duration, o Options, write func(root string)) *watched {
 	t.Helper()
-	w := &watched{root: t.TempDir(), counts: &treeCounts{}, watcher: make(chan *fsnotify.Watcher, 1)}
+	w := &watched{root: t.TempDir(), counts: &treeCounts{}, watcher: make(chan dirNotifier, 1)}
 	write(w.root)
 	o.dirTree = func(tr skill.Tree) skill.Tree { return countedTree{tr, w.counts} }
-	o.watching = func(_ string, fw *fsnotify.Watcher) { w.watcher <- fw }
+	o.watching = func(_ string, fw dirNotifier) { w.watcher <- fw }
 	w.r = New(o)
 	w.r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: w.root, Poll: poll}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,7 +299,7 @@ func TestWatchOverflowRescansAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WriteFiles(t, w.root, map[string]string{"g1/s0/references/guide.md": "unseen"})
-	fw.Errors <- fsnotify.ErrEventOverflow
+	fw.Errors() <- fsnotify.ErrEventOverflow
 	testkit.WaitUntil(t, "the unseen change served", func() bool {
 		return w.servesDigest("g1/s0/references/guide.md", digestOf("unseen"))
 	})
@@ -589,8 +589,8 @@ func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
 			})
 		}}
 	}
-	watcher := make(chan *fsnotify.Watcher, 1)
-	o.watching = func(_ string, fw *fsnotify.Watcher) { watcher <- fw }
+	watcher := make(chan dirNotifier, 1)
+	o.watching = func(_ string, fw dirNotifier) { watcher <- fw }
 	r := New(o)
 	r.SetSources([]catalog.Source{{Name: "local", Kind: catalog.KindDir, Dir: root, Poll: time.Hour}})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/redact"
@@ -96,7 +94,7 @@ type Options struct {
 	// watching, set by tests, is given each directory watcher once it
 	// has walked the tree (to inject an event queue overflow), and
 	// watchRetry replaces the walk's retry interval.
-	watching   func(source string, w *fsnotify.Watcher)
+	watching   func(source string, w dirNotifier)
 	watchRetry time.Duration
 	// beforeCheck, set by tests, is called before the background check
 	// of a restored directory source.

@@ -1,8 +1,10 @@
 package search
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +81,53 @@ func TestBestCandsIsSortCompactCut(t *testing.T) {
 		if got := bestCands(cs, maxExpansions); !slices.Equal(got, want) {
 			t.Fatalf("round %d: got %v, want %v", round, got, want)
 		}
+	}
+}
+
+// TestIndexListsAtTheirLength: the merged dictionary keeps its word list
+// and counts for as long as it serves, so a merge makes each of its three
+// lists once, at the length of the union (grown by appends, their arrays
+// are up to twice that, which a capacity check after slices.Clip would
+// not see), whatever the overlap of the segments merged.
+func TestIndexListsAtTheirLength(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var segs []*Segment
+	for s := range 7 {
+		var docs []Doc
+		for d := range 40 {
+			var words []string
+			for range 12 {
+				words = append(words, fmt.Sprintf("w%dx", r.IntN(400+100*s)))
+			}
+			docs = append(docs, Doc{ID: fmt.Sprintf("skill://s%d/d%d", s, d), Source: fmt.Sprint(s), Name: fmt.Sprintf("d%d", d), Description: strings.Join(words, " ")})
+		}
+		segs = append(segs, BuildSegment(docs))
+	}
+	ix := NewIndex(segs)
+	want := map[string]bool{}
+	for _, sg := range segs {
+		for _, w := range sg.dict.words {
+			want[w] = true
+		}
+	}
+	if len(ix.dict.words) != len(want) {
+		t.Fatalf("%d words merged, want %d", len(ix.dict.words), len(want))
+	}
+	if !slices.IsSorted(ix.dict.words) {
+		t.Fatal("merged words not sorted")
+	}
+	for name, c := range map[string]int{"words": cap(ix.dict.words), "nsegs": cap(ix.nsegs), "nplain": cap(ix.nplain)} {
+		if c != len(ix.dict.words) {
+			t.Errorf("%s: capacity %d for %d words", name, c, len(ix.dict.words))
+		}
+	}
+	a := wordList{words: segs[0].dict.words, plain: segs[0].dict.plain}
+	for _, sg := range segs[1:] {
+		b := wordList{words: sg.dict.words, plain: sg.dict.plain}
+		var m wordList
+		if allocs := testing.AllocsPerRun(2, func() { m = mergeWords(&a, &b) }); allocs != 3 {
+			t.Errorf("a merge of %d and %d words into %d made %v allocations, want 3 (its lists, once each)", len(a.words), len(b.words), len(m.words), allocs)
+		}
+		a = m
 	}
 }

@@ -534,6 +534,16 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 		return nil, &Exclusion{Path: dir, File: file, Problem: *AsProblem(err)}
 	}
 	s := &Skill{Path: dir}
+	// Files are allocated at their count: every skill keeps its slice, and
+	// growing it by appends leaves a quarter to a half of it unused (at
+	// 100,000 skills of three files, 8 MB of the live heap).
+	files := 0
+	for _, e := range sub {
+		if e.Mode != ModeDir {
+			files++
+		}
+	}
+	s.Files = make([]File, 0, files)
 	// Directories are named by their files' paths where they have files
 	// (substrings of what the skill keeps anyway), by their own entries
 	// only when empty.

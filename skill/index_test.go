@@ -18,6 +18,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/skillreg/skillreg/internal/testkit"
 )
 
@@ -439,5 +441,63 @@ func TestStreamDirInParts(t *testing.T) {
 	cancel()
 	if _, err := Index(ctx, DirTree{Root: root}, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// Every indexed skill keeps its Files for as long as it is served: the
+// slice holds nothing beyond its files (appends would leave up to half of
+// it unused).
+func TestIndexFilesWithoutSpareCapacity(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{}
+	for n := 1; n <= 9; n++ {
+		name := fmt.Sprintf("s%d", n)
+		files[name+"/SKILL.md"] = testkit.SkillMD(name)
+		for k := 1; k < n; k++ {
+			files[fmt.Sprintf("%s/references/r%d.md", name, k)] = fmt.Sprintf("ref %d", k)
+		}
+	}
+	testkit.WriteFiles(t, root, files)
+	res, err := Index(context.Background(), DirTree{Root: root}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skills) != 9 {
+		t.Fatalf("%d skills, want 9: %+v", len(res.Skills), res.Excluded)
+	}
+	for _, s := range res.Skills {
+		if cap(s.Files) != len(s.Files) {
+			t.Errorf("%s: %d files in a slice of capacity %d", s.Path, len(s.Files), cap(s.Files))
+		}
+	}
+}
+
+// TestStatKeyIsShort: a directory source's file keeps its stat key for as
+// long as it is served, so the key is one 16-byte allocation; it is the
+// same for the same stat data and moves with each number in it.
+func TestStatKeyIsShort(t *testing.T) {
+	base := unix.Stat_t{Dev: 2049, Ino: 1 << 33, Size: 4800}
+	base.Mtim.Sec, base.Mtim.Nsec = 1_764_000_000, 123_456_789
+	base.Ctim = base.Mtim
+	k := statKey("a/b", &base)
+	if len(k) != 16 {
+		t.Errorf("stat key %q is %d bytes, want 16", k, len(k))
+	}
+	if k2 := statKey("elsewhere", &base); k2 != k {
+		t.Errorf("the same stat data keyed %q and %q", k, k2)
+	}
+	seen := map[string]string{k: "base"}
+	for name, change := range map[string]func(*unix.Stat_t){
+		"dev": func(s *unix.Stat_t) { s.Dev++ }, "ino": func(s *unix.Stat_t) { s.Ino++ },
+		"size": func(s *unix.Stat_t) { s.Size++ }, "mtime": func(s *unix.Stat_t) { s.Mtim.Nsec++ },
+		"ctime": func(s *unix.Stat_t) { s.Ctim.Sec++ },
+	} {
+		st := base
+		change(&st)
+		k := statKey("a/b", &st)
+		if other, ok := seen[k]; ok {
+			t.Errorf("a change of %s keeps the key of %s: %q", name, other, k)
+		}
+		seen[k] = name
 	}
 }
