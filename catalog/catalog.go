@@ -285,6 +285,7 @@ type Catalog struct {
 	Created time.Time
 	sources []*Snapshot // sorted by name
 	digests [][sha256.Size]byte
+	sums    [][]skillSum // per source, its skills' sums (see skillSums)
 	name    string
 }
 
@@ -294,28 +295,42 @@ func NewCatalog(gen uint64, now time.Time, snaps []*Snapshot) *Catalog {
 }
 
 // newCatalog builds a generation from snapshots, taking the name digests
-// of those it shares with prev from prev.
+// of those it shares with prev from prev, and for a source whose snapshot
+// changed the sums of the skills its new snapshot shares with the old.
 func newCatalog(gen uint64, now time.Time, snaps []*Snapshot, prev *Catalog) *Catalog {
 	s := slices.Clone(snaps)
 	slices.SortFunc(s, func(a, b *Snapshot) int { return strings.Compare(a.Source, b.Source) })
 	d := make([][sha256.Size]byte, len(s))
+	sums := make([][]skillSum, len(s))
 	for i, snap := range s {
 		if j := prev.index(snap); j >= 0 {
-			d[i] = prev.digests[j]
-		} else {
-			d[i] = snapshotDigest(snap)
+			d[i], sums[i] = prev.digests[j], prev.sums[j]
+			continue
 		}
+		var old *Snapshot
+		var oldSums []skillSum
+		if j, ok := prev.position(snap.Source); ok {
+			old, oldSums = prev.sources[j], prev.sums[j]
+		}
+		sums[i] = skillSums(snap, old, oldSums)
+		d[i] = snapshotDigest(snap, sums[i])
 	}
-	return &Catalog{Gen: gen, Created: now, sources: s, digests: d, name: generationName(d)}
+	return &Catalog{Gen: gen, Created: now, sources: s, digests: d, sums: sums, name: generationName(d)}
+}
+
+// position returns the position of the source's snapshot in c's sources
+// (c nil: none).
+func (c *Catalog) position(source string) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(c.sources, source, func(s *Snapshot, name string) int { return strings.Compare(s.Source, name) })
 }
 
 // index returns the position of snap in c's sources, -1 if c (nil: none)
 // does not hold that very snapshot.
 func (c *Catalog) index(snap *Snapshot) int {
-	if c == nil {
-		return -1
-	}
-	i, ok := slices.BinarySearchFunc(c.sources, snap.Source, func(s *Snapshot, name string) int { return strings.Compare(s.Source, name) })
+	i, ok := c.position(snap.Source)
 	if !ok || c.sources[i] != snap {
 		return -1
 	}
