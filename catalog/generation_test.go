@@ -209,3 +209,27 @@ func TestChangeHashesWhatChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainCount: within Retain, only the newest RetainCount superseded
+// generations stay readable; a cursor of an older one is refused like one
+// past Retain.
+func TestRetainCount(t *testing.T) {
+	l := NewLive(LiveOptions{Retain: time.Hour, RetainCount: 2})
+	var cursors []Cursor
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		swapIn(l, snapOf(t, n, genFiles))
+		cursors = append(cursors, l.Current().Cursor(1))
+	}
+	if got := len(l.Retained()); got != 3 {
+		t.Fatalf("%d generations readable, want the current one and 2 superseded", got)
+	}
+	for i, c := range cursors {
+		_, ok := l.Resume(c)
+		if want := i >= len(cursors)-3; ok != want {
+			t.Errorf("generation %d of %d: resumed %v, want %v", i+1, len(cursors), ok, want)
+		}
+	}
+	if d := NewLive(LiveOptions{}); d.o.RetainCount != DefaultRetainCount {
+		t.Errorf("default RetainCount %d", d.o.RetainCount)
+	}
+}
