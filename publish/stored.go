@@ -76,27 +76,46 @@ func (h *Handler) saveDigests(v *view) {
 		return
 	}
 	v.save.once.Do(func() {
+		// In batches: at 100,000 skills one transaction would hold
+		// every key, value and page it touched at once, beside the
+		// daemon's peak.
 		var keys, digests [][32]byte
-		add := func(e *entry) {
+		replace, stored := v.save.replace, 0
+		flush := func() bool {
+			if len(keys) == 0 && !replace {
+				return true
+			}
+			if err := h.o.Digests.PutArchiveDigests(keys, digests, replace); err != nil {
+				h.log.Warn("cannot store the archive digests; the next restart digests these archives again", "archives", len(keys), "stored", stored, "err", err)
+				return false
+			}
+			stored += len(keys)
+			keys, digests, replace = keys[:0], digests[:0], false
+			return true
+		}
+		add := func(e *entry) bool {
 			if e.skip() == "" && e.zipOK {
 				keys, digests = append(keys, e.key), append(digests, e.zip)
 			}
+			return len(keys) < saveBatch || flush()
 		}
 		if v.save.replace {
 			for i := range v.entries {
-				add(&v.entries[i])
+				if !add(&v.entries[i]) {
+					return
+				}
 			}
 		} else {
 			for _, i := range v.save.fresh {
-				add(&v.entries[i])
+				if !add(&v.entries[i]) {
+					return
+				}
 			}
 		}
 		v.save.fresh = nil
-		if len(keys) == 0 && !v.save.replace {
-			return
-		}
-		if err := h.o.Digests.PutArchiveDigests(keys, digests, v.save.replace); err != nil {
-			h.log.Warn("cannot store the archive digests; the next restart digests these archives again", "archives", len(keys), "err", err)
-		}
+		flush()
 	})
 }
+
+// saveBatch is how many digests one write stores (a variable for tests).
+var saveBatch = 8192

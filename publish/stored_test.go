@@ -14,6 +14,8 @@ import (
 // match them. Over an empty store it digests every archive and stores the
 // digests; a digest the store lost is made again.
 func TestRestartTakesStoredArchiveDigests(t *testing.T) {
+	defer func(n int) { saveBatch = n }(saveBatch)
+	saveBatch = 2 // several writes
 	path := filepath.Join(t.TempDir(), "skillreg.db")
 	open := func() *store.Store {
 		st, err := store.Open(path, store.Options{})
