@@ -121,11 +121,12 @@ func (s *Snapshot) Replace(scopes []string, skills []*skill.Skill, excluded []sk
 		skills = slices.Clone(skills)
 		slices.SortFunc(skills, bySkillPath)
 	}
+	inScopes := s.skillInScopes(scopes)
 	var dropped []*skill.Skill
 	ns.Skills = make([]*skill.Skill, 0, len(s.Skills)+len(skills))
 	j := 0
-	for _, sk := range s.Skills {
-		if in(sk.Path) {
+	for i, sk := range s.Skills {
+		if inScopes(i) {
 			dropped = append(dropped, sk)
 			continue
 		}
@@ -160,6 +161,48 @@ func (s *Snapshot) Replace(scopes []string, skills []*skill.Skill, excluded []sk
 		Hashed: stats.Hashed, Reused: len(ns.Skills) - fresh, Duration: stats.Duration,
 	}
 	return &ns
+}
+
+// skillInScopes returns whether s.Skills[i] lies in one of scopes (see
+// InScope). Only the skills between a scope and the scope followed by
+// '0' (the byte after '/') can: s.Skills is sorted by path, so the skills
+// outside those spans are not compared with every scope (at 100,000
+// skills those compares cost more than the rest of a one-skill change).
+func (s *Snapshot) skillInScopes(scopes []string) func(i int) bool {
+	type span struct{ lo, hi int }
+	spans := make([]span, 0, len(scopes))
+	at := func(p string) int {
+		i, _ := slices.BinarySearchFunc(s.Skills, p, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+		return i
+	}
+	for _, sc := range scopes {
+		if sc == "" {
+			spans = append(spans, span{0, len(s.Skills)})
+		} else {
+			spans = append(spans, span{at(sc), at(sc + "0")})
+		}
+	}
+	return func(i int) bool {
+		for k, sp := range spans {
+			if i >= sp.lo && i < sp.hi && InScope(s.Skills[i].Path, scopes[k]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// SkillsIn returns the skills that lie in one of scopes (see InScope), in
+// path order.
+func (s *Snapshot) SkillsIn(scopes []string) []*skill.Skill {
+	in := s.skillInScopes(scopes)
+	var out []*skill.Skill
+	for i, sk := range s.Skills {
+		if in(i) {
+			out = append(out, sk)
+		}
+	}
+	return out
 }
 
 // outerFiles counts the files and bytes of skills, each file once: a
