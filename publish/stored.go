@@ -23,12 +23,10 @@ type ArchiveDigests interface {
 // old format is taken for the new.
 const archiveFormat = "skillreg zip 1"
 
-// digestSave is what a view has to store once built: the entries whose
-// archives its build digested (neither the view before nor the store had
-// them), or, when the store holds many digests no entry uses, every
-// entry's.
+// digestSave is what a view has left to store once built: when the
+// store holds many digests no entry uses, every entry's (replace). The
+// digests a build makes otherwise are stored as it makes them.
 type digestSave struct {
-	fresh   []int32
 	replace bool
 	once    sync.Once
 }
@@ -68,53 +66,53 @@ func (h *Handler) lookupStored(v *view, first bool) {
 	v.save.replace = first && stored-used > len(v.entries)/4
 }
 
-// saveDigests stores what v's build digested (see digestSave), once per
-// view. It runs after the view is served, from Warm: a 100,000-skill
-// first view's digests are one write of a few megabytes.
+// saveDigests replaces the stored digests by v's when lookupStored found
+// the store holding too many unused ones (see digestSave), once per view.
+// It runs after the view is served, from Warm.
 func (h *Handler) saveDigests(v *view) {
-	if h.o.Digests == nil {
+	if h.o.Digests == nil || !v.save.replace {
 		return
 	}
 	v.save.once.Do(func() {
-		// In batches: at 100,000 skills one transaction would hold
-		// every key, value and page it touched at once, beside the
-		// daemon's peak.
-		var keys, digests [][32]byte
-		replace, stored := v.save.replace, 0
-		flush := func() bool {
-			if len(keys) == 0 && !replace {
-				return true
-			}
-			if err := h.o.Digests.PutArchiveDigests(keys, digests, replace); err != nil {
-				h.log.Warn("cannot store the archive digests; the next restart digests these archives again", "archives", len(keys), "stored", stored, "err", err)
-				return false
-			}
-			stored += len(keys)
-			keys, digests, replace = keys[:0], digests[:0], false
+		all := make([]int32, len(v.entries))
+		for i := range all {
+			all[i] = int32(i)
+		}
+		h.putDigests(v, all, true)
+	})
+}
+
+// putDigests stores the digests of v's entries at idx that have one, in
+// writes of saveBatch (one transaction of 100,000 would hold every key,
+// value and page it touched at once, beside the daemon's peak); with
+// replace the first write drops what was stored before.
+func (h *Handler) putDigests(v *view, idx []int32, replace bool) {
+	if h.o.Digests == nil {
+		return
+	}
+	var keys, digests [][32]byte
+	stored := 0
+	flush := func() bool {
+		if len(keys) == 0 && !replace {
 			return true
 		}
-		add := func(e *entry) bool {
-			if e.skip() == "" && e.zipOK {
-				keys, digests = append(keys, e.key), append(digests, e.zip)
-			}
-			return len(keys) < saveBatch || flush()
+		if err := h.o.Digests.PutArchiveDigests(keys, digests, replace); err != nil {
+			h.log.Warn("cannot store the archive digests; the next restart digests these archives again", "archives", len(keys), "stored", stored, "err", err)
+			return false
 		}
-		if v.save.replace {
-			for i := range v.entries {
-				if !add(&v.entries[i]) {
-					return
-				}
-			}
-		} else {
-			for _, i := range v.save.fresh {
-				if !add(&v.entries[i]) {
-					return
-				}
-			}
+		stored += len(keys)
+		keys, digests, replace = keys[:0], digests[:0], false
+		return true
+	}
+	for _, i := range idx {
+		if e := &v.entries[i]; e.skip() == "" && e.zipOK {
+			keys, digests = append(keys, e.key), append(digests, e.zip)
 		}
-		v.save.fresh = nil
-		flush()
-	})
+		if len(keys) >= saveBatch && !flush() {
+			return
+		}
+	}
+	flush()
 }
 
 // saveBatch is how many digests one write stores (a variable for tests).

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"crypto/sha256"
 	"path/filepath"
 	"testing"
 
@@ -79,5 +80,27 @@ func TestRestartTakesStoredArchiveDigests(t *testing.T) {
 		if err != nil || s != e.zip {
 			t.Errorf("%s: stored digest %s, the archive's %s (%v)", e.ref.Skill.Path, e.zip.digest(), s.digest(), err)
 		}
+	}
+
+	// Digests no skill uses, more than a quarter of the entries: the next
+	// start keeps only those in use, and still reads nothing.
+	cc.take() // the archives built above
+	var junk [][32]byte
+	for i := range len(want) {
+		junk = append(junk, sha256.Sum256([]byte{byte(i)}))
+	}
+	if err := st.PutArchiveDigests(junk, junk, false); err != nil {
+		t.Fatal(err)
+	}
+	h, err = New(Options{Catalog: cc, Digests: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Warm()
+	if reads := cc.take(); len(reads) != 0 {
+		t.Fatalf("the start that dropped unused digests read %d files", len(reads))
+	}
+	if _, found, stored, err := st.LookupArchiveDigests(junk); err != nil || stored != len(want) || found[0] {
+		t.Fatalf("after the start: %d digests stored (want %d), an unused one found: %v (%v)", stored, len(want), found[0], err)
 	}
 }

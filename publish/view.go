@@ -664,10 +664,14 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 			idx = append(idx, int32(i))
 		}
 	}
-	parallel(idx, func(i int32) { h.digestEntry(ctx, &v.entries[i]) })
-	for _, i := range idx {
-		if v.entries[i].zipOK {
-			v.save.fresh = append(v.save.fresh, i)
+	// In batches, each stored as soon as it is digested: a daemon stopped
+	// during its first view's build (tens of seconds at 100,000 skills)
+	// keeps what it digested.
+	for lo := 0; lo < len(idx); lo += saveBatch {
+		batch := idx[lo:min(lo+saveBatch, len(idx))]
+		parallel(batch, func(i int32) { h.digestEntry(ctx, &v.entries[i]) })
+		if !v.save.replace {
+			h.putDigests(v, batch, false)
 		}
 	}
 	for i := range v.entries {
