@@ -121,11 +121,12 @@ func (s *Snapshot) Replace(scopes []string, skills []*skill.Skill, excluded []sk
 		skills = slices.Clone(skills)
 		slices.SortFunc(skills, bySkillPath)
 	}
+	inScopes := s.skillInScopes(scopes)
 	var dropped []*skill.Skill
 	ns.Skills = make([]*skill.Skill, 0, len(s.Skills)+len(skills))
 	j := 0
-	for _, sk := range s.Skills {
-		if in(sk.Path) {
+	for i, sk := range s.Skills {
+		if inScopes(i) {
 			dropped = append(dropped, sk)
 			continue
 		}
@@ -160,6 +161,48 @@ func (s *Snapshot) Replace(scopes []string, skills []*skill.Skill, excluded []sk
 		Hashed: stats.Hashed, Reused: len(ns.Skills) - fresh, Duration: stats.Duration,
 	}
 	return &ns
+}
+
+// skillInScopes returns whether s.Skills[i] lies in one of scopes (see
+// InScope). Only the skills between a scope and the scope followed by
+// '0' (the byte after '/') can: s.Skills is sorted by path, so the skills
+// outside those spans are not compared with every scope (at 100,000
+// skills those compares cost more than the rest of a one-skill change).
+func (s *Snapshot) skillInScopes(scopes []string) func(i int) bool {
+	type span struct{ lo, hi int }
+	spans := make([]span, 0, len(scopes))
+	at := func(p string) int {
+		i, _ := slices.BinarySearchFunc(s.Skills, p, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+		return i
+	}
+	for _, sc := range scopes {
+		if sc == "" {
+			spans = append(spans, span{0, len(s.Skills)})
+		} else {
+			spans = append(spans, span{at(sc), at(sc + "0")})
+		}
+	}
+	return func(i int) bool {
+		for k, sp := range spans {
+			if i >= sp.lo && i < sp.hi && InScope(s.Skills[i].Path, scopes[k]) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// SkillsIn returns the skills that lie in one of scopes (see InScope), in
+// path order.
+func (s *Snapshot) SkillsIn(scopes []string) []*skill.Skill {
+	in := s.skillInScopes(scopes)
+	var out []*skill.Skill
+	for i, sk := range s.Skills {
+		if in(i) {
+			out = append(out, sk)
+		}
+	}
+	return out
 }
 
 // outerFiles counts the files and bytes of skills, each file once: a
@@ -285,6 +328,7 @@ type Catalog struct {
 	Created time.Time
 	sources []*Snapshot // sorted by name
 	digests [][sha256.Size]byte
+	sums    [][]skillSum // per source, its skills' sums (see skillSums)
 	name    string
 }
 
@@ -294,28 +338,42 @@ func NewCatalog(gen uint64, now time.Time, snaps []*Snapshot) *Catalog {
 }
 
 // newCatalog builds a generation from snapshots, taking the name digests
-// of those it shares with prev from prev.
+// of those it shares with prev from prev, and for a source whose snapshot
+// changed the sums of the skills its new snapshot shares with the old.
 func newCatalog(gen uint64, now time.Time, snaps []*Snapshot, prev *Catalog) *Catalog {
 	s := slices.Clone(snaps)
 	slices.SortFunc(s, func(a, b *Snapshot) int { return strings.Compare(a.Source, b.Source) })
 	d := make([][sha256.Size]byte, len(s))
+	sums := make([][]skillSum, len(s))
 	for i, snap := range s {
 		if j := prev.index(snap); j >= 0 {
-			d[i] = prev.digests[j]
-		} else {
-			d[i] = snapshotDigest(snap)
+			d[i], sums[i] = prev.digests[j], prev.sums[j]
+			continue
 		}
+		var old *Snapshot
+		var oldSums []skillSum
+		if j, ok := prev.position(snap.Source); ok {
+			old, oldSums = prev.sources[j], prev.sums[j]
+		}
+		sums[i] = skillSums(snap, old, oldSums)
+		d[i] = snapshotDigest(snap, sums[i])
 	}
-	return &Catalog{Gen: gen, Created: now, sources: s, digests: d, name: generationName(d)}
+	return &Catalog{Gen: gen, Created: now, sources: s, digests: d, sums: sums, name: generationName(d)}
+}
+
+// position returns the position of the source's snapshot in c's sources
+// (c nil: none).
+func (c *Catalog) position(source string) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(c.sources, source, func(s *Snapshot, name string) int { return strings.Compare(s.Source, name) })
 }
 
 // index returns the position of snap in c's sources, -1 if c (nil: none)
 // does not hold that very snapshot.
 func (c *Catalog) index(snap *Snapshot) int {
-	if c == nil {
-		return -1
-	}
-	i, ok := slices.BinarySearchFunc(c.sources, snap.Source, func(s *Snapshot, name string) int { return strings.Compare(s.Source, name) })
+	i, ok := c.position(snap.Source)
 	if !ok || c.sources[i] != snap {
 		return -1
 	}

@@ -167,3 +167,69 @@ func TestResumeByName(t *testing.T) {
 		t.Fatal("a generation no longer retained resumed")
 	}
 }
+
+// TestChangeHashesWhatChanged: a generation made by a change to one skill
+// of a source takes the sums of the skills it shares with the one before
+// (the same skill values) from it and hashes only the changed skill, and
+// still gets the name a generation built from scratch gets. A planted sum
+// shows which were carried over.
+func TestChangeHashesWhatChanged(t *testing.T) {
+	files := map[string]string{}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		files[n+"/SKILL.md"] = md(n, "Skill "+n+".")
+	}
+	one := snapOf(t, "one", files)
+	prev := NewCatalog(1, time.Now(), []*Snapshot{one, snapOf(t, "two", genFiles)})
+	changed := snapOf(t, "one", map[string]string{"c/SKILL.md": md("c", "Changed.")})
+	next := one.Replace([]string{"c"}, changed.Skills, nil, changed.Stats, time.Now())
+
+	want := NewCatalog(2, time.Now(), prev.sources).With(3, time.Now(), next).Name()
+	if got := prev.With(2, time.Now(), next).Name(); got != want {
+		t.Fatalf("built from the generation before: %s, from scratch: %s", got, want)
+	}
+	if scratch := NewCatalog(2, time.Now(), []*Snapshot{next, prev.sources[1]}).Name(); scratch != want {
+		t.Fatalf("built at once: %s, source by source: %s", scratch, want)
+	}
+
+	planted := skillSum{0xfe}
+	for i := range prev.sums[0] {
+		prev.sums[0][i] = planted
+	}
+	c := prev.With(2, time.Now(), next)
+	for i, sk := range next.Skills {
+		got := c.sums[0][i]
+		if sk.Path == "c" {
+			if got == planted {
+				t.Error("the changed skill's sum was carried over")
+			}
+			continue
+		}
+		if got != planted {
+			t.Errorf("skill %s was hashed again: its value is the one the generation before holds", sk.Path)
+		}
+	}
+}
+
+// TestRetainCount: within Retain, only the newest RetainCount superseded
+// generations stay readable; a cursor of an older one is refused like one
+// past Retain.
+func TestRetainCount(t *testing.T) {
+	l := NewLive(LiveOptions{Retain: time.Hour, RetainCount: 2})
+	var cursors []Cursor
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		swapIn(l, snapOf(t, n, genFiles))
+		cursors = append(cursors, l.Current().Cursor(1))
+	}
+	if got := len(l.Retained()); got != 3 {
+		t.Fatalf("%d generations readable, want the current one and 2 superseded", got)
+	}
+	for i, c := range cursors {
+		_, ok := l.Resume(c)
+		if want := i >= len(cursors)-3; ok != want {
+			t.Errorf("generation %d of %d: resumed %v, want %v", i+1, len(cursors), ok, want)
+		}
+	}
+	if d := NewLive(LiveOptions{}); d.o.RetainCount != DefaultRetainCount {
+		t.Errorf("default RetainCount %d", d.o.RetainCount)
+	}
+}

@@ -19,6 +19,14 @@ import (
 const (
 	// DefaultRetain is how long a superseded generation stays readable.
 	DefaultRetain = 5 * time.Minute
+	// DefaultRetainCount is how many superseded generations stay
+	// readable at most, the newest: under a change a second a 100,000-skill
+	// source kept 300 of them for the 5 minutes (~2.4 MB each: its skill
+	// list and name sums, and the changed skills). A listing (500 pages at
+	// 100,000 skills takes a few seconds) continues while fewer than that
+	// many swaps come during it; a cursor of one dropped answers "catalog
+	// changed", as after Retain.
+	DefaultRetainCount = 16
 	// DefaultContentCacheBytes bounds the verified file bytes kept in
 	// memory.
 	DefaultContentCacheBytes = 64 << 20
@@ -30,6 +38,9 @@ type LiveOptions struct {
 	// Retain is how long a superseded generation stays readable for
 	// pagination (default DefaultRetain).
 	Retain time.Duration
+	// RetainCount is how many superseded generations stay readable at
+	// most, the newest (default DefaultRetainCount).
+	RetainCount int
 	// ContentCacheBytes bounds the verified file bytes kept in memory
 	// (default DefaultContentCacheBytes; negative disables the cache).
 	ContentCacheBytes int64
@@ -75,6 +86,9 @@ func NewLive(o LiveOptions) *Live {
 	}
 	if o.Retain <= 0 {
 		o.Retain = DefaultRetain
+	}
+	if o.RetainCount <= 0 {
+		o.RetainCount = DefaultRetainCount
 	}
 	l := &Live{o: o, log: o.Logger, content: newContentCache(o.ContentCacheBytes)}
 	first := NewCatalog(0, o.Now(), nil)
@@ -135,7 +149,8 @@ func (l *Live) Retained() []*Catalog {
 func (l *Live) pruneHistory() {
 	cut := l.o.Now().Add(-l.o.Retain)
 	i := 0
-	for i < len(l.history) && l.history[i].at.Before(cut) {
+	for i < len(l.history) && (l.history[i].at.Before(cut) || len(l.history)-i > l.o.RetainCount) {
+		l.history[i] = retired{} // the backing array must not keep it either
 		i++
 	}
 	l.history = l.history[i:]

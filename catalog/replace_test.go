@@ -74,6 +74,17 @@ func TestReplace(t *testing.T) {
 		t.Error("a/c still found")
 	}
 
+	if got := paths(old.SkillsIn([]string{"a", "c"})); !slices.Equal(got, []string{"a", "a/c", "c/d"}) {
+		t.Errorf("SkillsIn a, c: %v", got)
+	}
+	// Several scopes, one at the end of the list; and the root scope.
+	if got := paths(old.Replace([]string{"c", "a/c"}, nil, nil, skill.Stats{}, now).Skills); !slices.Equal(got, []string{"a", "a-b", "b"}) {
+		t.Errorf("scopes c and a/c: %v", got)
+	}
+	if got := paths(old.Replace([]string{"b", ""}, []*skill.Skill{ae}, nil, skill.Stats{}, now).Skills); !slices.Equal(got, []string{"a/e"}) {
+		t.Errorf("root scope: %v", got)
+	}
+
 	// A scope that held nothing and finds nothing changes nothing.
 	same := ns.Replace([]string{"q/r"}, nil, nil, skill.Stats{}, now)
 	if !slices.Equal(same.Skills, ns.Skills) || same.Stats.Files != ns.Stats.Files {

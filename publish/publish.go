@@ -75,7 +75,10 @@ type Options struct {
 	CacheBytes int64
 	// Limits are the skills CLI's (default 1,000 files, 50 MiB).
 	Limits Limits
-	Logger *slog.Logger
+	// Digests keeps the skill archives' digests across restarts (nil:
+	// the first view after a start digests every archive).
+	Digests ArchiveDigests
+	Logger  *slog.Logger
 }
 
 // Handler serves the installers' endpoints. Make one with New, mount it
@@ -192,7 +195,7 @@ func (h *Handler) Warm() {
 	h.warming = true
 	h.mu.Unlock()
 	for {
-		h.view(context.Background())
+		h.saveDigests(h.view(context.Background()))
 		h.mu.Lock()
 		if !h.warmAgain {
 			h.warming = false

@@ -46,6 +46,7 @@ type view struct {
 	allKnown    map[sum]sum              // "-all" digests known when built (from the views before), by layout key
 
 	bodies bodyCache
+	save   digestSave
 }
 
 // sum is a SHA-256 digest.
@@ -367,6 +368,7 @@ func allLayoutKey(members []*entry) sum {
 // with one buffer.
 func entryKey(k *keyHash, sk *skill.Skill) sum {
 	k.reset()
+	k.buf = append(append(k.buf, archiveFormat...), 0)
 	k.buf = append(append(k.buf, sk.Name()...), 0)
 	for i := range sk.Files {
 		k.file("", sk.Files[i].Path, &sk.Files[i])
@@ -655,15 +657,23 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 			sp.key = allLayoutKey(members)
 		}
 	}
-	idx := make([]int, len(v.entries))
-	for i := range idx {
-		idx[i] = i
-	}
-	parallel(idx, func(i int) {
-		if e := &v.entries[i]; e.skip() == "" {
-			h.digestEntry(ctx, e)
+	h.lookupStored(v, prev == nil)
+	var idx []int32
+	for i := range v.entries {
+		if e := &v.entries[i]; e.skip() == "" && !e.zipOK {
+			idx = append(idx, int32(i))
 		}
-	})
+	}
+	// In batches, each stored as soon as it is digested: a daemon stopped
+	// during its first view's build (tens of seconds at 100,000 skills)
+	// keeps what it digested.
+	for lo := 0; lo < len(idx); lo += saveBatch {
+		batch := idx[lo:min(lo+saveBatch, len(idx))]
+		parallel(batch, func(i int32) { h.digestEntry(ctx, &v.entries[i]) })
+		if !v.save.replace {
+			h.putDigests(v, batch, false)
+		}
+	}
 	for i := range v.entries {
 		if e := &v.entries[i]; e.skip() == "" && e.zipOK {
 			v.byZip = append(v.byZip, int32(i))

@@ -63,6 +63,9 @@ type Options struct {
 	// Retain is how long a superseded generation stays readable for
 	// pagination (default catalog.DefaultRetain).
 	Retain time.Duration
+	// RetainCount is how many superseded generations stay readable at
+	// most (default catalog.DefaultRetainCount).
+	RetainCount int
 	// ContentCacheBytes bounds the verified file bytes kept in memory
 	// (default catalog.DefaultContentCacheBytes; negative disables the
 	// cache).
@@ -186,6 +189,7 @@ func New(o Options) *Registry {
 	r.live = catalog.NewLive(catalog.LiveOptions{
 		Logger:            o.Logger,
 		Retain:            o.Retain,
+		RetainCount:       o.RetainCount,
 		ContentCacheBytes: o.ContentCacheBytes,
 		OnSwap:            o.OnSwap,
 		Resync:            r.RequestSync,

@@ -511,12 +511,7 @@ func (r *Registry) rescanDir(ctx context.Context, src *catalog.Source, prev *cat
 		}
 		return false
 	}
-	var before []*skill.Skill
-	for _, sk := range prev.Skills {
-		if in(sk.Path) {
-			before = append(before, sk)
-		}
-	}
+	before := prev.SkillsIn(scopes)
 	var excludedBefore []skill.Exclusion
 	for _, ex := range prev.Excluded {
 		if in(ex.Path) {

@@ -16,6 +16,10 @@ import (
 // marketplace, archives) over the registry, with the access rules of /mcp.
 func (d *Daemon) setupPublish(cfg *config.Config) error {
 	publicURL := cfg.PublicURL
+	var digests publish.ArchiveDigests
+	if d.store != nil {
+		digests = d.store // the first view after a restart takes the archives' digests from it
+	}
 	p, err := publish.New(publish.Options{
 		Catalog:    d.Registry.Live(), // its ReadFileCold keeps digests out of the content cache
 		Gate:       d.currentGate,
@@ -27,6 +31,7 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 		MarketplaceName:  cfg.Marketplace.Name,
 		MarketplaceOwner: cfg.Marketplace.Owner,
 		CacheBytes:       cfg.Cache.ArtifactBytes,
+		Digests:          digests,
 		Logger:           d.core.log,
 	})
 	if err != nil {
