@@ -52,36 +52,14 @@ func runReplicas(env *Env) (rows []Row, err error) {
 			err = fmt.Errorf("replicas: %v", p)
 		}
 	}()
-	example, err := os.ReadFile(filepath.Join("webhook", "testdata", "push.json"))
-	if err != nil {
-		return nil, fmt.Errorf("replicas reads the real push payload (run from the module root): %w", err)
-	}
-	srv, err := gittest.Start(filepath.Join(env.Tmp, "replicas-git"))
+	pb, err := newPushBench(env, "replicas")
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Close()
-	remote := srv.CreateRepo("bench-skills")
-	start := time.Now()
-	remote.WriteTree(func(dir string) error {
-		_, _, err := corpus.Write(dir, corpus.Options{Skills: env.Skills})
-		return err
-	})
-	before := remote.Commit("corpus")
-	remote.Push("main")
-	env.Log("replicas: %d-skill repository committed in %s", env.Skills, time.Since(start).Round(time.Millisecond))
-
+	defer pb.close()
+	remote, example, before := pb.remote, pb.example, pb.before
 	// The daemons read the webhook secret from the environment they
-	// inherit, and the peers secret from a file.
-	old, had := os.LookupEnv("SKILLREG_WEBHOOK_SECRET")
-	os.Setenv("SKILLREG_WEBHOOK_SECRET", webhookSecret)
-	defer func() {
-		if had {
-			os.Setenv("SKILLREG_WEBHOOK_SECRET", old)
-		} else {
-			os.Unsetenv("SKILLREG_WEBHOOK_SECRET")
-		}
-	}()
+	// inherit (newPushBench sets it), and the peers secret from a file.
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	secretFile := filepath.Join(env.Tmp, "replicas-peers-secret")

@@ -40,35 +40,12 @@ func runWebhookE2E(env *Env) (rows []Row, err error) {
 			err = fmt.Errorf("webhook-e2e: %v", p)
 		}
 	}()
-	example, err := os.ReadFile(filepath.Join("webhook", "testdata", "push.json"))
-	if err != nil {
-		return nil, fmt.Errorf("webhook-e2e reads the real push payload (run from the module root): %w", err)
-	}
-	srv, err := gittest.Start(filepath.Join(env.Tmp, "webhook-e2e-git"))
+	pb, err := newPushBench(env, "webhook-e2e")
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Close()
-	remote := srv.CreateRepo("bench-skills")
-	start := time.Now()
-	remote.WriteTree(func(dir string) error {
-		_, _, err := corpus.Write(dir, corpus.Options{Skills: env.Skills})
-		return err
-	})
-	before := remote.Commit("corpus")
-	remote.Push("main")
-	env.Log("webhook-e2e: %d-skill repository committed in %s", env.Skills, time.Since(start).Round(time.Millisecond))
-
-	// The daemon reads its webhook secret from the environment it inherits.
-	old, had := os.LookupEnv("SKILLREG_WEBHOOK_SECRET")
-	os.Setenv("SKILLREG_WEBHOOK_SECRET", webhookSecret)
-	defer func() {
-		if had {
-			os.Setenv("SKILLREG_WEBHOOK_SECRET", old)
-		} else {
-			os.Unsetenv("SKILLREG_WEBHOOK_SECRET")
-		}
-	}()
+	defer pb.close()
+	remote, example, before := pb.remote, pb.example, pb.before
 	peerDir := filepath.Join(env.Tmp, "webhook-e2e-peer")
 	clone := exec.Command("git", "clone", "--quiet", "--depth", "1", remote.URL(), peerDir)
 	clone.Env = gitEnv()
@@ -284,4 +261,47 @@ func fileDigest(c *http.Client, url, skillURI, fileURI string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("skills/get %s: no %s in the manifest", skillURI, fileURI)
+}
+
+// pushBench is what the webhook benches share: the real GitHub push
+// example, a loopback git server holding a corpus of env.Skills skills on
+// main (before is its commit), and the webhook secret set in the
+// environment the daemons inherit. close restores the environment and
+// stops the server.
+type pushBench struct {
+	example []byte
+	remote  *gittest.Repo
+	before  string
+	close   func()
+}
+
+func newPushBench(env *Env, name string) (*pushBench, error) {
+	example, err := os.ReadFile(filepath.Join("webhook", "testdata", "push.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s reads the real push payload (run from the module root): %w", name, err)
+	}
+	srv, err := gittest.Start(filepath.Join(env.Tmp, name+"-git"))
+	if err != nil {
+		return nil, err
+	}
+	remote := srv.CreateRepo("bench-skills")
+	start := time.Now()
+	remote.WriteTree(func(dir string) error {
+		_, _, err := corpus.Write(dir, corpus.Options{Skills: env.Skills})
+		return err
+	})
+	before := remote.Commit("corpus")
+	remote.Push("main")
+	env.Log("%s: %d-skill repository committed in %s", name, env.Skills, time.Since(start).Round(time.Millisecond))
+
+	old, had := os.LookupEnv("SKILLREG_WEBHOOK_SECRET")
+	os.Setenv("SKILLREG_WEBHOOK_SECRET", webhookSecret)
+	return &pushBench{example: example, remote: remote, before: before, close: func() {
+		if had {
+			os.Setenv("SKILLREG_WEBHOOK_SECRET", old)
+		} else {
+			os.Unsetenv("SKILLREG_WEBHOOK_SECRET")
+		}
+		srv.Close()
+	}}, nil
 }
