@@ -133,11 +133,7 @@ sources:
 		t.Fatal(err)
 	}
 	pushed := time.Now()
-	send("push", "push-gamma", orgPayload(t, "push.json", gammaID, "acme/gamma", gamma.URL(), func(m map[string]any) {
-		m["ref"] = "refs/heads/main"
-		repo := m["repository"].(map[string]any)
-		repo["default_branch"], repo["master_branch"] = "main", "main"
-	}))
+	send("push", "push-gamma", orgPayload(t, "push.json", gammaID, "acme/gamma", gamma.URL(), onMain))
 	waitUntil(t, has(gammaURI))
 	t.Logf("a new repository's skills served %v after its first push was delivered", time.Since(pushed))
 
@@ -159,11 +155,7 @@ sources:
 	gamma.WriteFiles(map[string]string{"skills/deploy/SKILL.md": skillFile("deploy", "Deploy, after the rename.")})
 	gamma.Commit("deploy v2")
 	gamma.Git("push", "--quiet", nextBare, "HEAD:refs/heads/main")
-	status, reply := deliver(t, d.URL, "push", "push-gamma-next", orgPayload(t, "push.json", gammaID, "acme/gamma-next", nextURL, func(m map[string]any) {
-		m["ref"] = "refs/heads/main"
-		repo := m["repository"].(map[string]any)
-		repo["default_branch"], repo["master_branch"] = "main", "main"
-	}))
+	status, reply := deliver(t, d.URL, "push", "push-gamma-next", orgPayload(t, "push.json", gammaID, "acme/gamma-next", nextURL, onMain))
 	if status != http.StatusAccepted || !strings.Contains(reply, `"acme-gamma"`) {
 		t.Fatalf("push to the renamed repository: %d %s", status, reply)
 	}

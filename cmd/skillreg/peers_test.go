@@ -74,11 +74,7 @@ func TestWebhookRelayedToReplica(t *testing.T) {
 	remote.WriteFiles(map[string]string{"skills/deploy/references/run.md": "changed by a push\n"})
 	remote.Commit("change")
 	remote.Push("main")
-	body := payload(t, "push.json", "acme/team-skills", remote.URL(), func(m map[string]any) {
-		m["ref"] = "refs/heads/main"
-		repo := m["repository"].(map[string]any)
-		repo["default_branch"], repo["master_branch"] = "main", "main"
-	})
+	body := payload(t, "push.json", "acme/team-skills", remote.URL(), onMain)
 	start := time.Now()
 	if status, reply := deliver(t, a.URL, "push", "d-1", body); status != http.StatusAccepted {
 		t.Fatalf("push delivery to A: %d %s", status, reply)

@@ -281,11 +281,7 @@ func pushChange(t *testing.T, remote *gittest.Repo, marker string) {
 func webhookToOne(t *testing.T, remote *gittest.Repo, rs []*replica, id, marker string) string {
 	t.Helper()
 	pushChange(t, remote, marker)
-	body := payload(t, "push.json", "acme/many-skills", remote.URL(), func(m map[string]any) {
-		m["ref"] = "refs/heads/main"
-		repo := m["repository"].(map[string]any)
-		repo["default_branch"], repo["master_branch"] = "main", "main"
-	})
+	body := payload(t, "push.json", "acme/many-skills", remote.URL(), onMain)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := make([]atomic.Int64, len(rs)) // ns from the delivery, 0 until served

@@ -45,6 +45,14 @@ func payload(t *testing.T, name, fullName, cloneURL string, edit func(map[string
 	return out
 }
 
+// onMain points a push payload at refs/heads/main of a repository whose
+// default branch is main.
+func onMain(m map[string]any) {
+	m["ref"] = "refs/heads/main"
+	repo := m["repository"].(map[string]any)
+	repo["default_branch"], repo["master_branch"] = "main", "main"
+}
+
 // deliver posts a delivery signed independently of the code under test.
 func deliver(t *testing.T, url, event, id string, body []byte) (int, string) {
 	t.Helper()
@@ -77,11 +85,7 @@ func TestWebhookPushEndToEnd(t *testing.T) {
 	remote.WriteFiles(map[string]string{"skills/deploy/references/run.md": "changed by a push\n"})
 	remote.Commit("change")
 	remote.Push("main")
-	body := payload(t, "push.json", "acme/team-skills", remote.URL(), func(m map[string]any) {
-		m["ref"] = "refs/heads/main"
-		repo := m["repository"].(map[string]any)
-		repo["default_branch"], repo["master_branch"] = "main", "main"
-	})
+	body := payload(t, "push.json", "acme/team-skills", remote.URL(), onMain)
 	status, reply := deliver(t, d.URL, "push", "d-1", body)
 	if status != http.StatusAccepted || !strings.Contains(reply, "team") {
 		t.Fatalf("push delivery: %d %s", status, reply)
