@@ -2,20 +2,15 @@ package peers
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,52 +411,15 @@ func TestRelayDNSReResolved(t *testing.T) {
 	}
 }
 
-// testCA is a throwaway certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "peers test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
 // serverTLS is a server configuration with a certificate for names and
 // ips, signed by ca.
-func (ca *testCA) serverTLS(t *testing.T, names []string, ips ...net.IP) *tls.Config {
+func serverTLS(t *testing.T, ca *testkit.CA, names []string, ips ...net.IP) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+	hosts := slices.Clone(names)
+	for _, ip := range ips {
+		hosts = append(hosts, ip.String())
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "peer"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: names, IPAddresses: ips, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der, key := ca.Issue(t, 2, hosts...)
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 }
 
@@ -469,14 +427,14 @@ func (ca *testCA) serverTLS(t *testing.T, names []string, ips ...net.IP) *tls.Co
 // dns: peer's certificate must carry the DNS name (the TLS server name),
 // not the address it resolved to.
 func TestRelayHTTPS(t *testing.T) {
-	ca := newTestCA(t)
-	one, _, port := samePortReceivers(t, ca.serverTLS(t, []string{"skillreg-headless"}, net.ParseIP("127.0.0.1")))
+	ca := testkit.NewCA(t)
+	one, _, port := samePortReceivers(t, serverTLS(t, ca, []string{"skillreg-headless"}, net.ParseIP("127.0.0.1")))
 	static := fmt.Sprintf("https://127.0.0.1:%d", port)
 	resolver := &fakeResolver{addrs: map[string][]string{"skillreg-headless": {"127.0.0.1"}, "other-name": {"127.0.0.1"}}}
 	peersList := []Peer{{URL: static}, {DNSName: "skillreg-headless", Port: port}, {DNSName: "other-name", Port: port}}
 
 	var counts results
-	r := newRelay(t, Options{Peers: peersList, DNSScheme: "https", RootCAs: ca.pool, Resolver: resolver, Metrics: counts.add})
+	r := newRelay(t, Options{Peers: peersList, DNSScheme: "https", RootCAs: ca.Pool, Resolver: resolver, Metrics: counts.add})
 	r.Send("push", "d-1", "application/json", []byte("{}"))
 	testkit.WaitUntil(t, "three relays ended", func() bool { return counts.get(ResultOK)+counts.get(ResultFailed) == 3 })
 	// The static URL and skillreg-headless resolve to the same address,

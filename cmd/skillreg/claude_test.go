@@ -184,7 +184,7 @@ func TestClaudeCode(t *testing.T) {
 // pluginDigest is a plugin's sha256 in the daemon's marketplace.
 func pluginDigest(t *testing.T, d *testDaemon, ca *testCA, name string) string {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: testHost}}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: testHost}}}
 	res, err := client.Get(d.URL + "/marketplace.json")
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func flippingProxy(t *testing.T, d *testDaemon, ca *testCA, certFile, keyFile, o
 		pr.SetURL(target)
 		pr.Out.Host = origin[len("https://"):]
 	}}
-	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: testHost}}
+	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: testHost}}
 	// The listener first, so the proxy's own origin is known before any
 	// request is served.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

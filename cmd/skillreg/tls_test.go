@@ -3,16 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -27,33 +22,17 @@ import (
 	"github.com/skillreg/skillreg/internal/testkit"
 )
 
-// testCA is a throwaway certificate authority for HTTPS tests.
+// testCA is testkit's CA with its certificate in a file (for
+// NODE_EXTRA_CA_CERTS).
 type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	pemFile string // the CA certificate, for NODE_EXTRA_CA_CERTS
-	pool    *x509.CertPool
+	*testkit.CA
+	pemFile string
 }
 
 func newTestCA(t *testing.T) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "skillreg test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{cert: cert, key: key, pemFile: filepath.Join(t.TempDir(), "ca.pem"), pool: x509.NewCertPool()}
-	ca.pool.AddCert(cert)
-	if err := os.WriteFile(ca.pemFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	ca := &testCA{CA: testkit.NewCA(t), pemFile: filepath.Join(t.TempDir(), "ca.pem")}
+	if err := os.WriteFile(ca.pemFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return ca
@@ -63,26 +42,7 @@ func newTestCA(t *testing.T) *testCA {
 // certFile and keyFile, with the given serial number.
 func (ca *testCA) issue(t *testing.T, certFile, keyFile string, serial int64, hosts ...string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: hosts[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der, key := ca.Issue(t, serial, hosts...)
 	kb, _ := x509.MarshalECPrivateKey(key)
 	// Written aside and renamed in, as a renewal does.
 	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kb}} {
@@ -107,7 +67,7 @@ func TestTLS(t *testing.T) {
 	d := startDaemonTLS(t, yaml, ca, "")
 	serial := func() int64 {
 		// A new connection each time: a kept one shows the old certificate.
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true}}
 		defer client.CloseIdleConnections()
 		res, err := client.Get(d.URL + "/healthz")
 		if err != nil {
@@ -123,7 +83,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("serial %d", s)
 	}
 	// TLS 1.1 is refused.
-	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, MaxVersion: tls.VersionTLS11}}}
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, MaxVersion: tls.VersionTLS11}}}
 	if _, err := old.Get(d.URL + "/healthz"); err == nil {
 		t.Error("a TLS 1.1 client was served")
 	}
@@ -181,7 +141,7 @@ func startDaemonTLS(t *testing.T, yaml string, ca *testCA, serverName string) *t
 		t.Fatal(err)
 	}
 	td := serveDaemon(t, d)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: serverName}}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: serverName}}}
 	waitUntil(t, func() bool {
 		resp, err := client.Get(td.URL + "/readyz")
 		if err != nil {
@@ -234,7 +194,7 @@ func TestTLSProbesUnderFlood(t *testing.T) {
 	}
 	addr := serveDaemon(t, d).Addr()
 	dialTLS := func() (*tls.Conn, error) {
-		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.pool, NextProtos: []string{"http/1.1"}})
+		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: ca.Pool, NextProtos: []string{"http/1.1"}})
 	}
 	get := func(c *tls.Conn, path string) (*http.Response, error) {
 		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
