@@ -31,7 +31,9 @@ func (st *searchState) init(l *Live, cur *Catalog) {
 // after a swap or a restore, WarmSearch) from bodies read through the
 // snapshot's tree: skill values hold no body. The next snapshot of the
 // same source takes over every bucket whose skills are the very same
-// values, so a sync that changed one skill reads and indexes one bucket.
+// values, so a sync that changed one skill reads and indexes one bucket,
+// and the segment of a bucket whose skills make the same documents (only
+// files other than a SKILL.md changed), so such a sync reads none.
 // The merged dictionary is rebuilt only once it is far from the current
 // generation's segments.
 type searchState struct {
@@ -123,9 +125,18 @@ func (st *searchState) splitOf(s *Snapshot, keep bool) *split {
 	sp := &split{buckets: make([]*bucket, nb)}
 	for i, l := range lists {
 		if prev != nil && len(prev.buckets) == nb {
-			if pb := prev.buckets[i]; slices.Equal(pb.skills, l) && !pb.isPartial() {
-				sp.buckets[i] = pb
-				continue
+			if pb := prev.buckets[i]; !pb.isPartial() {
+				if slices.Equal(pb.skills, l) {
+					sp.buckets[i] = pb
+					continue
+				}
+				if pb.built.Load() && slices.EqualFunc(pb.skills, l, sameDoc) {
+					// A change to a skill's other files (a reference, a
+					// script) leaves its search document as it was: the
+					// segment is the same, only the values are new.
+					sp.buckets[i] = builtBucket(slices.Clip(l), pb.seg)
+					continue
+				}
 			}
 		}
 		sp.buckets[i] = &bucket{skills: slices.Clip(l)}
@@ -135,6 +146,35 @@ func (st *searchState) splitOf(s *Snapshot, keep bool) *split {
 		st.last[s.Source] = sp
 	}
 	return sp
+}
+
+// sameDoc reports whether two values of a skill make the same search
+// document (search.FromSkill): the same path (so the same URI), the same
+// SKILL.md bytes (so the same body), and the same frontmatter fields
+// search reads.
+func sameDoc(a, b *skill.Skill) bool {
+	if a == b {
+		return true
+	}
+	if a.Path != b.Path || a.Frontmatter == nil || b.Frontmatter == nil {
+		return false
+	}
+	fa, oka := a.File("SKILL.md")
+	fb, okb := b.File("SKILL.md")
+	if !oka || !okb || fa.Digest != fb.Digest || fa.Size != fb.Size {
+		return false
+	}
+	ma, mb := a.Frontmatter, b.Frontmatter
+	return ma.Name == mb.Name && ma.Description == mb.Description && ma.Compatibility == mb.Compatibility &&
+		ma.Deprecated == mb.Deprecated && slices.Equal(ma.Tags, mb.Tags) && slices.Equal(ma.Metadata, mb.Metadata)
+}
+
+// builtBucket is a bucket of skills whose segment is seg, already built.
+func builtBucket(skills []*skill.Skill, seg *search.Segment) *bucket {
+	b := &bucket{skills: skills, seg: seg}
+	b.once.Do(func() {})
+	b.built.Store(true)
+	return b
 }
 
 func prevBuckets(sp *split) []*bucket {

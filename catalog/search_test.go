@@ -362,3 +362,82 @@ func TestSearchLeavesContentCacheAlone(t *testing.T) {
 		t.Errorf("content cache went from %d to %d bytes while search read bodies", before, l.content.size)
 	}
 }
+
+// TestOtherFileChangeReadsNoBody: a sync that changed a file of a skill
+// other than its SKILL.md (a new skill value, the same search document)
+// reads no SKILL.md for search: the bucket's segment is taken over, and
+// the answers are those of a segment built from every body.
+func TestOtherFileChangeReadsNoBody(t *testing.T) {
+	const n = 64
+	dir := t.TempDir()
+	for i := range n {
+		writeSkill(t, dir, i, "deploy")
+	}
+	l := NewLive(LiveOptions{})
+	l.search.aim = 8
+	s1, _ := dirSource(t, dir, nil, nil)
+	swapIn(l, s1)
+	if hits, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil || len(hits) == 0 {
+		t.Fatalf("first search: %v, %v", hits, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "skill-017", "gen.txt"), []byte("generation 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2, ct2 := dirSource(t, dir, s1, nil)
+	if s2.Stats.Reused != n-1 {
+		t.Fatalf("indexer reused %d skills, want %d", s2.Stats.Reused, n-1)
+	}
+	swapIn(l, s2)
+	hits, err := l.Search(Filter{}, "", "number17", search.Options{})
+	if err != nil || len(hits) == 0 || hits[0].ID != "skill://local/skill-017/SKILL.md" {
+		t.Fatalf("search after the change: %+v, %v", hits, err)
+	}
+	if got := ct2.count(); got != 0 {
+		t.Errorf("search after a change to another file than SKILL.md read %d files, want none", got)
+	}
+	// The skill's new value is what the bucket holds.
+	l.search.mu.Lock()
+	for _, b := range l.search.snaps[s2].buckets {
+		for _, sk := range b.skills {
+			if sk.Path == "skill-017" && len(sk.Files) != 2 {
+				t.Errorf("the bucket holds skill-017 with %d files, want its new value's 2", len(sk.Files))
+			}
+		}
+	}
+	l.search.mu.Unlock()
+
+	// A change to the SKILL.md still reads its bucket.
+	writeSkill(t, dir, 17, "zeppelin")
+	s3, ct3 := dirSource(t, dir, s2, nil)
+	swapIn(l, s3)
+	if hits, err := l.Search(Filter{}, "", "zeppelin", search.Options{}); err != nil || len(hits) != 1 {
+		t.Fatalf("search after the SKILL.md change: %+v, %v", hits, err)
+	}
+	if ct3.count() == 0 {
+		t.Error("a changed SKILL.md was not read")
+	}
+
+	var docs []search.Doc
+	for _, sk := range s3.Skills {
+		data, err := os.ReadFile(filepath.Join(dir, sk.Path, "SKILL.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := skill.SkillMDBody(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, search.FromSkill(s3.SkillURI(sk), s3.Source, sk, string(body)))
+	}
+	one := []*search.Segment{search.BuildSegment(docs)}
+	for _, q := range []string{"deploy", "zeppelin", "number17", "skill-03", "deplyo common"} {
+		got, err := l.Search(Filter{}, "", q, search.Options{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := search.Search(one, q, search.Options{Limit: 100})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: hits differ from one segment's:\n got %+v\nwant %+v", q, got, want)
+		}
+	}
+}
