@@ -254,7 +254,36 @@ func (r *Repo) Walk(commit, subpath string) ([]Entry, error) {
 	return entries, nil
 }
 
+// WalkOptions are the hooks of WalkWith. Directory paths are relative
+// to the walked subpath, without a trailing slash ("" is its root).
+type WalkOptions struct {
+	// Marker and Marked: Marked is called with the path and tree id of
+	// each directory holding a regular or executable file named Marker.
+	Marker string
+	Marked func(dir string, tree [20]byte)
+	// Skip, when set, is called before a directory below the root is
+	// walked; when it returns skip, nothing under the directory is listed
+	// and it counts as n entries against the entry limit. A caller that
+	// knows what a tree id holds from an earlier walk skips it.
+	Skip func(dir string, tree [20]byte) (n int, skip bool)
+}
+
+// WalkWith is Walk with hooks (see WalkOptions): it tells which trees
+// hold a marker file, and leaves out the directories the caller already
+// knows, so a walk of a commit that changed one file lists what changed.
+func (r *Repo) WalkWith(commit, subpath string, o WalkOptions) ([]Entry, error) {
+	entries, err := r.walkWith(commit, subpath, o)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s:%s in %s: %w", commit, subpath, r.url, err)
+	}
+	return entries, nil
+}
+
 func (r *Repo) walk(commit, subpath string) ([]Entry, error) {
+	return r.walkWith(commit, subpath, WalkOptions{})
+}
+
+func (r *Repo) walkWith(commit, subpath string, o WalkOptions) ([]Entry, error) {
 	if err := r.usable(); err != nil {
 		return nil, err
 	}
@@ -271,7 +300,7 @@ func (r *Repo) walk(commit, subpath string) ([]Entry, error) {
 		return nil, err
 	}
 	defer s.Release()
-	w := walker{r: r, s: s, max: r.opts.MaxTreeEntries}
+	w := walker{r: r, s: s, max: r.opts.MaxTreeEntries, o: o}
 	entries, err := w.walkCommit(h, sub)
 	if err != nil {
 		r.noteError(err)
@@ -305,10 +334,12 @@ func cleanSubpath(p string) ([]string, error) {
 // changed one file shares every other tree with the commit before it, so a
 // walk decodes only the changed trees.
 type walker struct {
-	r   *Repo
-	s   *packdb.Snapshot
-	max int
-	out []Entry
+	r       *Repo
+	s       *packdb.Snapshot
+	max     int
+	out     []Entry
+	o       WalkOptions
+	skipped int // entries the skipped directories stand for
 }
 
 // commitTree returns the root tree of a commit.
@@ -410,10 +441,21 @@ func (w *walker) walkTree(id plumbing.Hash, prefix string, depth int) error {
 			return fmt.Errorf("%w: tree %s at %q has an entry named %q", ErrBadTree, id, strings.TrimSuffix(prefix, "/"), name)
 		}
 		if m == modeDir {
+			if w.o.Skip != nil {
+				if n, skip := w.o.Skip(prefix+string(name), sub); skip {
+					if w.skipped += n; len(w.out)+w.skipped > w.max {
+						return fmt.Errorf("%w: more than %d entries", ErrTooLarge, w.max)
+					}
+					return nil
+				}
+			}
 			return w.walkTree(sub, prefix+string(name)+"/", depth+1)
 		}
-		if len(w.out) >= w.max {
+		if len(w.out)+w.skipped >= w.max {
 			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, w.max)
+		}
+		if w.o.Marked != nil && (m == ModeRegular || m == ModeExecutable) && string(name) == w.o.Marker {
+			w.o.Marked(strings.TrimSuffix(prefix, "/"), id)
 		}
 		w.out = append(w.out, Entry{Path: prefix + string(name), Mode: m, Blob: sub.String()})
 		return nil

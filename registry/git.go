@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -159,11 +162,11 @@ func (r *Registry) syncGit(ctx context.Context, src *catalog.Source, prev *catal
 	if s.sig, err = verifyResolved(src, s.repo, s.res.Commit, s.res.Tag); err != nil {
 		return nil, err
 	}
-	tree, err := s.walk()
+	tree, walked, err := s.walk()
 	if err != nil {
 		return nil, err
 	}
-	if snap, err = s.index(ctx, tree); err != nil {
+	if snap, err = s.index(ctx, tree, walked); err != nil {
 		return nil, err
 	}
 	r.maybePrune(ctx, s.repo)
@@ -269,19 +272,247 @@ func (s *gitSync) fetch(ctx context.Context) error {
 	return s.repo.Fetch(ctx, s.res, s.auth) // "fetch <commit> from <url>: ..." already
 }
 
-// walk lists the commit's tree under the source's path.
-func (s *gitSync) walk() (gitTree, error) {
-	g := s.src.Git
-	entries, err := s.repo.Walk(s.res.Commit, g.Path)
-	if err != nil {
-		return gitTree{}, err // "walk <commit>:<path> in <url>: ..." already
+// treeWalker is the walk with hooks of a *gitstore.Repo (see
+// gitstore.WalkOptions); a GitRepo without it is walked whole.
+type treeWalker interface {
+	WalkWith(commit, subpath string, o gitstore.WalkOptions) ([]gitstore.Entry, error)
+}
+
+// gitSkillTrees keeps, by source, the tree id of every skill of the
+// snapshot its last index made (20 bytes a skill, in the snapshot's
+// order): the next walk leaves out each skill directory whose tree id is
+// unchanged, and the index takes those skills as they were without
+// listing, checking or reading them. Kept in memory only: the first sync
+// after a start walks the whole tree.
+type gitSkillTrees struct {
+	mu sync.Mutex
+	m  map[string]skillTrees
+}
+
+// skillTrees are the tree ids of snap's skills (zero for one not known).
+type skillTrees struct {
+	snap *catalog.Snapshot
+	ids  [][20]byte
+}
+
+func (t *gitSkillTrees) get(source string, snap *catalog.Snapshot) [][20]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.m[source]; snap != nil && st.snap == snap {
+		return st.ids
 	}
-	return gitTree{repo: s.repo, entries: entries}, nil
+	return nil
+}
+
+func (t *gitSkillTrees) set(source string, st skillTrees) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]skillTrees{}
+	}
+	t.m[source] = st
+}
+
+// forget drops a removed source's ids.
+func (t *gitSkillTrees) forget(source string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, source)
+}
+
+// treeWalk is what a walk with hooks found beside the entries: the skill
+// directories it left out (their skills are prev's, unchanged) and the
+// tree ids of the directories it listed that hold a SKILL.md.
+type treeWalk struct {
+	skipped []string // sorted
+	marked  []markedTree
+	prevIDs [][20]byte // the ids the skips were judged by, in prev's order
+}
+
+type markedTree struct {
+	dir string
+	id  [20]byte
+}
+
+// walk lists the commit's tree under the source's path. With the tree ids
+// of the previous snapshot's skills, every skill directory whose tree is
+// unchanged is left out (see skipDir), unless the new tree has a skill
+// enclosing one of them: then it walks again, whole.
+func (s *gitSync) walk() (gitTree, *treeWalk, error) {
+	g := s.src.Git
+	tw, ok := s.repo.(treeWalker)
+	if !ok {
+		entries, err := s.repo.Walk(s.res.Commit, g.Path)
+		if err != nil {
+			return gitTree{}, nil, err // "walk <commit>:<path> in <url>: ..." already
+		}
+		return gitTree{repo: s.repo, entries: entries}, nil, nil
+	}
+	prevIDs := s.r.trees.get(s.src.Name, s.prev)
+	for {
+		w := &treeWalk{prevIDs: prevIDs}
+		o := gitstore.WalkOptions{Marker: "SKILL.md", Marked: func(dir string, id [20]byte) {
+			w.marked = append(w.marked, markedTree{dir, id})
+		}}
+		if prevIDs != nil {
+			o.Skip = func(dir string, id [20]byte) (int, bool) { return s.skipDir(prevIDs, w, dir, id) }
+		}
+		entries, err := tw.WalkWith(s.res.Commit, g.Path, o)
+		if err != nil {
+			return gitTree{}, nil, err // "walk <commit>:<path> in <url>: ..." already
+		}
+		if prevIDs != nil && enclosesSkipped(w) {
+			prevIDs = nil // a new skill holds a skipped one: its files are needed
+			continue
+		}
+		slices.Sort(w.skipped)
+		return gitTree{repo: s.repo, entries: entries}, w, nil
+	}
+}
+
+// skipDir decides whether the walk may leave out dir: the previous
+// snapshot served a skill there with the same tree id, and no skill or
+// excluded skill of it encloses dir (an enclosing skill's files are its
+// nested skills' too). Such a skill, and every skill and exclusion
+// beneath it, is what the same tree made before. It counts as the skill's
+// files and directories against the entry limit.
+func (s *gitSync) skipDir(ids [][20]byte, w *treeWalk, dir string, id [20]byte) (int, bool) {
+	prev := s.prev
+	i, ok := slices.BinarySearchFunc(prev.Skills, dir, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+	if !ok || ids[i] != id || id == ([20]byte{}) {
+		return 0, false
+	}
+	if _, root := prev.SkillAt(""); root {
+		return 0, false
+	}
+	for a := dir; ; {
+		j := strings.LastIndexByte(a, '/')
+		if j < 0 {
+			break
+		}
+		a = a[:j]
+		if _, ok := prev.SkillAt(a); ok || excludedAt(prev, a) {
+			return 0, false
+		}
+	}
+	if excludedAt(prev, "") {
+		return 0, false
+	}
+	w.skipped = append(w.skipped, dir)
+	sk := prev.Skills[i]
+	return len(sk.Files) + len(sk.Dirs), true
+}
+
+func excludedAt(s *catalog.Snapshot, dir string) bool {
+	_, ok := slices.BinarySearchFunc(s.Excluded, dir, func(ex skill.Exclusion, p string) int { return strings.Compare(ex.Path, p) })
+	return ok
+}
+
+// enclosesSkipped reports whether a SKILL.md the walk listed lies in an
+// ancestor of a skipped directory (or at the root).
+func enclosesSkipped(w *treeWalk) bool {
+	if len(w.skipped) == 0 {
+		return false
+	}
+	slices.Sort(w.skipped)
+	for _, m := range w.marked {
+		if m.dir == "" {
+			return true
+		}
+		// The skipped directories beneath m.dir sort together, from
+		// where m.dir+"/" would.
+		p := m.dir + "/"
+		if i, _ := slices.BinarySearch(w.skipped, p); i < len(w.skipped) && strings.HasPrefix(w.skipped[i], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// merge adds to an index of the walked entries the skills and exclusions
+// of the skipped directories, taken from prev unchanged, and returns the
+// tree ids of the merged skills.
+func (w *treeWalk) merge(prev *catalog.Snapshot, idx *skill.Result) [][20]byte {
+	if len(w.skipped) > 0 {
+		var skills []*skill.Skill
+		var ids [][20]byte
+		var excluded []skill.Exclusion
+		for _, d := range w.skipped {
+			lo, _ := slices.BinarySearchFunc(prev.Skills, d, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+			outer := prev.Skills[lo]
+			idx.Stats.Files += len(outer.Files)
+			for _, f := range outer.Files {
+				idx.Stats.Bytes += f.Size
+			}
+			skills = append(skills, outer)
+			ids = append(ids, w.prevIDs[lo])
+			// What lies beneath d sorts together, from where d+"/" would
+			// ("d-x" sorts between d and "d/x").
+			under := d + "/"
+			nlo, _ := slices.BinarySearchFunc(prev.Skills, under, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+			for i := nlo; i < len(prev.Skills) && strings.HasPrefix(prev.Skills[i].Path, under); i++ {
+				skills = append(skills, prev.Skills[i])
+				ids = append(ids, w.prevIDs[i])
+			}
+			elo, _ := slices.BinarySearchFunc(prev.Excluded, under, func(ex skill.Exclusion, p string) int { return strings.Compare(ex.Path, p) })
+			for i := elo; i < len(prev.Excluded) && strings.HasPrefix(prev.Excluded[i].Path, under); i++ {
+				excluded = append(excluded, prev.Excluded[i])
+			}
+		}
+		idx.Stats.Skills += len(skills)
+		idx.Stats.Reused += len(skills)
+		// The skipped skills' ids join the walked ones'.
+		for i, sk := range skills {
+			w.marked = append(w.marked, markedTree{sk.Path, ids[i]})
+		}
+		// One skipped directory's nested skills may sort after the next
+		// one ("a/x" after "a-b").
+		byPath := func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) }
+		slices.SortFunc(skills, byPath)
+		idx.Skills = mergeSorted(idx.Skills, skills, byPath)
+		byExPath := func(a, b skill.Exclusion) int { return strings.Compare(a.Path, b.Path) }
+		slices.SortFunc(excluded, byExPath)
+		idx.Excluded = mergeSorted(idx.Excluded, excluded, byExPath)
+		idx.Stats.Excluded = len(idx.Excluded)
+	}
+	slices.SortFunc(w.marked, func(a, b markedTree) int { return strings.Compare(a.dir, b.dir) })
+	out := make([][20]byte, len(idx.Skills))
+	j := 0
+	for i, sk := range idx.Skills {
+		for j < len(w.marked) && w.marked[j].dir < sk.Path {
+			j++
+		}
+		if j < len(w.marked) && w.marked[j].dir == sk.Path {
+			out[i] = w.marked[j].id
+		}
+	}
+	return out
+}
+
+// mergeSorted merges two lists sorted by cmp.
+func mergeSorted[T any](a, b []T, cmp func(T, T) int) []T {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]T, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if cmp(a[i], b[j]) <= 0 {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
 }
 
 // index finds the tree's skills, hashing only blobs it has not seen, and
-// seals them as the source's next snapshot.
-func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, error) {
+// seals them as the source's next snapshot; the skills of the directories
+// the walk left out are prev's.
+func (s *gitSync) index(ctx context.Context, tree gitTree, w *treeWalk) (*catalog.Snapshot, error) {
 	g := s.src.Git
 	o := skill.Options{Cache: s.r.o.Digests, RootName: s.src.Name}
 	if s.prev != nil {
@@ -290,6 +521,10 @@ func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, e
 	idx, err := skill.Index(ctx, tree, o)
 	if err != nil {
 		return nil, fmt.Errorf("index %s@%s: %w", s.src.Name, shortCommit(s.res.Commit), err)
+	}
+	var ids [][20]byte
+	if w != nil {
+		ids = w.merge(s.prev, idx)
 	}
 	// The snapshot reads by blob id: it keeps the repository, not the
 	// walk (one gitstore.Entry per file of the commit, for as long as the
@@ -305,6 +540,9 @@ func (s *gitSync) index(ctx context.Context, tree gitTree) (*catalog.Snapshot, e
 		if t, err := ct.CommitTime(s.res.Commit); err == nil {
 			snap.Committed = t
 		}
+	}
+	if w != nil {
+		s.r.trees.set(s.src.Name, skillTrees{snap: snap, ids: ids})
 	}
 	return snap, nil
 }

@@ -126,6 +126,7 @@ type Registry struct {
 	inflight sync.WaitGroup
 	pruned   map[string]int64 // store size after the last prune, by repository URL
 	held     map[string]int   // commits fetched by syncs in progress, not yet served
+	trees    gitSkillTrees    // git.go: the skills' tree ids of each git source's last index
 
 	// persistRetry holds the pending retry of each source whose last
 	// persist failed (persist.go).
@@ -353,6 +354,7 @@ func (r *Registry) source(name string) *catalog.Source {
 }
 
 func (r *Registry) dropSource(name string) {
+	r.trees.forget(name)
 	r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog {
 		if _, ok := c.Snapshot(name); !ok {
 			return nil

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -16,9 +18,14 @@ import (
 // before).
 //
 //	go test -run - -bench Rescan -benchtime 20x ./registry/
+//
+// SKILLREG_RESCAN_SKILLS sets the number of skills (default 10,000).
 func BenchmarkRescan(b *testing.B) {
 	root := b.TempDir()
-	const groups, per = 50, 200
+	groups, per := 50, 200
+	if n, err := strconv.Atoi(os.Getenv("SKILLREG_RESCAN_SKILLS")); err == nil && n > 0 {
+		per = max(1, n/groups) // SKILLREG_RESCAN_SKILLS=100000: the scale section's size
+	}
 	files := map[string]string{}
 	for g := range groups {
 		for s := range per {
