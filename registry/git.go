@@ -324,9 +324,16 @@ func (t *gitSkillTrees) forget(source string) {
 // directories it left out (their skills are prev's, unchanged) and the
 // tree ids of the directories it listed that hold a SKILL.md.
 type treeWalk struct {
-	skipped []string // sorted
+	skipped []int // positions in prev.Skills, in walk order
 	marked  []markedTree
 	prevIDs [][20]byte // the ids the skips were judged by, in prev's order
+
+	// The walk visits directories in about path order: skipDir looks
+	// from where it found the last one before it searches, and remembers
+	// whether the last parent directory was free of enclosing skills.
+	cursor     int
+	parent     string
+	parentFree bool
 }
 
 type markedTree struct {
@@ -349,19 +356,22 @@ func (s *gitSync) walk() (gitTree, *treeWalk, error) {
 		return gitTree{repo: s.repo, entries: entries}, nil, nil
 	}
 	prevIDs := s.r.trees.get(s.src.Name, s.prev)
+	if s.prev != nil && (len(s.prev.Skills) == 0 || s.prev.Skills[0].Path == "" || excludedAt(s.prev, "")) {
+		prevIDs = nil // a root skill encloses every other
+	}
 	for {
 		w := &treeWalk{prevIDs: prevIDs}
 		o := gitstore.WalkOptions{Marker: "SKILL.md", Marked: func(dir string, id [20]byte) {
 			w.marked = append(w.marked, markedTree{dir, id})
 		}}
 		if prevIDs != nil {
-			o.Skip = func(dir string, id [20]byte) (int, bool) { return s.skipDir(prevIDs, w, dir, id) }
+			o.Skip = func(dir string, id [20]byte) (int, bool) { return s.skipDir(w, dir, id) }
 		}
 		entries, err := tw.WalkWith(s.res.Commit, g.Path, o)
 		if err != nil {
 			return gitTree{}, nil, err // "walk <commit>:<path> in <url>: ..." already
 		}
-		if prevIDs != nil && enclosesSkipped(w) {
+		if prevIDs != nil && enclosesSkipped(s.prev, w) {
 			prevIDs = nil // a new skill holds a skipped one: its files are needed
 			continue
 		}
@@ -376,30 +386,44 @@ func (s *gitSync) walk() (gitTree, *treeWalk, error) {
 // nested skills' too). Such a skill, and every skill and exclusion
 // beneath it, is what the same tree made before. It counts as the skill's
 // files and directories against the entry limit.
-func (s *gitSync) skipDir(ids [][20]byte, w *treeWalk, dir string, id [20]byte) (int, bool) {
-	prev := s.prev
-	i, ok := slices.BinarySearchFunc(prev.Skills, dir, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
-	if !ok || ids[i] != id || id == ([20]byte{}) {
-		return 0, false
+func (s *gitSync) skipDir(w *treeWalk, dir string, id [20]byte) (int, bool) {
+	skills := s.prev.Skills
+	i := w.cursor
+	for i < len(skills) && skills[i].Path < dir {
+		i++
 	}
-	if _, root := prev.SkillAt(""); root {
-		return 0, false
-	}
-	for a := dir; ; {
-		j := strings.LastIndexByte(a, '/')
-		if j < 0 {
-			break
-		}
-		a = a[:j]
-		if _, ok := prev.SkillAt(a); ok || excludedAt(prev, a) {
+	if i >= len(skills) || skills[i].Path != dir {
+		var ok bool
+		if i, ok = slices.BinarySearchFunc(skills, dir, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) }); !ok {
 			return 0, false
 		}
 	}
-	if excludedAt(prev, "") {
+	w.cursor = i
+	if w.prevIDs[i] != id || id == ([20]byte{}) {
 		return 0, false
 	}
-	w.skipped = append(w.skipped, dir)
-	sk := prev.Skills[i]
+	parent := ""
+	if j := strings.LastIndexByte(dir, '/'); j >= 0 {
+		parent = dir[:j]
+	}
+	if parent != w.parent || w.parent == "" {
+		w.parent, w.parentFree = parent, true
+		for a := parent; a != "" && w.parentFree; {
+			if _, ok := s.prev.SkillAt(a); ok || excludedAt(s.prev, a) {
+				w.parentFree = false
+			}
+			j := strings.LastIndexByte(a, '/')
+			if j < 0 {
+				break
+			}
+			a = a[:j]
+		}
+	}
+	if !w.parentFree {
+		return 0, false
+	}
+	w.skipped = append(w.skipped, i)
+	sk := skills[i]
 	return len(sk.Files) + len(sk.Dirs), true
 }
 
@@ -410,11 +434,15 @@ func excludedAt(s *catalog.Snapshot, dir string) bool {
 
 // enclosesSkipped reports whether a SKILL.md the walk listed lies in an
 // ancestor of a skipped directory (or at the root).
-func enclosesSkipped(w *treeWalk) bool {
+func enclosesSkipped(prev *catalog.Snapshot, w *treeWalk) bool {
 	if len(w.skipped) == 0 {
 		return false
 	}
-	slices.Sort(w.skipped)
+	dirs := make([]string, len(w.skipped))
+	for k, i := range w.skipped {
+		dirs[k] = prev.Skills[i].Path
+	}
+	slices.Sort(dirs)
 	for _, m := range w.marked {
 		if m.dir == "" {
 			return true
@@ -422,71 +450,86 @@ func enclosesSkipped(w *treeWalk) bool {
 		// The skipped directories beneath m.dir sort together, from
 		// where m.dir+"/" would.
 		p := m.dir + "/"
-		if i, _ := slices.BinarySearch(w.skipped, p); i < len(w.skipped) && strings.HasPrefix(w.skipped[i], p) {
+		if i, _ := slices.BinarySearch(dirs, p); i < len(dirs) && strings.HasPrefix(dirs[i], p) {
 			return true
 		}
 	}
 	return false
 }
 
+// reusedSkill is a skill taken from prev with its tree id.
+type reusedSkill struct {
+	sk *skill.Skill
+	id [20]byte
+}
+
 // merge adds to an index of the walked entries the skills and exclusions
 // of the skipped directories, taken from prev unchanged, and returns the
 // tree ids of the merged skills.
 func (w *treeWalk) merge(prev *catalog.Snapshot, idx *skill.Result) [][20]byte {
+	var reused []reusedSkill
 	if len(w.skipped) > 0 {
-		var skills []*skill.Skill
-		var ids [][20]byte
+		reused = make([]reusedSkill, 0, len(w.skipped))
 		var excluded []skill.Exclusion
-		for _, d := range w.skipped {
-			lo, _ := slices.BinarySearchFunc(prev.Skills, d, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
-			outer := prev.Skills[lo]
+		for _, i := range w.skipped { // sorted: prev's order
+			outer := prev.Skills[i]
+			d := outer.Path
 			idx.Stats.Files += len(outer.Files)
 			for _, f := range outer.Files {
 				idx.Stats.Bytes += f.Size
 			}
-			skills = append(skills, outer)
-			ids = append(ids, w.prevIDs[lo])
+			reused = append(reused, reusedSkill{outer, w.prevIDs[i]})
 			// What lies beneath d sorts together, from where d+"/" would
-			// ("d-x" sorts between d and "d/x").
+			// ("d-x" sorts between d and "d/x"); most often nothing
+			// after d starts with d at all.
 			under := d + "/"
-			nlo, _ := slices.BinarySearchFunc(prev.Skills, under, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
-			for i := nlo; i < len(prev.Skills) && strings.HasPrefix(prev.Skills[i].Path, under); i++ {
-				skills = append(skills, prev.Skills[i])
-				ids = append(ids, w.prevIDs[i])
+			if i+1 < len(prev.Skills) && strings.HasPrefix(prev.Skills[i+1].Path, d) {
+				nlo, _ := slices.BinarySearchFunc(prev.Skills, under, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
+				for j := nlo; j < len(prev.Skills) && strings.HasPrefix(prev.Skills[j].Path, under); j++ {
+					reused = append(reused, reusedSkill{prev.Skills[j], w.prevIDs[j]})
+				}
 			}
-			elo, _ := slices.BinarySearchFunc(prev.Excluded, under, func(ex skill.Exclusion, p string) int { return strings.Compare(ex.Path, p) })
-			for i := elo; i < len(prev.Excluded) && strings.HasPrefix(prev.Excluded[i].Path, under); i++ {
-				excluded = append(excluded, prev.Excluded[i])
+			if len(prev.Excluded) > 0 {
+				elo, _ := slices.BinarySearchFunc(prev.Excluded, under, func(ex skill.Exclusion, p string) int { return strings.Compare(ex.Path, p) })
+				for j := elo; j < len(prev.Excluded) && strings.HasPrefix(prev.Excluded[j].Path, under); j++ {
+					excluded = append(excluded, prev.Excluded[j])
+				}
 			}
 		}
-		idx.Stats.Skills += len(skills)
-		idx.Stats.Reused += len(skills)
-		// The skipped skills' ids join the walked ones'.
-		for i, sk := range skills {
-			w.marked = append(w.marked, markedTree{sk.Path, ids[i]})
-		}
+		idx.Stats.Skills += len(reused)
+		idx.Stats.Reused += len(reused)
 		// One skipped directory's nested skills may sort after the next
 		// one ("a/x" after "a-b").
-		byPath := func(a, b *skill.Skill) int { return strings.Compare(a.Path, b.Path) }
-		slices.SortFunc(skills, byPath)
-		idx.Skills = mergeSorted(idx.Skills, skills, byPath)
+		byPath := func(a, b reusedSkill) int { return strings.Compare(a.sk.Path, b.sk.Path) }
+		if !slices.IsSortedFunc(reused, byPath) {
+			slices.SortFunc(reused, byPath)
+		}
 		byExPath := func(a, b skill.Exclusion) int { return strings.Compare(a.Path, b.Path) }
 		slices.SortFunc(excluded, byExPath)
 		idx.Excluded = mergeSorted(idx.Excluded, excluded, byExPath)
 		idx.Stats.Excluded = len(idx.Excluded)
 	}
+	// The walked skills' ids are the marked trees'; then both lists merge
+	// by path.
 	slices.SortFunc(w.marked, func(a, b markedTree) int { return strings.Compare(a.dir, b.dir) })
-	out := make([][20]byte, len(idx.Skills))
+	walked := make([]reusedSkill, len(idx.Skills))
 	j := 0
 	for i, sk := range idx.Skills {
+		walked[i].sk = sk
 		for j < len(w.marked) && w.marked[j].dir < sk.Path {
 			j++
 		}
 		if j < len(w.marked) && w.marked[j].dir == sk.Path {
-			out[i] = w.marked[j].id
+			walked[i].id = w.marked[j].id
 		}
 	}
-	return out
+	all := mergeSorted(walked, reused, func(a, b reusedSkill) int { return strings.Compare(a.sk.Path, b.sk.Path) })
+	idx.Skills = make([]*skill.Skill, len(all))
+	ids := make([][20]byte, len(all))
+	for i, r := range all {
+		idx.Skills[i], ids[i] = r.sk, r.id
+	}
+	return ids
 }
 
 // mergeSorted merges two lists sorted by cmp.
