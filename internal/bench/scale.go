@@ -880,6 +880,7 @@ func (s *scaleRun) changeToServed(d *scaleDaemon, k int, timeout time.Duration) 
 			time.Sleep(2 * time.Millisecond)
 		}
 		out = append(out, time.Since(start))
+		s.logf("change %d: %s served after %s (directory watched: %v)", i, s.hotURI(j), out[i].Round(100*time.Microsecond), watched[i])
 		time.Sleep(200 * time.Millisecond)
 	}
 	return out, watched, nil
