@@ -509,26 +509,39 @@ func (w *treeWalk) merge(prev *catalog.Snapshot, idx *skill.Result) [][20]byte {
 		idx.Excluded = mergeSorted(idx.Excluded, excluded, byExPath)
 		idx.Stats.Excluded = len(idx.Excluded)
 	}
-	// The walked skills' ids are the marked trees'; then both lists merge
-	// by path.
+	// The walked skills' ids are the marked trees'; both lists merge by
+	// path into the result, with no list of pairs in between (at the
+	// first sync of 100,000 skills that is what the walk holds anyway).
 	slices.SortFunc(w.marked, func(a, b markedTree) int { return strings.Compare(a.dir, b.dir) })
-	walked := make([]reusedSkill, len(idx.Skills))
-	j := 0
-	for i, sk := range idx.Skills {
-		walked[i].sk = sk
+	walked := idx.Skills
+	if len(reused) > 0 {
+		idx.Skills = make([]*skill.Skill, 0, len(walked)+len(reused))
+	}
+	ids := make([][20]byte, 0, len(walked)+len(reused))
+	j, k := 0, 0
+	for _, sk := range walked {
+		for k < len(reused) && reused[k].sk.Path < sk.Path {
+			idx.Skills = append(idx.Skills, reused[k].sk)
+			ids = append(ids, reused[k].id)
+			k++
+		}
 		for j < len(w.marked) && w.marked[j].dir < sk.Path {
 			j++
 		}
+		var id [20]byte
 		if j < len(w.marked) && w.marked[j].dir == sk.Path {
-			walked[i].id = w.marked[j].id
+			id = w.marked[j].id
 		}
+		if len(reused) > 0 { // else idx.Skills is walked, in place
+			idx.Skills = append(idx.Skills, sk)
+		}
+		ids = append(ids, id)
 	}
-	all := mergeSorted(walked, reused, func(a, b reusedSkill) int { return strings.Compare(a.sk.Path, b.sk.Path) })
-	idx.Skills = make([]*skill.Skill, len(all))
-	ids := make([][20]byte, len(all))
-	for i, r := range all {
-		idx.Skills[i], ids[i] = r.sk, r.id
+	for ; k < len(reused); k++ {
+		idx.Skills = append(idx.Skills, reused[k].sk)
+		ids = append(ids, reused[k].id)
 	}
+	w.marked = nil
 	return ids
 }
 
