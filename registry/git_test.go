@@ -393,3 +393,26 @@ func TestGitPruneDuringSyncKeepsTheNewCommit(t *testing.T) {
 		t.Fatalf("holds leaked: %v", f.reg.held)
 	}
 }
+
+// The index lists a git tree once, and each walked entry is let go as it
+// is converted: the index reads blobs through the tree until it ends, and
+// the walk's hex ids were held that long beside the keys made of them.
+func TestGitTreeLetsTheWalkGo(t *testing.T) {
+	walk := []gitstore.Entry{
+		{Path: "a/SKILL.md", Mode: gitstore.ModeRegular, Blob: strings.Repeat("1", 40)},
+		{Path: "a/run.sh", Mode: gitstore.ModeExecutable, Blob: strings.Repeat("2", 40)},
+	}
+	tree := gitTree{entries: walk}
+	got, err := tree.Entries(context.Background())
+	if err != nil || len(got) != 2 || got[0].Key != "git:"+strings.Repeat("1", 40) || got[1].Mode != skill.ModeExecutable {
+		t.Fatalf("entries: %+v, %v", got, err)
+	}
+	for i, e := range walk {
+		if e != (gitstore.Entry{}) {
+			t.Fatalf("walked entry %d still held after the listing: %+v", i, e)
+		}
+	}
+	if again, err := tree.Entries(context.Background()); err == nil {
+		t.Fatalf("a second listing gave %d entries and no error", len(again))
+	}
+}

@@ -108,6 +108,18 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			note("sources: stray value %q", name)
 			return nil
 		}
+		refer := func(key string, dg skill.Digest) {
+			want[key]++
+			if wantDigest[key] == nil {
+				wantDigest[key] = map[skill.Digest]bool{}
+			}
+			wantDigest[key][dg] = true
+		}
+		// A staged save in progress (or left by a failed one) counts the
+		// keys of its records up to its mark.
+		if err := stagedFileKeys(sources.Bucket(name).Bucket(keyStaging), refer); err != nil {
+			note("source %s: %v", name, err)
+		}
 		r := readSource(tx.DB().Path(), name, sources.Bucket(name))
 		p, err := decodeSource(&r)
 		if err != nil {
@@ -118,11 +130,7 @@ func checkValues(tx *bolt.Tx, note func(string, ...any)) {
 			for _, sk := range p.Snapshot.Skills {
 				for _, f := range sk.Files {
 					if f.Key != "" {
-						want[f.Key]++
-						if wantDigest[f.Key] == nil {
-							wantDigest[f.Key] = map[skill.Digest]bool{}
-						}
-						wantDigest[f.Key][skill.Digest{Digest: f.Digest, Size: f.Size}] = true
+						refer(f.Key, skill.Digest{Digest: f.Digest, Size: f.Size})
 					}
 				}
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,7 +21,9 @@ func openDigest(key, v []byte) (refs uint64, dg skill.Digest, err error) {
 }
 
 // recountDigests rewrites the digest map from the skill records that
-// check out, of the snapshots whose kind the map counts (countsDigests). A save or delete runs it when a record it replaces, or a
+// check out, of the snapshots whose kind the map counts (countsDigests),
+// and the staged records' keys that a staged save has counted already
+// (stagedFileKeys). A save or delete runs it when a record it replaces, or a
 // digest entry it updates, is damaged: the counts can then no longer be
 // adjusted, only recounted. It is also the migration to schema version 3,
 // which drops the directory sources' keys. Records that are themselves damaged count for
@@ -38,20 +41,23 @@ func recountDigests(tx *bolt.Tx) error {
 	want := map[string]*entry{}
 	err := sources.ForEachBucket(func(name []byte) error {
 		src := sources.Bucket(name)
+		count := func(key string, dg skill.Digest) {
+			e := want[key]
+			if e == nil {
+				e = &entry{}
+				want[key] = e
+			}
+			e.refs++
+			e.dg = dg
+		}
+		// Counted whatever the stored snapshot is (a first save has none).
+		_ = stagedFileKeys(src.Bucket(keyStaging), count)
 		skills := src.Bucket(keySkills)
 		if kind, known, _ := storedKind(src); skills == nil || !known || !countsDigests(kind) {
 			return nil
 		}
 		return skills.ForEach(func(k, v []byte) error {
-			_ = recordFileKeys(k, v, func(key string, dg skill.Digest) {
-				e := want[key]
-				if e == nil {
-					e = &entry{}
-					want[key] = e
-				}
-				e.refs++
-				e.dg = dg
-			})
+			_ = recordFileKeys(k, v, count)
 			return nil
 		})
 	})
@@ -88,4 +94,49 @@ func recountDigests(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// stagedFileKeys calls fn with each file key (and digest) of a staging
+// bucket's records that the digest map already counts: saveStaged adds
+// the staged records' references in key order, a batch per transaction,
+// and records the last key it added under "digested", so the map counts
+// a staged record's key exactly when that key is at most the mark. A
+// staged record that does not check out is skipped and reported: its
+// keys are unknown.
+func stagedFileKeys(staging *bolt.Bucket, fn func(key string, dg skill.Digest)) error {
+	if staging == nil {
+		return nil
+	}
+	mark := staging.Get(keyDigested)
+	skills := staging.Bucket(keySkills)
+	if mark == nil || skills == nil {
+		return nil
+	}
+	var bad error
+	err := skills.ForEach(func(k, v []byte) error {
+		err := recordFileKeys(k, v, func(key string, dg skill.Digest) {
+			if key <= string(mark) {
+				fn(key, dg)
+			}
+		})
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("staged record %q: %w", k, err)
+		}
+		return nil
+	})
+	return errors.Join(err, bad)
+}
+
+// dropStaging deletes a source's staging bucket, left by a staged save
+// that failed or stopped, taking the references it had counted off refs
+// (which the caller applies).
+func dropStaging(src *bolt.Bucket, refs *refDelta) error {
+	st := src.Bucket(keyStaging)
+	if st == nil {
+		return nil
+	}
+	if err := stagedFileKeys(st, func(key string, _ skill.Digest) { refs.delta[key]-- }); err != nil {
+		refs.broken = true // recounted without the staging bucket
+	}
+	return src.DeleteBucket(keyStaging)
 }

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // A first save of a big snapshot must not remap the file in the middle of
@@ -243,6 +244,133 @@ func TestLoadSharesStringsWithinARecord(t *testing.T) {
 			if strings.Contains(f.Key, f.ID) && !within(f.ID, f.Key) || !within(f.Path, f.ID) {
 				t.Errorf("skill %s file %s: ID %q, key %q stored apart", sk.Path, f.Path, f.ID, f.Key)
 			}
+		}
+	}
+}
+
+// A staged save adds its digest references in batches too, each its own
+// transaction, so that no transaction of a first save holds every digest
+// entry of the snapshot on the heap (300,000 at 100,000 skills, the top
+// of a git source's initial sync). A save stopped among those batches
+// leaves a store that checks out, and the next save takes back what the
+// stopped one had counted.
+func TestStagedSaveCountsDigestsInBatches(t *testing.T) {
+	oldStaged, oldBatch := stagedBytes, stageBatchBytes
+	t.Cleanup(func() { stagedBytes, stageBatchBytes, stageHook = oldStaged, oldBatch, nil })
+	stagedBytes, stageBatchBytes = 16<<10, 8<<10
+
+	s, _ := openTemp(t, Options{})
+	first := corpusSnapshot(t, "src", 1000)
+	first.Kind, first.Commit = catalog.KindGit, "c1"
+	keys := len(wantDigests(first))
+	// What a transaction allocates for the pages it writes: it holds
+	// them, and the nodes they are spilled from, until it commits.
+	alloc := func() int64 { st := s.db.Stats(); return st.TxStats.GetPageAlloc() }
+	var most, last int64
+	tx := func() { // since the one before (the first batch stands alone)
+		n := alloc()
+		if last > 0 {
+			most = max(most, n-last)
+		}
+		last = n
+	}
+	stageHook = func(int) error { tx(); return nil }
+	if err := s.SaveSnapshot(first, stateOf(first)); err != nil {
+		t.Fatal(err)
+	}
+	tx() // the switch
+	// A digest entry is about 100 bytes, and a transaction that wrote
+	// them all allocated twice that in pages (half-full leaves after
+	// splits); a batch allocates what its records or keys need, whatever
+	// the snapshot's size.
+	if bound := int64(keys * 100); most > bound {
+		t.Fatalf("a transaction of the save allocated %d bytes of pages, want at most %d (%d digest entries)", most, bound, keys)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || !reflect.DeepEqual(d, wantDigests(first)) {
+		t.Fatalf("digests after the staged save: %d entries, want %d (%v)", len(d), keys, err)
+	}
+
+	// Stopped after the second digest batch: the records are staged, part
+	// of their keys counted.
+	second := corpusSnapshot(t, "src", 1000)
+	second.Kind, second.Commit = catalog.KindGit, "c2"
+	sorted, err := sortedSkills(second.Skills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := nBatches(sorted) + 1
+	stopped := false
+	stageHook = func(batch int) error {
+		if batch == stop {
+			stopped = true
+			return errors.New("stopped")
+		}
+		return nil
+	}
+	if err := s.SaveSnapshot(second, stateOf(second)); err == nil || !strings.Contains(err.Error(), "stopped") || !stopped {
+		t.Fatalf("save stopped among the digest batches: %v", err)
+	}
+	s = reopen(t, s)
+	sameSnapshot(t, load(t, s)["src"].Snapshot, first)
+	if err := s.Check(); err != nil {
+		t.Fatalf("the store after a save stopped among its digest batches: %v", err)
+	}
+	d, err := s.Digests()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := len(d) - keys
+	if counted <= 0 || counted >= len(wantDigests(second)) {
+		t.Fatalf("%d of the stopped save's %d keys counted, want some", counted, len(wantDigests(second)))
+	}
+
+	// A small save of another snapshot takes the staged references back.
+	third := withOneChange(first)
+	third.Commit = "c3"
+	stageHook = nil
+	if err := s.SaveSnapshot(third, stateOf(third)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Digests(); err != nil || !reflect.DeepEqual(d, wantDigests(third)) {
+		t.Fatalf("digests after the small save: %d entries, want %d (%v)", len(d), len(wantDigests(third)), err)
+	}
+
+	// So do a staged save, and deleting the source, after another stop.
+	for _, end := range []string{"staged save", "delete"} {
+		stopAt := second // differs from the stored third, then first from it
+		if end == "delete" {
+			stopAt = first
+		}
+		stageHook = func(batch int) error {
+			if batch == stop {
+				return errors.New("stopped")
+			}
+			return nil
+		}
+		if err := s.SaveSnapshot(stopAt, stateOf(stopAt)); err == nil {
+			t.Fatal("the save was not stopped")
+		}
+		stageHook = nil
+		want := wantDigests(second)
+		if end == "delete" {
+			err, want = s.DeleteSource("src"), map[string]skill.Digest{}
+		} else {
+			err = s.SaveSnapshot(second, stateOf(second))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatalf("after the %s: %v", end, err)
+		}
+		if d, err := s.Digests(); err != nil || !reflect.DeepEqual(d, want) {
+			t.Fatalf("digests after the %s: %d entries, want %d (%v)", end, len(d), len(want), err)
 		}
 	}
 }

@@ -28,6 +28,7 @@ var (
 	keySnapshot = []byte("snapshot")
 	keySkills   = []byte("skills")
 	keyStaging  = []byte("staging")
+	keyDigested = []byte("digested")
 )
 
 // topBuckets are the buckets of the current schema.

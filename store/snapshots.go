@@ -271,10 +271,8 @@ func (s *Store) saveSnapshot(snap *catalog.Snapshot, sorted []*skill.Skill, st c
 		if err := src.Put(keySnapshot, header); err != nil {
 			return err
 		}
-		if src.Bucket(keyStaging) != nil { // left by a staged save that failed
-			if err := src.DeleteBucket(keyStaging); err != nil {
-				return err
-			}
+		if err := dropStaging(src, refs); err != nil { // left by a staged save that failed
+			return err
 		}
 		skills, err := src.CreateBucketIfNotExists(keySkills)
 		if err != nil {
@@ -426,17 +424,18 @@ func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJ
 		if err != nil {
 			return err
 		}
-		if src.Bucket(keyStaging) != nil {
-			if err := src.DeleteBucket(keyStaging); err != nil {
-				return err
-			}
+		left := newRefDelta()
+		if err := dropStaging(src, left); err != nil {
+			return err
 		}
 		staging, err := src.CreateBucket(keyStaging)
 		if err != nil {
 			return err
 		}
-		_, err = staging.CreateBucket(keySkills)
-		return err
+		if _, err = staging.CreateBucket(keySkills); err != nil {
+			return err
+		}
+		return left.apply(tx)
 	})
 	if err != nil {
 		return 0, err
@@ -474,6 +473,11 @@ func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJ
 		}
 		lo = hi
 	}
+	if countsDigests(snap.Kind) {
+		if err := s.stageDigests(name, sorted, nBatches(sorted)); err != nil {
+			return 0, err
+		}
+	}
 	err = s.update("save snapshot", func(tx *bolt.Tx) error {
 		st, err := staged(tx)
 		if err != nil {
@@ -491,11 +495,8 @@ func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJ
 				return err
 			}
 		}
-		if countsDigests(snap.Kind) {
-			for _, sk := range sorted {
-				refs.add(sk)
-			}
-		}
+		// The staged records' references are counted already
+		// (stageDigests): switched in, they stay counted.
 		if err := st.MoveBucket(keySkills, src); err != nil {
 			return fmt.Errorf("switch in the staged records: %w", err)
 		}
@@ -514,6 +515,115 @@ func (s *Store) saveStaged(snap *catalog.Snapshot, sorted []*skill.Skill, stateJ
 		return 0, err
 	}
 	return len(sorted), nil
+}
+
+// nBatches is how many record batches saveStaged writes for sorted.
+func nBatches(sorted []*skill.Skill) int {
+	n := 0
+	for lo := 0; lo < len(sorted); n++ {
+		lo = nextBatch(sorted, lo)
+	}
+	return n
+}
+
+// digestEntryBytes is about what one digest entry costs a transaction
+// (its key, its sealed value and bbolt's node for them).
+const digestEntryBytes = 192
+
+// stageDigests adds the references of a staged save's records to the
+// digest map, in key order, about stageBatchBytes per transaction, each
+// moving the staging bucket's "digested" mark to the last key it added:
+// the map then counts every staged key up to the mark (stagedFileKeys),
+// which is what a failed save's cleanup takes off again. In one
+// transaction, the 300,000 keys of a first save of 100,000 skills held
+// their maps, encoded values and bbolt's nodes together, about 150 MB at
+// the top of the sync's memory; in key order each batch also writes only
+// the leaves of its range. Batches are numbered on from first for
+// stageHook.
+func (s *Store) stageDigests(name string, sorted []*skill.Skill, first int) error {
+	type ref struct {
+		key string
+		dg  skill.Digest
+	}
+	n := 0
+	for _, sk := range sorted {
+		for _, f := range sk.Files {
+			if f.Key != "" {
+				n++
+			}
+		}
+	}
+	refs := make([]ref, 0, n) // 12 MB at 300,000 keys: grown by append, twice that
+	for _, sk := range sorted {
+		for _, f := range sk.Files {
+			if f.Key != "" {
+				refs = append(refs, ref{f.Key, skill.Digest{Digest: f.Digest, Size: f.Size}})
+			}
+		}
+	}
+	slices.SortFunc(refs, func(a, b ref) int { return strings.Compare(a.key, b.key) })
+	per := max(1, stageBatchBytes/digestEntryBytes)
+	for batch, lo := first, 0; lo < len(refs); batch++ {
+		hi := min(lo+per, len(refs))
+		for hi < len(refs) && refs[hi].key == refs[hi-1].key { // a key's references in one batch
+			hi++
+		}
+		part := refs[lo:hi]
+		err := s.update("stage digests", func(tx *bolt.Tx) error {
+			src := tx.Bucket(bucketSources).Bucket([]byte(name))
+			var st *bolt.Bucket
+			if src != nil {
+				st = src.Bucket(keyStaging)
+			}
+			b := tx.Bucket(bucketDigests)
+			switch {
+			case st == nil || st.Bucket(keySkills) == nil:
+				return errors.New("staging bucket gone")
+			case b == nil:
+				return corrupt(tx.DB().Path(), errors.New("digests bucket missing"))
+			}
+			if last, _ := b.Cursor().Last(); last == nil || string(last) < part[0].key {
+				b.FillPercent = 0.9 // appended in key order
+			}
+			damaged := false
+			for i := 0; i < len(part); {
+				j := i + 1
+				for j < len(part) && part[j].key == part[i].key {
+					j++
+				}
+				k, dg, refs := []byte(part[i].key), part[i].dg, uint64(j-i)
+				if v := b.Get(k); v != nil {
+					n, _, err := openDigest(k, v)
+					if err != nil {
+						damaged = true
+						break
+					}
+					refs += n
+				}
+				if err := b.Put(k, seal(k, encodeDigest(refs, dg))); err != nil {
+					return fmt.Errorf("digest of %q: %w", k, err)
+				}
+				i = j
+			}
+			if err := st.Put(keyDigested, []byte(part[len(part)-1].key)); err != nil {
+				return err
+			}
+			if damaged {
+				// A damaged count: recount every entry, this batch's
+				// staged keys included (the mark covers them now).
+				return recountDigests(tx)
+			}
+			return nil
+		})
+		if err == nil && stageHook != nil {
+			err = stageHook(batch)
+		}
+		if err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
 }
 
 // estimateRecord is about how many bytes a skill's record takes.
@@ -765,6 +875,9 @@ func (s *Store) DeleteSource(name string) error {
 			if err := skills.ForEach(func(k, v []byte) error { refs.drop(k, v); return nil }); err != nil {
 				return err
 			}
+		}
+		if err := dropStaging(src, refs); err != nil {
+			return err
 		}
 		if err := sources.DeleteBucket([]byte(name)); err != nil {
 			return err

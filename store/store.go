@@ -14,6 +14,8 @@
 //	                     "snapshot" -> binary snapshot header (absent: never indexed)
 //	                     skills/ "/"+path -> binary skill record
 //	                     staging/skills/ records of a save in progress (see saveStaged)
+//	                     staging/"digested" -> the last file key whose digest entry
+//	                             counts the staged records (absent: none does)
 //	digests/     file key of a git snapshot -> references, size, digest
 //	releases/    repository -> releases.MarshalCached bytes
 //	deliveries/  8-byte big-endian sequence -> JSON delivery
