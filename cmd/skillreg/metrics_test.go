@@ -45,7 +45,14 @@ func TestMetricsMoveAfterSync(t *testing.T) {
 	writeSkill(t, filepath.Join(root, "a"), "a", nil)
 	writeSkill(t, filepath.Join(root, "b"), "other", nil)
 	d := startDaemon(t, "sources:\n  - name: local\n    dir: "+root+"\n    poll: 0\n", "")
-	before := scrape(t, d.URL)
+	// Ready means the first catalog is served: the sync swaps it in,
+	// then records and counts it, so the count may lag /readyz by that
+	// step (it did, once in 50 runs under -race).
+	var before string
+	waitUntil(t, func() bool {
+		before = scrape(t, d.URL)
+		return metricValue(t, before, `skillreg_syncs_total{result="updated",source="local"}`) >= 1
+	})
 	for _, series := range []string{
 		`skillreg_skills{source="local",state="served"}`, `skillreg_skills{source="local",state="excluded"}`,
 		`skillreg_syncs_total{result="updated",source="local"}`, `skillreg_indexed_files{source="local"}`,
@@ -61,8 +68,12 @@ func TestMetricsMoveAfterSync(t *testing.T) {
 	}
 	writeSkill(t, filepath.Join(root, "c"), "c", nil)
 	d.Registry.RequestSync("local", catalog.TriggerManual)
+	// The watcher may see c's SKILL.md half written and sync before the
+	// manual sync does: the count is at least 2 once c is served.
 	waitUntil(t, func() bool {
-		return metricValue(t, scrape(t, d.URL), `skillreg_syncs_total{result="updated",source="local"}`) == 2
+		m := scrape(t, d.URL)
+		return metricValue(t, m, `skillreg_syncs_total{result="updated",source="local"}`) >= 2 &&
+			metricValue(t, m, `skillreg_skills{source="local",state="served"}`) == 2
 	})
 	cs := connect(t, d.URL, "2026-07-28")
 	listAll(t, cs)
