@@ -52,10 +52,7 @@ func (s *Server) readCatalogResource(ctx context.Context, uri string) (*sdk.Reso
 	case instructionsURI:
 		return &sdk.ResourceContents{URI: uri, MIMEType: "text/markdown", Text: instructionsMD}, nil
 	case catalogJSONURI:
-		items := make([]SkillSummary, len(refs))
-		for i, r := range refs {
-			items[i] = summary(r)
-		}
+		items := s.summaries(ctx, refs)
 		b, err := json.MarshalIndent(map[string]any{"skills": items}, "", "  ")
 		if err != nil {
 			return nil, err

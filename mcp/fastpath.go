@@ -31,6 +31,10 @@ func (b fastBackend) Head(ctx context.Context) any {
 	return resultHead{ResultBase: b.s.resultBase(), CacheHints: b.s.modernHints(ctx)}
 }
 
+func (b fastBackend) Provable(ctx context.Context, refs []catalog.Ref) []bool {
+	return b.s.provable(ctx, refs)
+}
+
 // ReadResult reads quietly: an error is left to the SDK's path, which
 // logs it.
 func (b fastBackend) ReadResult(ctx context.Context, uri string, modern bool) (any, error) {

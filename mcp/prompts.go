@@ -51,6 +51,7 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 	}
 	end := min(off+s.o.PageSize, len(refs))
 	res := &sdk.ListPromptsResult{Prompts: make([]*sdk.Prompt, 0, end-off), Cacheable: s.cacheable(ctx)}
+	provable := s.provable(ctx, refs[off:end])
 	for i := off; i < end; i++ {
 		fm := refs[i].Skill.Frontmatter
 		res.Prompts = append(res.Prompts, &sdk.Prompt{
@@ -58,7 +59,7 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 			Title:       fm.Name,
 			Description: fm.Description,
 			Arguments:   []*sdk.PromptArgument{{Name: "task", Description: "what you want done with this skill (optional)"}},
-			Meta:        sdk.Meta{MetaProvenance: refs[i].Snap.Provenance(refs[i].Skill), MetaUntrusted: true},
+			Meta:        sdk.Meta{MetaProvenance: provenance(refs[i], provable[i-off]), MetaUntrusted: true},
 		})
 	}
 	if end < len(refs) {
@@ -100,7 +101,7 @@ func (s *Server) getPrompt(ctx context.Context, ss sdk.Session, p *sdk.GetPrompt
 			msgs = append(msgs, promptMessage{Role: "user", Content: &sdk.TextContent{Text: task}})
 		}
 		res := &promptResult{
-			ResultBase:  sdk.ResultBase{Meta: sdk.Meta{MetaProvenance: r.Snap.Provenance(r.Skill), MetaUntrusted: true}},
+			ResultBase:  sdk.ResultBase{Meta: sdk.Meta{MetaProvenance: s.provenanceOf(ctx, r), MetaUntrusted: true}},
 			Description: r.Skill.Frontmatter.Description,
 			Messages:    msgs,
 		}

@@ -59,7 +59,7 @@ func proofServer(t *testing.T) (*httptest.Server, *gittest.Repo) {
 // skills under path, through a real object store) beside a directory
 // source ("local") over MCP, with proofs and diagnose's unproven list on;
 // a request's X-Test-Only header narrows its caller to one source.
-func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref.Pin, path string) *httptest.Server {
+func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref.Pin, path string, opts ...func(*Options)) *httptest.Server {
 	t.Helper()
 	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
 	if err != nil {
@@ -82,7 +82,7 @@ func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref
 			t.Fatal(err)
 		}
 	}
-	s := New(Options{
+	o := Options{
 		Catalogs: reg, Proofs: reg,
 		Unproven: func(ctx context.Context, source string) []Unproven {
 			var out []Unproven
@@ -97,7 +97,11 @@ func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref
 			}
 			return Caller{}
 		},
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	s := New(o)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return hs
@@ -106,12 +110,77 @@ func serveWithProofs(t *testing.T, remote *gittest.Repo, name string, pin gitref
 func connect(t *testing.T, url, only string) *sdk.ClientSession {
 	t.Helper()
 	tr := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: headerTransport{only}}}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "proof-test", Version: "1"}, nil).Connect(context.Background(), tr, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	c := sdk.NewClient(&sdk.Implementation{Name: "proof-test", Version: "1"}, nil)
+	for _, err := range []error{
+		sdk.AddSendingCustomMethod[*ListSkillsParams, *ListSkillsResult](c, "skills/list"),
+		sdk.AddSendingCustomMethod[*GetSkillParams, *GetSkillResult](c, "skills/get"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := c.Connect(context.Background(), tr, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// entryProofs is the proof each skill's entry names (by skill URI), as
+// skills/list and skills/get answer it.
+func entryProofs(t *testing.T, cs *sdk.ClientSession) (list, get map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	list, get = map[string]string{}, map[string]string{}
+	for cursor := ""; ; {
+		res, err := sdk.CallCustomMethod[*ListSkillsParams, *ListSkillsResult](ctx, cs, "skills/list", &ListSkillsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatalf("skills/list: %v", err)
+		}
+		for _, e := range res.Skills {
+			list[e.URI] = e.Meta.Provenance.Proof
+			one, err := sdk.CallCustomMethod[*GetSkillParams, *GetSkillResult](ctx, cs, "skills/get", &GetSkillParams{URI: e.URI})
+			if err != nil {
+				t.Fatalf("skills/get %s: %v", e.URI, err)
+			}
+			get[e.URI] = one.Skill.Meta.Provenance.Proof
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			return list, get
+		}
+	}
+}
+
+// otherProvenances are the answers, besides entries and resources/list,
+// that carry a skill's provenance (the skill at uri, named name), as
+// JSON by what answered: the tools, the prompts, the catalog resource.
+func otherProvenances(t *testing.T, cs *sdk.ClientSession, uri, name string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	add := func(what string, v any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		b, _ := json.Marshal(v)
+		out[what] = string(b)
+	}
+	for tool, args := range map[string]map[string]any{"list_skills": {}, "get_skill": {"uri": uri}, "read_skill_file": {"uri": uri}} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error %+v", res.Content)
+		}
+		add(tool, res, err)
+	}
+	prompts, err := cs.ListPrompts(ctx, nil)
+	add("prompts/list", prompts, err)
+	prompt, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: name})
+	add("prompts/get", prompt, err)
+	cat, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "skillreg://catalog.json"})
+	add("catalog.json", cat, err)
+	return out
 }
 
 // TestProofResource lists and reads each git skill's proof with the
@@ -149,6 +218,19 @@ func TestProofResource(t *testing.T) {
 	}
 	if metaProof["skill://team/review/pr/SKILL.md"] != "skillreg://proof/team/review/pr" || metaProof["skill://local/local/SKILL.md"] != "" {
 		t.Fatalf("provenance proof members: %v", metaProof)
+	}
+	// The skills' entries, and every other answer with a provenance,
+	// name the same proofs.
+	list2, get := entryProofs(t, cs)
+	for _, m := range []map[string]string{list2, get} {
+		if m["skill://team/review/pr/SKILL.md"] != "skillreg://proof/team/review/pr" || m["skill://team/lint/SKILL.md"] != "skillreg://proof/team/lint" || m["skill://local/local/SKILL.md"] != "" {
+			t.Fatalf("entries' proofs: %v", m)
+		}
+	}
+	for what, v := range otherProvenances(t, cs, "skill://team/lint/SKILL.md", "lint") {
+		if !strings.Contains(v, "skillreg://proof/team/lint") {
+			t.Errorf("%s names no proof of lint: %s", what, v)
+		}
 	}
 	commit := remote.Head()
 	tag := remote.Git("rev-parse", "refs/tags/v1.0.0")
@@ -318,11 +400,11 @@ func TestProofResourceRefusals(t *testing.T) {
 	}
 }
 
-// TestDiagnoseUnproven serves a skill whose proof would pass the bound (its
-// directory sits in a root tree of 900 entries with 4,000-byte names):
-// reading the proof answers the too-large error, and diagnose names the
-// skill under unproven for a caller who sees its source, not for another.
-func TestDiagnoseUnproven(t *testing.T) {
+// wideRemote is a repository whose one skill x has a proof over the
+// bound: its directory sits in a root tree of 900 entries with
+// 4,000-byte names.
+func wideRemote(t *testing.T) *gittest.Repo {
+	t.Helper()
 	srv := gittest.NewServer(t)
 	remote := srv.CreateRepo("wide")
 	remote.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
@@ -342,7 +424,15 @@ func TestDiagnoseUnproven(t *testing.T) {
 	}
 	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
 	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main")
-	hs := serveWithProofs(t, remote, "wide", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")
+	return remote
+}
+
+// TestDiagnoseUnproven serves a skill whose proof would pass the bound (its
+// directory sits in a root tree of 900 entries with 4,000-byte names):
+// reading the proof answers the too-large error, and diagnose names the
+// skill under unproven for a caller who sees its source, not for another.
+func TestDiagnoseUnproven(t *testing.T) {
+	hs := serveWithProofs(t, wideRemote(t), "wide", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")
 	ctx := context.Background()
 	diagnose := func(cs *sdk.ClientSession) DiagnoseOutput {
 		t.Helper()
@@ -385,5 +475,43 @@ func TestDiagnoseUnproven(t *testing.T) {
 	}
 	if uris := listed(); slices.Contains(uris, "skillreg://proof/wide/x") {
 		t.Fatalf("resources/list after diagnose lists %v", uris)
+	}
+}
+
+// TestEntryNamesOnlyServedProofs: a skill whose proof resources/read
+// refuses (too large) has an entry whose provenance names no proof, in
+// skills/list and skills/get, on the fast path and off it, on a 2025-11-25
+// session and a 2026-07-28 request, as resources/list leaves that proof
+// out (and its SKILL.md resource's provenance names none either): a
+// client that follows a proof member is never refused.
+func TestEntryNamesOnlyServedProofs(t *testing.T) {
+	remote := wideRemote(t)
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			hs := serveWithProofs(t, remote, "wide", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "", func(o *Options) { o.FastPath = &fast })
+			list, get := entryProofs(t, connect(t, hs.URL, ""))
+			for what, m := range map[string]map[string]string{"skills/list": list, "skills/get": get} {
+				if p, ok := m["skill://wide/x/SKILL.md"]; !ok || p != "" {
+					t.Errorf("%s: the too-large proof's skill: listed %v, its entry names proof %q", what, ok, p)
+				}
+			}
+			for r, err := range connect(t, hs.URL, "").Resources(context.Background(), nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if prov, _ := r.Meta[MetaProvenance].(map[string]any); prov["proof"] != nil {
+					t.Errorf("resources/list: %s names proof %v", r.URI, prov["proof"])
+				}
+			}
+			for what, v := range otherProvenances(t, connect(t, hs.URL, ""), "skill://wide/x/SKILL.md", "x") {
+				if strings.Contains(v, "skillreg://proof/wide/x") {
+					t.Errorf("%s names the proof resources/read refuses: %s", what, v)
+				}
+			}
+			_, body := post(t, hs.URL, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "skills/list"}, `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{`+meta+`}}`)
+			if !strings.Contains(string(body.Result), `"skill://wide/x/SKILL.md"`) || strings.Contains(string(body.Result), `"proof":`) {
+				t.Errorf("2026-07-28 skills/list: %s", body.Result)
+			}
+		})
 	}
 }

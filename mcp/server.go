@@ -338,6 +338,27 @@ func (s *Server) observe(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
+// CloseSessions ends every open 2025-11-25 session (the SDK's session
+// close: its requests in flight finish, its standalone stream ends) and
+// returns how many it closed. The daemon calls it when it shuts down: a
+// client that holds a session open keeps a GET stream waiting on the
+// server, and the HTTP server's graceful shutdown would otherwise wait
+// its whole grace for it. Stateless requests' sessions are left to end
+// with their requests.
+func (s *Server) CloseSessions() int {
+	var wg sync.WaitGroup
+	n := 0
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == "" {
+			continue
+		}
+		n++
+		wg.Go(func() { _ = ss.Close() })
+	}
+	wg.Wait()
+	return n
+}
+
 // Sessions is the number of open 2025-11-25 sessions.
 func (s *Server) Sessions() int {
 	n := 0

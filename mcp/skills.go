@@ -33,26 +33,43 @@ type EntryMeta struct {
 	Untrusted  bool               `json:"dev.skillreg/untrusted"`
 }
 
-// NewEntry renders one skill as its extension entry.
-func NewEntry(ref catalog.Ref) Entry {
-	sk := ref.Skill
+// NewEntry renders one skill as its extension entry. Its provenance
+// names the skill's proof only when provable: when resources/read serves
+// that proof (Proofs.Provable), as resources/list lists it.
+func NewEntry(ref catalog.Ref, provable bool) Entry {
 	return Entry{
 		URI:         ref.URI(),
-		Frontmatter: sk.Frontmatter.JSON,
+		Frontmatter: ref.Skill.Frontmatter.JSON,
 		Resources:   ref.Manifest(),
-		Meta:        EntryMeta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
+		Meta:        EntryMeta{Provenance: provenance(ref, provable), Untrusted: true},
 	}
+}
+
+// provenanceOf is one skill's provenance as provenance shows it.
+func (s *Server) provenanceOf(ctx context.Context, ref catalog.Ref) catalog.Provenance {
+	return provenance(ref, s.provable(ctx, []catalog.Ref{ref})[0])
+}
+
+// provenance is ref's provenance as entries and resources/list show it:
+// its proof member only when provable (Server.provable), so that a client
+// following it is never refused (fastpath's entry writer does the same).
+func provenance(ref catalog.Ref, provable bool) catalog.Provenance {
+	p := ref.Snap.Provenance(ref.Skill)
+	if !provable {
+		p.Proof = ""
+	}
+	return p
 }
 
 // wireEntry is what skills/list and skills/get put on the wire for ref:
 // with the fast path on, its rendered entry (fastpath.WireEntry: the same
 // bytes, written without re-scanning the frontmatter); with it off, the
 // Entry the SDK marshals.
-func (s *Server) wireEntry(ref catalog.Ref) any {
+func (s *Server) wireEntry(ref catalog.Ref, provable bool) any {
 	if s.fast != nil {
-		return fastpath.Wire(ref)
+		return fastpath.Wire(ref, provable)
 	}
-	return NewEntry(ref)
+	return NewEntry(ref, provable)
 }
 
 // Warm renders cat's skills/list pages into the fast path's page cache
@@ -137,16 +154,17 @@ func (s *Server) listSkills(ctx context.Context, ss *sdk.ServerSession, p *ListS
 	}
 	refs, next := cat.Page(callerFrom(ctx).Filter, off, s.o.PageSize)
 	res := &listSkillsWire{CacheHints: s.hintsFor(ctx, ss)}
+	provable := s.provable(ctx, refs)
 	if s.fast != nil {
 		skills := make([]fastpath.WireEntry, len(refs))
 		for i, r := range refs {
-			skills[i] = fastpath.Wire(r)
+			skills[i] = fastpath.Wire(r, provable[i])
 		}
 		res.Skills = skills
 	} else {
 		skills := make([]Entry, len(refs))
 		for i, r := range refs {
-			skills[i] = NewEntry(r)
+			skills[i] = NewEntry(r, provable[i])
 		}
 		res.Skills = skills
 	}
@@ -164,7 +182,7 @@ func (s *Server) getSkill(ctx context.Context, ss *sdk.ServerSession, p *GetSkil
 	if err != nil {
 		return nil, rpcError(err, p.URI)
 	}
-	return &getSkillWire{CacheHints: s.hintsFor(ctx, ss), Skill: s.wireEntry(ref)}, nil
+	return &getSkillWire{CacheHints: s.hintsFor(ctx, ss), Skill: s.wireEntry(ref, s.provable(ctx, []catalog.Ref{ref})[0])}, nil
 }
 
 // ReadDirectoryParams are the params of resources/directory/read.

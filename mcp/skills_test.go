@@ -74,8 +74,8 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 			got := &listSkillsWire{CacheHints: hints, NextCursor: "c"}
 			var wire []fastpath.WireEntry
 			for _, r := range refs {
-				want.Skills = append(want.Skills, NewEntry(r))
-				wire = append(wire, fastpath.Wire(r))
+				want.Skills = append(want.Skills, NewEntry(r, true))
+				wire = append(wire, fastpath.Wire(r, true))
 				if _, raw := wire[len(wire)-1].Frontmatter.(json.RawMessage); raw && round == 0 {
 					t.Logf("%s: frontmatter kept as raw JSON: %s", r.URI(), r.Skill.Frontmatter.JSON)
 				}
@@ -88,8 +88,8 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 					t.Fatalf("prefix %q, escapeHTML %v: wire encoding differs\nwant %s\ngot  %s", prefix, esc, w, g)
 				}
 			}
-			one := encode(t, &GetSkillResult{CacheHints: hints, Skill: NewEntry(refs[1])}, false)
-			if g := encode(t, &getSkillWire{CacheHints: hints, Skill: fastpath.Wire(refs[1])}, false); !bytes.Equal(one, g) {
+			one := encode(t, &GetSkillResult{CacheHints: hints, Skill: NewEntry(refs[1], true)}, false)
+			if g := encode(t, &getSkillWire{CacheHints: hints, Skill: fastpath.Wire(refs[1], true)}, false); !bytes.Equal(one, g) {
 				t.Fatalf("skills/get differs\nwant %s\ngot  %s", one, g)
 			}
 		}
@@ -101,9 +101,9 @@ func TestWireEntriesMatchEntries(t *testing.T) {
 func TestNewEntryOwnsResources(t *testing.T) {
 	snap := testSnapshot(t, "acme", "")
 	ref := catalog.Ref{Snap: snap, Skill: snap.Skills[0]}
-	e := NewEntry(ref)
+	e := NewEntry(ref, true)
 	e.Resources[0].URI = "changed"
-	if NewEntry(ref).Resources[0].URI == "changed" || fastpath.Wire(ref).Resources[0].URI == "changed" {
+	if NewEntry(ref, true).Resources[0].URI == "changed" || fastpath.Wire(ref, true).Resources[0].URI == "changed" {
 		t.Fatal("changing an entry changed the render cache")
 	}
 }
@@ -116,7 +116,7 @@ func TestRenderCacheFollowsSource(t *testing.T) {
 	sk := a.Skills[0]
 	for _, s := range []*catalog.Snapshot{a, b, a} {
 		want := catalog.FileURI(s.Source, sk.Path+"/SKILL.md")
-		if u := fastpath.Wire(catalog.Ref{Snap: s, Skill: sk}).URI; u != want {
+		if u := fastpath.Wire(catalog.Ref{Snap: s, Skill: sk}, true).URI; u != want {
 			t.Fatalf("uri = %s, want %s", u, want)
 		}
 	}
@@ -144,7 +144,7 @@ func BenchmarkListPageEncode(b *testing.B) {
 		for b.Loop() {
 			res := &ListSkillsResult{CacheHints: hints, Skills: make([]Entry, len(refs))}
 			for i, r := range refs {
-				res.Skills[i] = NewEntry(r)
+				res.Skills[i] = NewEntry(r, true)
 			}
 			b.SetBytes(int64(len(encode(b, res, false))))
 		}
@@ -153,7 +153,7 @@ func BenchmarkListPageEncode(b *testing.B) {
 		for b.Loop() {
 			skills := make([]fastpath.WireEntry, len(refs))
 			for i, r := range refs {
-				skills[i] = fastpath.Wire(r)
+				skills[i] = fastpath.Wire(r, true)
 			}
 			res := &listSkillsWire{CacheHints: hints, Skills: skills}
 			b.SetBytes(int64(len(encode(b, res, false))))

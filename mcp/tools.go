@@ -63,13 +63,25 @@ type SkillSummary struct {
 	Meta        Meta     `json:"_meta"`
 }
 
-func summary(r catalog.Ref) SkillSummary {
+// summary is a skill's summary; its provenance names its proof only
+// when provable (see provenance).
+func summary(r catalog.Ref, provable bool) SkillSummary {
 	fm := r.Skill.Frontmatter
 	return SkillSummary{
 		URI: r.URI(), Name: fm.Name, Description: fm.Description, Source: r.Snap.Source,
 		Tags: fm.Tags, Version: fm.Version, Deprecated: fm.Deprecated,
-		Meta: Meta{Provenance: r.Snap.Provenance(r.Skill), Untrusted: true},
+		Meta: Meta{Provenance: provenance(r, provable), Untrusted: true},
 	}
+}
+
+// summaries are refs' summaries, their proofs asked about at once.
+func (s *Server) summaries(ctx context.Context, refs []catalog.Ref) []SkillSummary {
+	provable := s.provable(ctx, refs)
+	out := make([]SkillSummary, len(refs))
+	for i, r := range refs {
+		out[i] = summary(r, provable[i])
+	}
+	return out
 }
 
 // ListSkillsInput is list_skills' input.
@@ -337,21 +349,23 @@ func (s *Server) listSkillsTool(ctx context.Context, in ListSkillsInput) (ListSk
 	if err != nil {
 		return ListSkillsOutput{}, err
 	}
-	out := ListSkillsOutput{Skills: []SkillSummary{}}
+	out := ListSkillsOutput{}
+	var page []catalog.Ref
 	i := 0
 	for _, r := range cat.All(callerFrom(ctx).Filter) {
 		if !matches(r, in.Source, in.Tag, in.IncludeDeprecated) {
 			continue
 		}
 		if i >= off {
-			if len(out.Skills) == limit {
+			if len(page) == limit {
 				out.NextCursor = cat.Cursor(i).Encode()
 				break
 			}
-			out.Skills = append(out.Skills, summary(r))
+			page = append(page, r)
 		}
 		i++
 	}
+	out.Skills = s.summaries(ctx, page)
 	return out, nil
 }
 
@@ -390,12 +404,17 @@ func (s *Server) searchSkillsTool(ctx context.Context, in SearchSkillsInput) (Se
 	}
 	cat := s.o.Catalogs.Current()
 	out := SearchSkillsOutput{Hits: []SearchHitOutput{}}
+	var refs []catalog.Ref
 	for _, h := range hits {
 		r, err := cat.Skill(f, h.URI) // the filter again: a hit the caller may not see never leaves
 		if err != nil {
 			continue
 		}
-		out.Hits = append(out.Hits, SearchHitOutput{SkillSummary: summary(r), Score: h.Score, Matched: h.Fields})
+		refs = append(refs, r)
+		out.Hits = append(out.Hits, SearchHitOutput{Score: h.Score, Matched: h.Fields})
+	}
+	for i, sm := range s.summaries(ctx, refs) {
+		out.Hits[i].SkillSummary = sm
 	}
 	return out, nil
 }
@@ -466,7 +485,7 @@ func (s *Server) getSkillTool(ctx context.Context, in GetSkillInput) (GetSkillOu
 		URI: r.URI(), Name: r.Skill.Name(), Source: r.Snap.Source,
 		Frontmatter: fm, Body: string(body),
 		Files: make([]ManifestFile, len(r.Skill.Files)),
-		Meta:  Meta{Provenance: r.Snap.Provenance(r.Skill), Untrusted: true},
+		Meta:  Meta{Provenance: s.provenanceOf(ctx, r), Untrusted: true},
 	}
 	for i := range r.Skill.Files {
 		f := &r.Skill.Files[i]
@@ -523,7 +542,7 @@ func (s *Server) readSkillFileTool(ctx context.Context, in ReadSkillFileInput) (
 	out := ReadSkillFileOutput{
 		URI: fr.URI, MIMEType: mimeType(fr.File.Path, data), Size: fr.File.Size, Digest: fr.File.Digest,
 		Offset: in.Offset, Length: int64(len(chunk)),
-		Meta: Meta{Provenance: fr.Snap.Provenance(fr.Skill), Untrusted: true},
+		Meta: Meta{Provenance: s.provenanceOf(ctx, fr.Ref), Untrusted: true},
 	}
 	// A text chunk must not split a character: move the end back to a
 	// boundary (the next page starts there).

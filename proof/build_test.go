@@ -268,7 +268,8 @@ func TestBuildTooLarge(t *testing.T) {
 
 // TestSizerBoundsBuild: for each directory of the fixture, with and
 // without a tag, the Sizer's answer is at least the proof's length and
-// close to it, over one Sizer (trees read once) as over fresh ones.
+// close to it, over one Sizer (trees read once) as over fresh ones; and
+// its Bound from the directory's files is at least that answer.
 func TestSizerBoundsBuild(t *testing.T) {
 	t.Parallel()
 	r, commit := skillsRepo(t)
@@ -290,6 +291,16 @@ func TestSizerBoundsBuild(t *testing.T) {
 				}
 				if n < len(b) || n > len(b)+512 {
 					t.Errorf("%q tag %q: Size %d for a proof of %d bytes", dir, tg, n, len(b))
+				}
+				// Bound, from the directory's files alone, is at least
+				// Size (and so at least the proof).
+				treeish := commit
+				if dir != "" {
+					treeish += ":" + dir
+				}
+				bound, err := s.Bound(p, git.lines("ls-tree", "-r", "--name-only", treeish))
+				if err != nil || bound < n {
+					t.Errorf("%q tag %q: Bound %d (%v) under Size %d", dir, tg, bound, err, n)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package proof
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Sizer tells what Build would make of many skills of one commit without
@@ -16,6 +17,7 @@ type Sizer struct {
 	trees  map[string][]TreeEntry // tree id -> its subtrees (only the 40000 entries)
 	names  map[string][]TreeEntry // tree id -> every entry, for trees on a path
 	heads  map[string][]byte      // commits and tags read, by id
+	above  map[string]int         // Bound's count above a directory's skills, by commit, tag and directory
 }
 
 // NewSizer sizes proofs over objects of the given format (SHA1 when "").
@@ -23,70 +25,16 @@ func NewSizer(objects ObjectReader, format string) *Sizer {
 	if format == "" {
 		format = SHA1
 	}
-	return &Sizer{r: objects, format: format, sizes: map[string]int{}, trees: map[string][]TreeEntry{}, names: map[string][]TreeEntry{}, heads: map[string][]byte{}}
+	return &Sizer{r: objects, format: format, sizes: map[string]int{}, trees: map[string][]TreeEntry{}, names: map[string][]TreeEntry{}, heads: map[string][]byte{}, above: map[string]int{}}
 }
 
 // Size returns an upper bound of the size of p's proof (p as Build takes
 // it), counting every object as Build does, or Build's error: ErrTooLarge
 // past MaxBytes, ErrNotFound, ErrMalformed.
 func (s *Sizer) Size(p Proof) (int, error) {
-	if HashSize(s.format) == 0 {
-		return 0, fmt.Errorf("%w: object format %q", ErrUnsupported, s.format)
-	}
-	if p.Path != "" {
-		if err := checkPath(p.Path); err != nil {
-			return 0, err
-		}
-	}
-	// The members around the objects, generously.
-	total := 200 + len(p.Source) + len(p.Skill) + len(p.Repository) + len(p.Path)
-	seen := map[string]bool{}
-	add := func(id string, n int) error {
-		if seen[id] {
-			return nil
-		}
-		seen[id] = true
-		if total += n; total > MaxBytes {
-			return fmt.Errorf("%w: more than the %d bytes allowed", ErrTooLarge, MaxBytes)
-		}
-		return nil
-	}
-	commit, n, err := s.head(p.Commit, TypeCommit)
+	total, tree, seen, err := s.path(p)
 	if err != nil {
 		return 0, err
-	}
-	if err := add(p.Commit, n); err != nil {
-		return 0, err
-	}
-	if p.Tag != "" {
-		tag, n, err := s.head(p.Tag, TypeTag)
-		if err != nil {
-			return 0, err
-		}
-		if obj, typ, err := TagTarget(s.format, tag); err != nil || obj != p.Commit || typ != TypeCommit {
-			return 0, fmt.Errorf("%w: tag %s does not name commit %s", ErrMalformed, p.Tag, p.Commit)
-		}
-		if err := add(p.Tag, n); err != nil {
-			return 0, err
-		}
-	}
-	tree, err := CommitTree(s.format, commit)
-	if err != nil {
-		return 0, fmt.Errorf("commit %s: %w", p.Commit, err)
-	}
-	for _, name := range Components(p.Path) {
-		entries, err := s.entries(tree)
-		if err != nil {
-			return 0, err
-		}
-		if err := add(tree, s.sizes[tree]); err != nil {
-			return 0, err
-		}
-		i := slices.IndexFunc(entries, func(e TreeEntry) bool { return e.Name == name })
-		if i < 0 || !entries[i].IsTree() {
-			return 0, fmt.Errorf("%w: no directory %q on the path %q (commit %s)", ErrNotFound, name, p.Path, p.Commit)
-		}
-		tree = entries[i].ID
 	}
 	stack := []string{tree}
 	for len(stack) > 0 {
@@ -95,12 +43,13 @@ func (s *Sizer) Size(p Proof) (int, error) {
 		if seen[id] {
 			continue
 		}
+		seen[id] = true
 		subs, err := s.subtrees(id)
 		if err != nil {
 			return 0, err
 		}
-		if err := add(id, s.sizes[id]); err != nil {
-			return 0, err
+		if total += s.sizes[id]; total > MaxBytes {
+			return 0, tooLarge()
 		}
 		for _, e := range subs {
 			if !seen[e.ID] {
@@ -109,6 +58,153 @@ func (s *Sizer) Size(p Proof) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// Bound returns an upper bound of Size(p) for a skill whose directory
+// holds exactly files (paths relative to p.Path, every blob beneath it:
+// git keeps no empty directory), reading only the commit, the tag and
+// the trees on the way to p.Path, not the skill's own trees: what a
+// listing can ask of every skill on a page without reading three trees
+// a skill. A bound over MaxBytes proves nothing (ask Size); its errors
+// are Size's.
+func (s *Sizer) Bound(p Proof, files []string) (int, error) {
+	// Every skill of a directory shares the objects above it: count them
+	// once per directory (a group of 2,000 skills would otherwise search
+	// its parent's 2,000 entries for each).
+	dir := ""
+	if i := strings.LastIndexByte(p.Path, '/'); i >= 0 {
+		dir = p.Path[:i]
+	}
+	key := p.Commit + "\x00" + p.Tag + "\x00" + dir
+	if p.Path == "" {
+		key += "\x00" // the root's skill: the root tree is its own
+	}
+	above, ok := s.above[key]
+	if !ok {
+		up := p
+		up.Source, up.Skill, up.Repository, up.Path = "", "", "", dir
+		n, tree, seen, err := s.path(up)
+		if err != nil {
+			return 0, err
+		}
+		if p.Path != "" { // the tree that holds the skill's directory
+			if _, err := s.entries(tree); err != nil {
+				return 0, err
+			}
+			if !seen[tree] {
+				n += s.sizes[tree]
+			}
+		}
+		above = n - members(up)
+		s.above[key] = above
+	}
+	total := members(p) + above
+	if total > MaxBytes {
+		return 0, tooLarge()
+	}
+	// Each directory's tree: an entry is "<mode> <name>\0<id>", the mode
+	// at most 6 bytes; a directory is an entry of its parent's tree.
+	entry := func(name string) int { return 6 + 1 + len(name) + 1 + HashSize(s.format) }
+	trees := map[string]int{"": 0}
+	for _, f := range files {
+		dir, name := "", f
+		if i := strings.LastIndexByte(f, '/'); i >= 0 {
+			dir, name = f[:i], f[i+1:]
+		}
+		trees[dir] += entry(name)
+		for dir != "" {
+			parent, name := "", dir
+			if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+				parent, name = dir[:i], dir[i+1:]
+			}
+			if _, ok := trees[dir+"/"]; ok { // counted in its parent already
+				break
+			}
+			trees[dir+"/"] = 0
+			trees[parent] += entry(name)
+			dir = parent
+		}
+	}
+	for k, n := range trees {
+		if !strings.HasSuffix(k, "/") {
+			total += (n+2)/3*4 + objectOverhead
+		}
+	}
+	return total, nil
+}
+
+// path counts what every proof of p holds above the skill's own trees:
+// the members around the objects, the commit, the tag and the trees from
+// the root down to p.Path's parent. It returns the total, the id of the
+// tree at p.Path and the objects counted.
+func (s *Sizer) path(p Proof) (total int, tree string, seen map[string]bool, err error) {
+	if HashSize(s.format) == 0 {
+		return 0, "", nil, fmt.Errorf("%w: object format %q", ErrUnsupported, s.format)
+	}
+	if p.Path != "" {
+		if err := checkPath(p.Path); err != nil {
+			return 0, "", nil, err
+		}
+	}
+	total = members(p)
+	seen = map[string]bool{}
+	add := func(id string, n int) error {
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		if total += n; total > MaxBytes {
+			return tooLarge()
+		}
+		return nil
+	}
+	commit, n, err := s.head(p.Commit, TypeCommit)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if err := add(p.Commit, n); err != nil {
+		return 0, "", nil, err
+	}
+	if p.Tag != "" {
+		tag, n, err := s.head(p.Tag, TypeTag)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if obj, typ, err := TagTarget(s.format, tag); err != nil || obj != p.Commit || typ != TypeCommit {
+			return 0, "", nil, fmt.Errorf("%w: tag %s does not name commit %s", ErrMalformed, p.Tag, p.Commit)
+		}
+		if err := add(p.Tag, n); err != nil {
+			return 0, "", nil, err
+		}
+	}
+	tree, err = CommitTree(s.format, commit)
+	if err != nil {
+		return 0, "", nil, fmt.Errorf("commit %s: %w", p.Commit, err)
+	}
+	for _, name := range Components(p.Path) {
+		entries, err := s.entries(tree)
+		if err != nil {
+			return 0, "", nil, err
+		}
+		if err := add(tree, s.sizes[tree]); err != nil {
+			return 0, "", nil, err
+		}
+		i := slices.IndexFunc(entries, func(e TreeEntry) bool { return e.Name == name })
+		if i < 0 || !entries[i].IsTree() {
+			return 0, "", nil, fmt.Errorf("%w: no directory %q on the path %q (commit %s)", ErrNotFound, name, p.Path, p.Commit)
+		}
+		tree = entries[i].ID
+	}
+	return total, tree, seen, nil
+}
+
+// members bounds the members around a proof's objects, generously.
+func members(p Proof) int {
+	return 200 + len(p.Source) + len(p.Skill) + len(p.Repository) + len(p.Path)
+}
+
+func tooLarge() error {
+	return fmt.Errorf("%w: more than the %d bytes allowed", ErrTooLarge, MaxBytes)
 }
 
 // head reads a commit or tag once per Sizer: every skill of a commit

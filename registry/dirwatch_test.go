@@ -89,6 +89,7 @@ func startWatched(t *testing.T, poll time.Duration, o Options, write func(root s
 	t.Helper()
 	w := &watched{root: t.TempDir(), counts: &treeCounts{}, watcher: make(chan dirNotifier, 1)}
 	write(w.root)
+	needWatches(t, w.root)
 	o.dirTree = func(tr skill.Tree) skill.Tree { return countedTree{tr, w.counts} }
 	o.watching = func(_ string, fw dirNotifier) { w.watcher <- fw }
 	w.r = New(o)
@@ -96,7 +97,15 @@ func startWatched(t *testing.T, poll time.Duration, o Options, write func(root s
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		// A test that fails while the kernel refuses watches says so: the
+		// probe found enough, and another process took them meanwhile.
+		if st := w.state().Watch; t.Failed() && st.Exhausted {
+			t.Logf("the kernel refused a watch after needWatches' probe: %s", st.Error)
+		}
+		cancel()
+		<-done
+	})
 	testkit.WaitUntil(t, "the first sync", func() bool { return w.state().LastResult == catalog.ResultUpdated })
 	return w
 }
@@ -555,6 +564,7 @@ func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	corpus(t, root, 2, 3)
+	needWatches(t, root)
 	var (
 		mu       sync.Mutex
 		added    = map[string]int{}

@@ -25,6 +25,7 @@ import (
 // machine's inotify watches.
 func TestNotifierCostsPerDirectory(t *testing.T) {
 	const skills = 20_000
+	needWatches(t, t.TempDir()) // an inotify instance
 	root := "/srv/skills/a-fairly-long-root-like-the-bench-one/corpus"
 	nt, err := newNotifier(root)
 	if err != nil {
@@ -77,6 +78,7 @@ func TestNotifierCostsPerDirectory(t *testing.T) {
 func TestNotifierNamesEvents(t *testing.T) {
 	root := t.TempDir()
 	testkit.WriteFiles(t, root, map[string]string{"g/s/references/guide.md": "a", "g/s/SKILL.md": "b", "g/t/x": "c"})
+	needWatches(t, root)
 	nt, err := newNotifier(root)
 	if err != nil {
 		t.Fatal(err)

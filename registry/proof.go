@@ -117,7 +117,10 @@ func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
 // catalog's git snapshots), whether a proof of it can be served: false
 // for a skill snap does not hold, a snapshot without a commit, and a
 // skill whose proof would be larger than proof.MaxBytes or cannot be
-// built from the object store (Unproven says why). What Unproven keeps
+// built from the object store (Unproven says why). A skill whose
+// proof.Sizer.Bound is within half of proof.MaxBytes is provable without
+// reading its own trees (a listing asks this of every skill on a page).
+// What Unproven keeps
 // for snap answers at once; otherwise one proof.Sizer reads the trees
 // these skills need, each once, and the answers are kept for the
 // source's commit (a bool a skill, no snapshot held), so the next
@@ -179,8 +182,20 @@ func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPa
 			}
 			sz = proof.NewSizer(repo, proof.SHA1)
 		}
-		_, err := sz.Size(proofHead(snap, sk.Path))
-		out[i] = err == nil
+		head := proofHead(snap, sk.Path)
+		files := make([]string, len(sk.Files))
+		for j := range sk.Files {
+			files[j] = sk.Files[j].Path
+		}
+		// A bound well within proof.MaxBytes answers without reading
+		// the skill's own trees (its files are every blob beneath it);
+		// one near it, or past it, is sized.
+		if n, err := sz.Bound(head, files); err == nil && n <= proof.MaxBytes/2 {
+			out[i] = true
+		} else {
+			_, err := sz.Size(head)
+			out[i] = err == nil
+		}
 		ans.ok[sk.Path] = out[i]
 	}
 	return out

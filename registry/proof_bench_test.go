@@ -55,6 +55,27 @@ func BenchmarkProof(b *testing.B) {
 			}
 		}
 	})
+	// What a first listing after a restart adds: skills/list asks
+	// Provable for each page of 200 (its entries name only served
+	// proofs), nothing known yet for the commit.
+	b.Run("provable-first-listing", func(b *testing.B) {
+		for b.Loop() {
+			reg.provable.mu.Lock()
+			reg.provable.answers = nil
+			reg.provable.mu.Unlock()
+			for off := 0; off < len(snap.Skills); off += 200 {
+				var paths []string
+				for _, sk := range snap.Skills[off:min(off+200, len(snap.Skills))] {
+					paths = append(paths, sk.Path)
+				}
+				for _, ok := range reg.Provable(ctx, snap, paths) {
+					if !ok {
+						b.Fatal("a skill of the scale corpus is not provable")
+					}
+				}
+			}
+		}
+	})
 	b.Run("unproven-cached", func(b *testing.B) {
 		for b.Loop() {
 			if u := reg.Unproven(ctx, "scale"); len(u) != 0 {

@@ -576,6 +576,16 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		ConnContext:       netlimit.ConnContext,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
+	if d.MCP != nil {
+		// An open 2025-11-25 session keeps its standalone stream waiting
+		// on the server: end the sessions as the shutdown starts, or it
+		// waits its whole grace for them.
+		srv.RegisterOnShutdown(func() {
+			if n := d.MCP.CloseSessions(); n > 0 {
+				d.log.Info("closed open MCP sessions", "sessions", n)
+			}
+		})
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	regCtx, stopReg := context.WithCancel(context.Background())
 	defer stopReg()

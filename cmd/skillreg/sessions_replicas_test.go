@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -34,7 +36,10 @@ type balancer struct {
 }
 
 // newBalancer serves a reverse proxy on a loopback port until the test
-// ends; streamed answers (SSE) are flushed as they come.
+// ends; streamed answers (SSE) are flushed as they come. Bodies are read
+// whole before a replica is picked: a body that cannot be read is
+// answered 502, as a buffering balancer answers it, and no replica sees
+// the request.
 func newBalancer(t *testing.T, pick func(r *http.Request) *url.URL) *balancer {
 	t.Helper()
 	b := &balancer{pick: pick}
@@ -42,28 +47,31 @@ func newBalancer(t *testing.T, pick func(r *http.Request) *url.URL) *balancer {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(b.pick(pr.In))
 			pr.Out.Host = pr.In.Host
-			// Forward the body from memory, as balancers buffer small
-			// bodies. Streamed from the inbound request, an answer that
-			// starts before the transport's last read of that body (it
-			// reads once more past Content-Length) makes the proxy's own
-			// server close the inbound body, the transport's write fails,
-			// and the connection is torn down mid-answer: the client gets
-			// "unexpected EOF" (golang/go#40747). Seen once in 100 listings.
-			if pr.Out.Body == nil {
-				return
-			}
-			if body, err := io.ReadAll(pr.Out.Body); err == nil {
-				pr.Out.Body = io.NopCloser(bytes.NewReader(body))
-				pr.Out.ContentLength = int64(len(body))
-				pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-			}
 		},
 		FlushInterval: -1,
 		// A listing the test abandons cancels its request mid-answer: a
 		// real failure reaches the client as a 502.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	srv := httptest.NewServer(p)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Forward the body from memory, as balancers buffer small
+		// bodies. Streamed from the inbound request, an answer that
+		// starts before the transport's last read of that body (it
+		// reads once more past Content-Length) makes the proxy's own
+		// server close the inbound body, the transport's write fails,
+		// and the connection is torn down mid-answer: the client gets
+		// "unexpected EOF" (golang/go#40747). Seen once in 100 listings.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.TransferEncoding = nil
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		p.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	b.URL = srv.URL
 	return b
@@ -286,5 +294,35 @@ func TestSessionOnAnotherReplicaTypeScript(t *testing.T) {
 	t.Logf("TypeScript client (protocol %s): session %s at a, %d at b, then session %s at b", sum.Protocol, sum.Session, sum.Status, sum.NewSession)
 	if sum.Protocol != "2025-11-25" || sum.Session == "" || sum.Before != 2 || sum.Status != http.StatusNotFound || sum.NewSession == "" || sum.NewSession == sum.Session || sum.After != 2 {
 		t.Fatalf("TypeScript client across replicas: %+v; want 2025-11-25, 2 skills, 404, a new session, 2 skills", sum)
+	}
+}
+
+// TestBalancerRefusesABrokenBody: a request whose body cannot be read
+// (here a chunked body with a malformed chunk) is answered 502 by the
+// balancer, as a balancer that buffers bodies answers it, and no replica
+// is asked: forwarded, the replica would be handed a request the client
+// never sent whole.
+func TestBalancerRefusesABrokenBody(t *testing.T) {
+	var asked atomic.Int32
+	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		io.Copy(io.Discard, r.Body)
+	}))
+	t.Cleanup(replica.Close)
+	lb := newBalancer(t, func(*http.Request) *url.URL { return mustURL(t, replica.URL) })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(lb.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"skills/list"}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\nzz\r\n", len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || asked.Load() != 0 {
+		t.Fatalf("a broken body: %s, the replica asked %d times; want 502 and never", resp.Status, asked.Load())
 	}
 }

@@ -65,6 +65,10 @@ type Backend interface {
 	// members (the _meta of server info, resultType, ttlMs, cacheScope),
 	// as a value that encodes to one JSON object.
 	Head(ctx context.Context) any
+	// Provable says which of refs have a proof resources/read serves
+	// (mcp.Proofs.Provable): an entry's provenance names only those. The
+	// answer depends on the skills' snapshots alone, never on the caller.
+	Provable(ctx context.Context, refs []catalog.Ref) []bool
 	// ReadResult is resources/read's result for the skill file uri, as a
 	// value to encode, with Head's members when modern. Its errors are
 	// not written: the SDK's path answers the request instead.
@@ -376,7 +380,7 @@ func (h *Handler) list(ctx context.Context, out *bytes.Buffer, cursor string, mo
 	key := pageKey{off: off, filter: filterKey(filter)}
 	rest, ok := h.pages.get(cat, key)
 	if !ok {
-		if rest, err = h.renderPage(cat, filter, off); err != nil {
+		if rest, err = h.renderPage(ctx, cat, filter, off); err != nil {
 			return false
 		}
 		h.pages.put(cat, h.b.Current, key, rest)
@@ -426,7 +430,7 @@ func (h *Handler) Warm(cat *catalog.Catalog) {
 // warmPage renders cat's page at off into the page cache and reports
 // whether the cache kept it.
 func (h *Handler) warmPage(cat *catalog.Catalog, off int) bool {
-	rest, err := h.renderPage(cat, catalog.Filter{}, off)
+	rest, err := h.renderPage(context.Background(), cat, catalog.Filter{}, off)
 	if err != nil {
 		return false
 	}
@@ -442,8 +446,9 @@ func (h *Handler) Clear() { h.pages.clear() }
 
 // renderPage renders the members of a skills/list result that follow the
 // hints: the page's entries, its next cursor, and the closing brace.
-func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
+func (h *Handler) renderPage(ctx context.Context, cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
 	refs, next := cat.Page(filter, off, h.o.PageSize)
+	provable := h.b.Provable(ctx, refs)
 	b := make([]byte, 0, 64+len(refs)*entrySizeHint)
 	b = append(b, `"skills":[`...)
 	for i, r := range refs {
@@ -451,7 +456,7 @@ func (h *Handler) renderPage(cat *catalog.Catalog, filter catalog.Filter, off in
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendEntry(b, r); err != nil {
+		if b, err = appendEntry(b, r, provable[i]); err != nil {
 			return nil, err
 		}
 	}

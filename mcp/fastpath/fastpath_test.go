@@ -48,11 +48,11 @@ func TestEntryBytesFollowProvenance(t *testing.T) {
 	b.Commit = "def"
 	sk := a.Skills[0]
 	for _, snap := range []*catalog.Snapshot{a, &b, a} {
-		got, err := entryBytes(catalog.Ref{Snap: snap, Skill: sk})
+		got, err := entryBytes(catalog.Ref{Snap: snap, Skill: sk}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := encodeJSON(Wire(catalog.Ref{Snap: snap, Skill: sk}))
+		want, _ := encodeJSON(Wire(catalog.Ref{Snap: snap, Skill: sk}, true))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("commit %s: entry bytes\n%s\nwant\n%s", snap.Commit, got, want)
 		}
@@ -92,6 +92,9 @@ func (o oneCatalog) Filter(context.Context) catalog.Filter                      
 func (o oneCatalog) Page(string) (*catalog.Catalog, int, error)                    { return o.cat, 0, nil }
 func (o oneCatalog) Current() *catalog.Catalog                                     { return o.cat }
 func (o oneCatalog) Head(context.Context) any                                      { return struct{}{} }
+func (o oneCatalog) Provable(_ context.Context, refs []catalog.Ref) []bool {
+	return make([]bool, len(refs))
+}
 func (o oneCatalog) ReadResult(context.Context, string, bool) (any, error) {
 	return nil, catalog.ErrNotFound
 }
@@ -118,7 +121,7 @@ func TestWarmRendersEveryPage(t *testing.T) {
 	// page and stops there, leaving the page at 4 to the listing.
 	cat2 := catalog.NewCatalog(2, time.Now(), []*catalog.Snapshot{testSnapshot(t, "warm2", 10)})
 	h2 := New(oneCatalog{cat2}, Options{PageSize: 4})
-	rest, err := h2.renderPage(cat2, catalog.Filter{}, 8)
+	rest, err := h2.renderPage(context.Background(), cat2, catalog.Filter{}, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

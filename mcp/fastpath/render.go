@@ -51,9 +51,11 @@ type Meta struct {
 
 // Wire returns ref's entry for the SDK's path to marshal, its
 // frontmatter turned into a native value (nativeJSON) so that the SDK's
-// encoder does not re-scan it. Nothing of it is kept: the fast path's
-// answers, which are most of them, are written by appendEntry instead.
-func Wire(ref catalog.Ref) WireEntry {
+// encoder does not re-scan it; its provenance names the skill's proof
+// only when provable (Backend.Provable). Nothing of it is kept: the fast
+// path's answers, which are most of them, are written by appendEntry
+// instead.
+func Wire(ref catalog.Ref, provable bool) WireEntry {
 	sk := ref.Skill
 	var fm any = json.RawMessage(sk.Frontmatter.JSON)
 	if v, ok := nativeJSON(sk.Frontmatter.JSON); ok {
@@ -63,8 +65,19 @@ func Wire(ref catalog.Ref) WireEntry {
 		URI:         ref.URI(),
 		Frontmatter: fm,
 		Resources:   ref.Manifest(),
-		Meta:        Meta{Provenance: ref.Snap.Provenance(sk), Untrusted: true},
+		Meta:        Meta{Provenance: provenance(ref, provable), Untrusted: true},
 	}
+}
+
+// provenance is ref's provenance as an entry shows it: without a proof
+// resources/read would refuse (over proof.MaxBytes, or one the object
+// store cannot build), as resources/list leaves that proof out.
+func provenance(ref catalog.Ref, provable bool) catalog.Provenance {
+	p := ref.Snap.Provenance(ref.Skill)
+	if !provable {
+		p.Proof = ""
+	}
+	return p
 }
 
 // appendEntry appends ref's entry as skills/list writes it: the bytes
@@ -80,7 +93,7 @@ func Wire(ref catalog.Ref) WireEntry {
 // without HTML escaping, which is what encoding/json makes of it
 // (json.Compact keeps escapes as they are); a frontmatter that is not
 // compact is compacted, as encoding/json would.
-func appendEntry(b []byte, ref catalog.Ref) ([]byte, error) {
+func appendEntry(b []byte, ref catalog.Ref, provable bool) ([]byte, error) {
 	sk, snap := ref.Skill, ref.Snap
 	uri := ref.URI()
 	b = append(b, `{"uri":`...)
@@ -108,7 +121,7 @@ func appendEntry(b []byte, ref catalog.Ref) ([]byte, error) {
 		b = strconv.AppendInt(b, f.Size, 10)
 		b = append(b, '}')
 	}
-	p := snap.Provenance(sk)
+	p := provenance(ref, provable)
 	b = append(b, `],"_meta":{"dev.skillreg/provenance":{"source":`...)
 	b = appendString(b, p.Source)
 	for _, m := range []struct{ key, v string }{{`,"repository":`, p.Repository}, {`,"ref":`, p.Ref}, {`,"commit":`, p.Commit}} {
@@ -189,7 +202,9 @@ func compactJSON(raw []byte) bool {
 }
 
 // entryBytes returns a skill's entry as skills/list writes it.
-func entryBytes(ref catalog.Ref) ([]byte, error) { return appendEntry(nil, ref) }
+func entryBytes(ref catalog.Ref, provable bool) ([]byte, error) {
+	return appendEntry(nil, ref, provable)
+}
 
 // encodeJSON is json.Marshal without HTML escaping, as the SDK writes.
 func encodeJSON(v any) ([]byte, error) {

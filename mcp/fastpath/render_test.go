@@ -56,21 +56,26 @@ func TestAppendEntryMatchesWire(t *testing.T) {
 		signed, unsigned,
 	} {
 		for _, r := range catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{snap}).All(catalog.Filter{}) {
-			got, err := entryBytes(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := encodeJSON(Wire(r))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s: entry\n%s\nwant\n%s", r.URI(), got, want)
-			}
-			raw := Wire(r)
-			raw.Frontmatter = json.RawMessage(r.Skill.Frontmatter.JSON)
-			if rawWant, _ := encodeJSON(raw); !bytes.Equal(got, rawWant) {
-				t.Errorf("%s: entry\n%s\nwant (raw frontmatter)\n%s", r.URI(), got, rawWant)
+			for _, provable := range []bool{true, false} {
+				got, err := entryBytes(r, provable)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := encodeJSON(Wire(r, provable))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s (provable %v): entry\n%s\nwant\n%s", r.URI(), provable, got, want)
+				}
+				raw := Wire(r, provable)
+				raw.Frontmatter = json.RawMessage(r.Skill.Frontmatter.JSON)
+				if rawWant, _ := encodeJSON(raw); !bytes.Equal(got, rawWant) {
+					t.Errorf("%s (provable %v): entry\n%s\nwant (raw frontmatter)\n%s", r.URI(), provable, got, rawWant)
+				}
+				if named := bytes.Contains(got, []byte(`"proof":`)); named != (provable && snap.Commit != "") {
+					t.Errorf("%s (provable %v): entry names a proof: %v\n%s", r.URI(), provable, named, got)
+				}
 			}
 		}
 	}
@@ -89,11 +94,11 @@ func FuzzAppendEntry(f *testing.F) {
 		sk := &skill.Skill{Path: p, Frontmatter: &skill.Frontmatter{JSON: json.RawMessage(fm)}, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: ref}, {Path: p, Size: 2, Digest: "sha256:" + p}}}
 		snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "f", Kind: catalog.KindGit, Ref: ref, Skills: []*skill.Skill{sk}}, nil)
 		r := catalog.Ref{Snap: snap, Skill: sk}
-		got, err := entryBytes(r)
+		got, err := entryBytes(r, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := Wire(r)
+		e := Wire(r, true)
 		e.Frontmatter = json.RawMessage(fm)
 		want, err := encodeJSON(e)
 		if err != nil {
@@ -176,7 +181,7 @@ func BenchmarkRenderPage(b *testing.B) {
 	h := New(oneCatalog{cat}, Options{PageSize: 200})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := h.renderPage(cat, catalog.Filter{}, 0); err != nil {
+		if _, err := h.renderPage(context.Background(), cat, catalog.Filter{}, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
