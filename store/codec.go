@@ -63,6 +63,13 @@ func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *enc) bool(v bool)      { e.byte(b2u(v)) }
+
+// digest writes a file digest in its manifest spelling, as str wrote the
+// strings files held before.
+func (e *enc) digest(s skill.Sum) {
+	var b [71]byte
+	e.bytes(s.AppendDigest(b[:0]))
+}
 func (e *enc) count(n int, isNil bool) {
 	// 0 is nil, n+1 is n elements: a decoded value deep-equals the encoded one.
 	if isNil {
@@ -222,6 +229,19 @@ func (d *dec) bool() bool {
 	return false
 }
 
+// digest reads a digest enc.digest wrote ("" is the zero Sum).
+func (d *dec) digest() skill.Sum {
+	s := d.str()
+	if s == "" {
+		return skill.Sum{}
+	}
+	sum, err := skill.ParseSum(s)
+	if err != nil {
+		d.fail(err)
+	}
+	return sum
+}
+
 func (d *dec) str() string {
 	n := d.uvarint()
 	if d.err != nil {
@@ -351,7 +371,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		}
 		e.ref(f.Path, ilo, ihi)
 		e.varint(f.Size)
-		e.str(f.Digest)
+		e.digest(f.Digest)
 	}
 	e.count(len(s.Dirs), s.Dirs == nil)
 	for _, d := range s.Dirs {
@@ -440,7 +460,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 			if format == skillFormatBody {
 				f.Path = d.str()
 				f.Size = d.varint()
-				f.Digest = d.str()
+				f.Digest = d.digest()
 				flags = d.byte()
 				f.ID = d.str()
 				if flags&fileKeyID != 0 {
@@ -459,7 +479,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 				}
 				f.Path = d.ref()
 				f.Size = d.varint()
-				f.Digest = d.str()
+				f.Digest = d.digest()
 			}
 			f.Exec = flags&fileExec != 0
 			if flags&^(fileExec|fileKeyID) != 0 {
@@ -578,11 +598,11 @@ func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, rules string,
 // records of stored snapshots carry that key, so that it is dropped when
 // the last one goes.
 func encodeDigest(refs uint64, dg skill.Digest) []byte {
-	e := enc{b: make([]byte, 0, 2+binary.MaxVarintLen64*2+len(dg.Digest))}
+	e := enc{b: make([]byte, 0, 2+binary.MaxVarintLen64*2+72)}
 	e.byte(recordFormat)
 	e.uvarint(refs)
 	e.varint(dg.Size)
-	e.str(dg.Digest)
+	e.digest(dg.Digest)
 	return e.b
 }
 
@@ -591,7 +611,7 @@ func decodeDigest(rec string) (refs uint64, dg skill.Digest, err error) {
 	d.format()
 	refs = d.uvarint()
 	dg.Size = d.varint()
-	dg.Digest = d.str()
+	dg.Digest = d.digest()
 	if err := d.end(); err != nil {
 		return 0, skill.Digest{}, err
 	}

@@ -35,7 +35,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		encodeSkill(&e, sk)
 		f.Add(byte(1), e.b)
 	}
-	f.Add(byte(2), encodeDigest(3, skill.Digest{Digest: "sha256:00", Size: 12}))
+	f.Add(byte(2), encodeDigest(3, skill.Digest{Digest: skill.Sum{0x10}, Size: 12}))
 	f.Fuzz(func(t *testing.T, kind byte, b []byte) {
 		switch kind % 3 {
 		case 0:
