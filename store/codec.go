@@ -38,10 +38,14 @@ const (
 
 // Skill records have formats of their own: format 1 held the skill's
 // body (SKILL.md after the frontmatter), format 2 holds none (a body is
-// read back from the tree when something needs it). Both decode.
+// read back from the tree when something needs it), format 3 holds each
+// file's digest as its 32 bytes where 2 spelled it ("sha256:" and 64 hex
+// digits: 39 bytes more a file, in the file and in the restore's arena,
+// which the restored skills' strings keep alive). All three decode.
 const (
-	skillFormatBody = 1
-	skillFormat     = 2
+	skillFormatBody    = 1
+	skillFormatSpelled = 2
+	skillFormat        = 3
 )
 
 // errShort and errTrailing are the decoding failures of damaged values.
@@ -64,12 +68,16 @@ func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s
 func (e *enc) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *enc) bool(v bool)      { e.byte(b2u(v)) }
 
-// digest writes a file digest in its manifest spelling, as str wrote the
-// strings files held before.
+// digest writes a digest in its manifest spelling, as str wrote the
+// strings files held before (digest entries, and skill records before
+// format 3).
 func (e *enc) digest(s skill.Sum) {
 	var b [71]byte
 	e.bytes(s.AppendDigest(b[:0]))
 }
+
+// sum writes a digest's 32 bytes (skill records of format 3).
+func (e *enc) sum(s skill.Sum) { e.b = append(e.b, s[:]...) }
 func (e *enc) count(n int, isNil bool) {
 	// 0 is nil, n+1 is n elements: a decoded value deep-equals the encoded one.
 	if isNil {
@@ -83,7 +91,7 @@ func (e *enc) count(n int, isNil bool) {
 // one costs about as much inline.
 const minRef = 8
 
-// ref writes a string of a format 2 skill record: inline (uvarint
+// ref writes a string of a skill record (formats 2 and 3): inline (uvarint
 // len<<1, bytes), or, when it occurs in e.b[lo:hi] (bytes of this record
 // already written), as where it occurs (uvarint off<<1|1, uvarint len,
 // off counted from the record's start). The decoder then returns a
@@ -242,6 +250,21 @@ func (d *dec) digest() skill.Sum {
 	return sum
 }
 
+// sum reads what enc.sum wrote.
+func (d *dec) sum() skill.Sum {
+	var s skill.Sum
+	if d.err != nil {
+		return s
+	}
+	if len(d.s) < len(s) {
+		d.fail(errShort)
+		return s
+	}
+	copy(s[:], d.s)
+	d.s = d.s[len(s):]
+	return s
+}
+
 func (d *dec) str() string {
 	n := d.uvarint()
 	if d.err != nil {
@@ -314,7 +337,7 @@ const (
 )
 
 // encodeSkill encodes everything of a skill but its path (the key holds
-// it), in format 2.
+// it), in format 3.
 func encodeSkill(e *enc, s *skill.Skill) {
 	e.rec = len(e.b)
 	e.byte(skillFormat)
@@ -371,7 +394,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		}
 		e.ref(f.Path, ilo, ihi)
 		e.varint(f.Size)
-		e.digest(f.Digest)
+		e.sum(f.Digest)
 	}
 	e.count(len(s.Dirs), s.Dirs == nil)
 	for _, d := range s.Dirs {
@@ -402,8 +425,8 @@ const maxInterned = 4096
 // o.inPlace.
 func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o decoding) error {
 	d := dec{s: rec, all: rec}
-	format := d.formatOf(skillFormatBody, skillFormat)
-	str := d.ref // format 2: strings inline or within the record
+	format := d.formatOf(skillFormatBody, skillFormatSpelled, skillFormat)
+	str := d.ref // formats 2 and 3: strings inline or within the record
 	if format == skillFormatBody {
 		str = d.str
 	}
@@ -479,7 +502,11 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 				}
 				f.Path = d.ref()
 				f.Size = d.varint()
-				f.Digest = d.digest()
+				if format == skillFormatSpelled {
+					f.Digest = d.digest()
+				} else {
+					f.Digest = d.sum()
+				}
 			}
 			f.Exec = flags&fileExec != 0
 			if flags&^(fileExec|fileKeyID) != 0 {

@@ -96,7 +96,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		t.Fatal("a record with a trailing byte decoded")
 	}
 	bad := bytes.Clone(rec)
-	bad[0] = 3
+	bad[0] = skillFormat + 1
 	if err := decodeSkill("alpha", string(bad), &s, &fm, decoding{}); err == nil {
 		t.Fatal("a record of an unknown format decoded")
 	}
