@@ -23,6 +23,8 @@ import (
 type Frontmatter struct {
 	// JSON is the frontmatter rendered as a JSON object, keys in document
 	// order: exactly what clients receive as the entry's frontmatter.
+	// Never written once made: the string fields below may share its
+	// bytes (see ParseSkillMD), as a restored skill's do.
 	JSON json.RawMessage
 
 	Name          string
