@@ -27,11 +27,11 @@ type Frontmatter struct {
 	// bytes (see ParseSkillMD), as a restored skill's do.
 	JSON json.RawMessage
 
+	// license and allowed-tools are checked (strings) and kept in JSON
+	// only: nothing the server answers reads them apart from it.
 	Name          string
 	Description   string
-	License       string
 	Compatibility string
-	AllowedTools  string
 	Metadata      Metadata
 
 	// Version, Tags and Deprecated are read from the top level first, then

@@ -28,7 +28,6 @@ func TestFrontmatterSharesJSON(t *testing.T) {
 	}
 	inside("name", fm.Name)
 	inside("description", fm.Description)
-	inside("license", fm.License)
 	inside("version", fm.Version)
 	inside("metadata key", fm.Metadata[0].Key)
 	for _, tag := range fm.Tags {
@@ -37,7 +36,7 @@ func TestFrontmatterSharesJSON(t *testing.T) {
 	if v, _ := fm.Metadata.Get("owner"); v != `team "a"` {
 		t.Errorf("metadata owner %q, want %q", v, `team "a"`)
 	}
-	if fm.Name != "pdf" || fm.Description != "Fill PDF forms." || fm.License != "MIT" || fm.Version != "1.2.0" || len(fm.Tags) != 2 || fm.Tags[1] != "forms" {
+	if fm.Name != "pdf" || fm.Description != "Fill PDF forms." || fm.Version != "1.2.0" || len(fm.Tags) != 2 || fm.Tags[1] != "forms" {
 		t.Errorf("fields %+v", fm)
 	}
 }

@@ -136,14 +136,11 @@ func check(o *object) (*Frontmatter, error) {
 	for _, k := range []struct {
 		key  string
 		rule Rule
-		dst  *string
-	}{{"allowed-tools", RuleAllowedTools, &fm.AllowedTools}, {"license", RuleLicense, &fm.License}} {
+	}{{"allowed-tools", RuleAllowedTools}, {"license", RuleLicense}} {
 		if v, ok := o.vals[k.key]; ok && v != nil {
-			s, isStr := v.(string)
-			if !isStr {
+			if _, isStr := v.(string); !isStr {
 				return nil, problem(k.rule, k.key+" must be a string")
 			}
-			*k.dst = s
 		}
 	}
 	if v, ok := o.vals["metadata"]; ok && v != nil {
@@ -187,7 +184,7 @@ func (fm *Frontmatter) shareJSON() {
 			*s = js[i : i+len(*s)]
 		}
 	}
-	for _, p := range []*string{&fm.Name, &fm.Description, &fm.License, &fm.Compatibility, &fm.AllowedTools, &fm.Version} {
+	for _, p := range []*string{&fm.Name, &fm.Description, &fm.Compatibility, &fm.Version} {
 		in(p)
 	}
 	for i := range fm.Metadata {

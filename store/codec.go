@@ -41,7 +41,8 @@ const (
 // read back from the tree when something needs it), format 3 holds each
 // file's digest as its 32 bytes where 2 spelled it ("sha256:" and 64 hex
 // digits: 39 bytes more a file, in the file and in the restore's arena,
-// which the restored skills' strings keep alive). All three decode.
+// which the restored skills' strings keep alive), and no license or
+// allowed-tools beside the JSON that holds them. All three decode.
 const (
 	skillFormatBody    = 1
 	skillFormatSpelled = 2
@@ -348,9 +349,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		jlo, jhi := len(e.b)-len(fm.JSON), len(e.b)
 		e.ref(fm.Name, jlo, jhi)
 		e.ref(fm.Description, jlo, jhi)
-		e.ref(fm.License, jlo, jhi)
-		e.ref(fm.Compatibility, jlo, jhi)
-		e.ref(fm.AllowedTools, jlo, jhi)
+		e.ref(fm.Compatibility, jlo, jhi) // format 3: no license, no allowed-tools (the JSON has them)
 		// Inline and sorted, so that equal skills encode to equal bytes
 		// (an unchanged skill is not rewritten) and equal metadata to
 		// equal bytes wherever it is (a restart shares the maps).
@@ -439,9 +438,13 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 		}
 		fm.Name = str()
 		fm.Description = str()
-		fm.License = str()
+		if format < skillFormat {
+			_ = str() // license: skills keep it in JSON only
+		}
 		fm.Compatibility = str()
-		fm.AllowedTools = str()
+		if format < skillFormat {
+			_ = str() // allowed-tools
+		}
 		start := d.s
 		if n, isNil := d.count(); !isNil {
 			fm.Metadata = make(skill.Metadata, n)
