@@ -3,6 +3,8 @@ package catalog
 import (
 	"sync"
 	"unsafe"
+
+	"github.com/skillreg/skillreg/skill"
 )
 
 // contentCache keeps verified file bytes by digest within a byte budget.
@@ -27,30 +29,30 @@ type contentCache struct {
 	kept  int64 // charged bytes of the kept entries
 	read  ring  // read entries, most recently used first
 	fresh ring  // kept entries, newest first
-	items map[string]*contentEntry
+	items map[skill.Sum]*contentEntry
 }
 
 type contentEntry struct {
-	digest     string
+	digest     skill.Sum
 	data       []byte
 	charge     int64
 	isKept     bool
 	prev, next *contentEntry
 }
 
-// entryOverhead is what an entry costs besides its data and digest bytes:
-// the entry itself and its slot in the map (key, pointer, and the map's
-// own share per slot).
-const entryOverhead = int64(unsafe.Sizeof(contentEntry{})) + 48
+// entryOverhead is what an entry costs besides its data and the map key's
+// copy of its digest: the entry itself (its own digest inside) and the rest
+// of its slot in the map (pointer, and the map's own share per slot).
+const entryOverhead = int64(unsafe.Sizeof(contentEntry{})) + 32
 
 // charge is what caching data under digest costs the heap.
-func charge(digest string, data []byte) int64 {
+func charge(digest skill.Sum, data []byte) int64 {
 	n := int64(cap(data))
 	return n + n/8 + int64(len(digest)) + entryOverhead
 }
 
 func newContentCache(max int64) *contentCache {
-	c := &contentCache{items: map[string]*contentEntry{}}
+	c := &contentCache{items: map[skill.Sum]*contentEntry{}}
 	c.read.init()
 	c.fresh.init()
 	c.max = budget(max)
@@ -66,7 +68,7 @@ func budget(max int64) int64 {
 	return max
 }
 
-func (c *contentCache) get(digest string) ([]byte, bool) {
+func (c *contentCache) get(digest skill.Sum) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[digest]
@@ -87,7 +89,7 @@ func (c *contentCache) get(digest string) ([]byte, bool) {
 func (c *contentCache) fits(n int) bool { return c.max > 0 && int64(n) <= c.max/4 }
 
 // keep caches a copy of bytes the indexer has just hashed (see Live.Keep).
-func (c *contentCache) keep(digest string, data []byte) {
+func (c *contentCache) keep(digest skill.Sum, data []byte) {
 	if !c.fits(len(data)) {
 		return
 	}
@@ -104,13 +106,13 @@ func (c *contentCache) keep(digest string, data []byte) {
 
 // put caches bytes a reader has just checked; data is the cache's from
 // now on.
-func (c *contentCache) put(digest string, data []byte) {
+func (c *contentCache) put(digest skill.Sum, data []byte) {
 	if c.fits(len(data)) {
 		c.add(digest, data, false)
 	}
 }
 
-func (c *contentCache) add(digest string, data []byte, kept bool) {
+func (c *contentCache) add(digest skill.Sum, data []byte, kept bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[digest]; ok || c.max <= 0 {

@@ -199,7 +199,7 @@ func TestContentCacheHoldsExactBytes(t *testing.T) {
 	// A size no indexed file has (a damaged record) is refused before
 	// anything of that size is allocated.
 	huge := snap.Skills[1].Files[0]
-	huge.Size, huge.Digest = 1<<40, "sha256:"+strings.Repeat("0", 64) // not cached
+	huge.Size, huge.Digest = 1<<40, skill.Sum{1} // not cached
 	if _, err := l.ReadFile(context.Background(), FileRef{Ref: Ref{Snap: snap, Skill: snap.Skills[1]}, File: &huge, URI: "x"}); !errors.Is(err, ErrChanged) {
 		t.Errorf("a stated size of 1 TiB: %v, want ErrChanged", err)
 	}

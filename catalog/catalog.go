@@ -468,7 +468,7 @@ func (r Ref) Manifest() []ManifestFile {
 		if f.Path != "SKILL.md" {
 			u = r.Snap.FileURI(sk, f)
 		}
-		out[i] = ManifestFile{URI: u, Digest: f.Digest, Size: f.Size}
+		out[i] = ManifestFile{URI: u, Digest: f.Digest.String(), Size: f.Size}
 	}
 	return out
 }

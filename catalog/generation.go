@@ -106,7 +106,7 @@ func (w *digestWriter) skill(sk *skill.Skill) skillSum {
 		f := &sk.Files[i]
 		w.str(f.Path)
 		w.num(f.Size)
-		w.str(f.Digest)
+		w.digest(f.Digest)
 		if f.Exec {
 			w.num(1)
 		} else {
@@ -170,6 +170,14 @@ func (w *digestWriter) num(n int64) { w.b = binary.AppendVarint(w.b, n) }
 func (w *digestWriter) str(s string) {
 	w.num(int64(len(s)))
 	w.b = append(w.b, s...)
+}
+
+// digest writes a file's digest as its manifest spelling, as str would
+// have written the string: generation names stay what they were when
+// files kept their digests as strings.
+func (w *digestWriter) digest(d skill.Sum) {
+	var b [71]byte
+	w.bytes(d.AppendDigest(b[:0]))
 }
 
 func (w *digestWriter) bytes(b []byte) {

@@ -63,7 +63,7 @@ func TestGenerationName(t *testing.T) {
 		"file digest": func(s *Snapshot) {
 			sk := *s.Skills[0]
 			sk.Files = append(sk.Files[:0:0], sk.Files...)
-			sk.Files[0].Digest = "sha256:" + strings.Repeat("0", 64)
+			sk.Files[0].Digest = skill.Sum{1}
 			s.Skills = append(s.Skills[:0:0], &sk)
 		},
 		"exec bit": func(s *Snapshot) {

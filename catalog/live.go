@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/skill"
 )
 
@@ -185,7 +184,7 @@ func (l *Live) Swap(next func(c *Catalog, gen uint64, now time.Time) *Catalog) {
 // here until the next generation is swapped in, where reading the file
 // again would find the new version and refuse it (ErrChanged). Kept bytes
 // never take more than a quarter of the cache from what readers use.
-func (l *Live) Keep(digest string, data []byte) { l.content.keep(digest, data) }
+func (l *Live) Keep(digest skill.Sum, data []byte) { l.content.keep(digest, data) }
 
 // SetContentCacheBytes changes the content cache's budget (0: the
 // default; negative: keep nothing), dropping at once what no longer fits.
@@ -256,7 +255,7 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 		// Read whole and checked against its blob id already (a git blob
 		// from its pack): these bytes, not a second allocation of them.
 		data := w.Content()
-		if int64(len(data)) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+		if int64(len(data)) != f.Size || f.Digest.Verify(data) != nil {
 			return nil, ErrChanged
 		}
 		if cap(data) == len(data) {
@@ -273,7 +272,7 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 	} else if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if int64(n) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+	if int64(n) != f.Size || f.Digest.Verify(data) != nil {
 		return nil, ErrChanged
 	}
 	return data, nil

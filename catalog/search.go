@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/search"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -358,7 +357,7 @@ func readVerified(tree skill.Tree, f *skill.File, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	data := buf[:n]
-	if int64(n) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+	if int64(n) != f.Size || f.Digest.Verify(data) != nil {
 		return nil, ErrChanged
 	}
 	return data, nil

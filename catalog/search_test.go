@@ -45,7 +45,7 @@ func (c *readCountingTree) count() int {
 // dirSource writes n skills into dir and indexes them as a directory
 // source, reusing prev's unchanged skills, with the snapshot's reads
 // counted.
-func dirSource(t *testing.T, dir string, prev *Snapshot, keep func(string, []byte)) (*Snapshot, *readCountingTree) {
+func dirSource(t *testing.T, dir string, prev *Snapshot, keep func(skill.Sum, []byte)) (*Snapshot, *readCountingTree) {
 	t.Helper()
 	tree := skill.DirTree{Root: dir}
 	o := skill.Options{Keep: keep}
@@ -179,7 +179,7 @@ func TestChangedBodyOnDisk(t *testing.T) {
 			writeSkill(t, dir, 2, "deploy")
 			var resyncs atomic.Int64
 			l := NewLive(LiveOptions{Resync: func(string, Trigger) { resyncs.Add(1) }})
-			var keep func(string, []byte)
+			var keep func(skill.Sum, []byte)
 			if cached {
 				keep = l.Keep
 			}

@@ -75,7 +75,7 @@ type Mirror struct {
 	sources map[string]*sourceState
 
 	idMu   sync.Mutex
-	dirIDs map[string]oid // sha256 digest -> git blob id (directory sources)
+	dirIDs map[skill.Sum]oid // sha256 digest -> git blob id (directory sources)
 
 	encoded atomic.Int64 // skill trees encoded to learn their ids (tests)
 }
@@ -151,7 +151,7 @@ func New(o Options) (*Mirror, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Mirror{o: o, log: o.Logger, sources: map[string]*sourceState{}, dirIDs: map[string]oid{}}, nil
+	return &Mirror{o: o, log: o.Logger, sources: map[string]*sourceState{}, dirIDs: map[skill.Sum]oid{}}, nil
 }
 
 // Update brings every git source's mirror to the current generation.

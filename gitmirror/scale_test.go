@@ -55,7 +55,7 @@ func scaleSkill(o corpus.Options, i, v int, data map[string][]byte) *skill.Skill
 			data[id] = b
 		}
 		d := sha256.Sum256(b)
-		sk.Files = append(sk.Files, skill.File{Path: f.Path, Size: int64(len(b)), Digest: "sha256:" + hex.EncodeToString(d[:]), ID: id, Exec: f.Path == "scripts/run.sh"})
+		sk.Files = append(sk.Files, skill.File{Path: f.Path, Size: int64(len(b)), Digest: d, ID: id, Exec: f.Path == "scripts/run.sh"})
 		sk.Size += int64(len(b))
 	}
 	return sk

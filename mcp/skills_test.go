@@ -41,9 +41,9 @@ func testSnapshot(t testing.TB, source, prefix string) *catalog.Snapshot {
 			dir = "odd dir/" + name // needs escaping
 		}
 		skills = append(skills, &skill.Skill{Path: dir, Frontmatter: fm, Files: []skill.File{
-			{Path: "SKILL.md", Size: 10, Digest: "sha256:00"},
-			{Path: "scripts/run me.sh", Size: 3, Digest: "sha256:01"},
-			{Path: "x.md", Size: 1, Digest: "sha256:02"},
+			{Path: "SKILL.md", Size: 10, Digest: skill.Sum{0x10}},
+			{Path: "scripts/run me.sh", Size: 3, Digest: skill.Sum{0x11}},
+			{Path: "x.md", Size: 1, Digest: skill.Sum{0x12}},
 		}})
 	}
 	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Path: prefix, Skills: skills, IndexedAt: time.Now()}, nil)
@@ -131,9 +131,9 @@ func BenchmarkListPageEncode(b *testing.B) {
 			b.Fatal(err)
 		}
 		skills = append(skills, &skill.Skill{Path: "group-000/" + name, Frontmatter: fm, Files: []skill.File{
-			{Path: "SKILL.md", Digest: "sha256:31340504debd1cc021b33eaad1637a4b25ca99bdc0b2e01281d06d6fed90c13e", Size: 1300},
-			{Path: "references/file-1.md", Digest: "sha256:276dcd08c075c04595186edc585c6675483310e895de8853619b06a36b0d77f0", Size: 1608},
-			{Path: "scripts/file-2.sh", Digest: "sha256:c16cf4c6d40d46ab6931b3c4b03648f7acb8c988b86b28b8902b6090c1889826", Size: 1678},
+			{Path: "SKILL.md", Digest: mustSum("sha256:31340504debd1cc021b33eaad1637a4b25ca99bdc0b2e01281d06d6fed90c13e"), Size: 1300},
+			{Path: "references/file-1.md", Digest: mustSum("sha256:276dcd08c075c04595186edc585c6675483310e895de8853619b06a36b0d77f0"), Size: 1608},
+			{Path: "scripts/file-2.sh", Digest: mustSum("sha256:c16cf4c6d40d46ab6931b3c4b03648f7acb8c988b86b28b8902b6090c1889826"), Size: 1678},
 		}})
 	}
 	snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "bench", Kind: catalog.KindDir, Skills: skills}, nil)
@@ -159,4 +159,12 @@ func BenchmarkListPageEncode(b *testing.B) {
 			b.SetBytes(int64(len(encode(b, res, false))))
 		}
 	})
+}
+
+func mustSum(d string) skill.Sum {
+	s, err := skill.ParseSum(d)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -489,7 +489,7 @@ func (s *Server) getSkillTool(ctx context.Context, in GetSkillInput) (GetSkillOu
 	}
 	for i := range r.Skill.Files {
 		f := &r.Skill.Files[i]
-		out.Files[i] = ManifestFile{Path: f.Path, URI: r.Snap.FileURI(r.Skill, f), Size: f.Size, Digest: f.Digest}
+		out.Files[i] = ManifestFile{Path: f.Path, URI: r.Snap.FileURI(r.Skill, f), Size: f.Size, Digest: f.Digest.String()}
 	}
 	return out, nil
 }
@@ -540,7 +540,7 @@ func (s *Server) readSkillFileTool(ctx context.Context, in ReadSkillFileInput) (
 	end := min(in.Offset+MaxReadBytes, int64(len(data)))
 	chunk := data[in.Offset:end]
 	out := ReadSkillFileOutput{
-		URI: fr.URI, MIMEType: mimeType(fr.File.Path, data), Size: fr.File.Size, Digest: fr.File.Digest,
+		URI: fr.URI, MIMEType: mimeType(fr.File.Path, data), Size: fr.File.Size, Digest: fr.File.Digest.String(),
 		Offset: in.Offset, Length: int64(len(chunk)),
 		Meta: Meta{Provenance: s.provenanceOf(ctx, fr.Ref), Untrusted: true},
 	}

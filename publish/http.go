@@ -23,7 +23,6 @@ import (
 
 	"github.com/skillreg/skillreg/access"
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
 )
 
 // caller is who sent a request and what they may see.
@@ -339,7 +338,7 @@ func (h *Handler) fileV1(c echo.Context, cl caller) error {
 	hd.Set("Content-Type", fileType(f.Path))
 	// The file's digest comes from the index, maybe from the digest cache
 	// unchecked: an invalid one makes no ETag rather than a wrong one.
-	if hexd := gitref.Digest(f.Digest).Hex(); hexd != "" {
+	if hexd := f.Digest.Hex(); hexd != "" {
 		hd.Set("ETag", `"`+hexd+`"`)
 	}
 	hd.Set("Cache-Control", cacheControl(cl.publicView(), 60))

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf16"
+	"unsafe"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/skill"
@@ -137,13 +138,10 @@ func (e *entry) setReasons(r reasons) {
 	e.why = &r
 }
 
-// mdDigest is SKILL.md's digest as the index holds it ("" without one),
-// which may come from the digest cache unchecked, so its artifact path is
-// cut with mdHex, never gitref.Digest.Hex (which would fold every invalid
-// one into the same "").
+// mdDigest is SKILL.md's digest ("" without one).
 func (e *entry) mdDigest() string {
 	if md, ok := e.ref.Skill.File("SKILL.md"); ok {
-		return md.Digest
+		return md.Digest.String()
 	}
 	return ""
 }
@@ -166,15 +164,10 @@ func (e *entry) zipDigest() string { return e.zip.digest() }
 // artifactURL is the entry's discovery artifact, root-relative.
 func (e *entry) artifactURL() string {
 	if e.skillMD {
-		return "/artifacts/sha256/" + mdHex(e.mdDigest()) + ".md"
+		return "/artifacts/sha256/" + strings.TrimPrefix(e.mdDigest(), "sha256:") + ".md"
 	}
 	return "/artifacts/sha256/" + e.zip.hex() + ".zip"
 }
-
-// mdHex is SKILL.md's digest without its "sha256:" prefix: whatever the
-// index holds, so that two skills with different (even invalid) digests
-// never share an artifact.
-func mdHex(d string) string { return strings.TrimPrefix(d, "sha256:") }
 
 // discoveryDigest is the digest the v0.2 index states.
 func (e *entry) discoveryDigest() string {
@@ -259,7 +252,16 @@ func (v *view) search(idx []int32, key func(*entry) string, want string) []int32
 
 func zipKeyOf(e *entry) string    { return string(e.zip[:]) }
 func pluginKeyOf(e *entry) string { return string(e.plugin[:]) }
-func mdKeyOf(e *entry) string     { return mdHex(e.mdDigest()) }
+
+// mdKeyOf is SKILL.md's 32 digest bytes ("" without one), seen as a
+// string where the skill holds them, not a copy: a view sorts every skill
+// by it, and skills are never written once made.
+func mdKeyOf(e *entry) string {
+	if md, ok := e.ref.Skill.File("SKILL.md"); ok && !md.Digest.IsZero() {
+		return unsafe.String(&md.Digest[0], len(md.Digest))
+	}
+	return ""
+}
 
 // sortIndex sorts entry indexes by key.
 func (v *view) sortIndex(idx []int32, key func(*entry) string) {
@@ -286,7 +288,11 @@ func (v *view) artifact(key string) (*artifact, bool) {
 	var a *artifact
 	switch ext {
 	case "md":
-		for _, i := range v.search(v.byMD, mdKeyOf, hexd) {
+		d, err := skill.ParseSum("sha256:" + hexd) // lowercase only, as the paths are written
+		if err != nil || d.IsZero() {
+			return nil, false
+		}
+		for _, i := range v.search(v.byMD, mdKeyOf, string(d[:])) {
 			e := &v.entries[i]
 			if a == nil {
 				md, _ := e.ref.Skill.File("SKILL.md")
@@ -391,7 +397,7 @@ func (k *keyHash) file(prefix, rel string, f *skill.File) {
 	}
 	k.buf = append(append(k.buf, rel...), 0)
 	k.buf = append(strconv.AppendBool(k.buf, f.Exec), 0)
-	k.buf = append(append(k.buf, f.Digest...), 0)
+	k.buf = append(f.Digest.AppendDigest(k.buf), 0) // the spelling, as when digests were strings: stored keys stay valid
 	if len(k.buf) >= 4096 {
 		k.flush()
 	}
@@ -697,7 +703,7 @@ func (h *Handler) newEntry(e *entry, r catalog.Ref, kh *keyHash, k known) {
 	if !ok && why.skip == "" {
 		why.skip = "skill-md: no SKILL.md in the manifest"
 	}
-	e.skillMD = len(r.Skill.Files) == 1 && ok && md.Digest != ""
+	e.skillMD = len(r.Skill.Files) == 1 && ok && !md.Digest.IsZero()
 	why.plugin = pluginRules(e)
 	e.setReasons(why)
 	if p := k.entries[e.key]; p != nil {

@@ -34,7 +34,7 @@ func TestLazyDigests(t *testing.T) {
 	loads := 0
 	l := NewLazyDigests(func() (map[string]skill.Digest, error) {
 		loads++
-		return map[string]skill.Digest{"k": {Digest: "sha256:x", Size: 1}}, nil
+		return map[string]skill.Digest{"k": {Digest: skill.Sum{1}, Size: 1}}, nil
 	}, func(err error) { t.Errorf("unexpected error %v", err) })
 	if loads != 0 {
 		t.Fatal("loaded before first use")
@@ -42,7 +42,7 @@ func TestLazyDigests(t *testing.T) {
 	if d, ok := l.Get("k"); !ok || d.Size != 1 {
 		t.Fatalf("Get(k) = %v, %v", d, ok)
 	}
-	l.Put("j", skill.Digest{Digest: "sha256:y", Size: 2})
+	l.Put("j", skill.Digest{Digest: skill.Sum{2}, Size: 2})
 	if d, ok := l.Get("j"); !ok || d.Size != 2 || loads != 1 {
 		t.Fatalf("Get(j) = %v, %v after %d loads", d, ok, loads)
 	}

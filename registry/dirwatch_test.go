@@ -125,7 +125,7 @@ func digestOf(s string) string {
 // servesDigest reports whether the served file at p has the digest.
 func (w *watched) servesDigest(p, digest string) bool {
 	f, err := w.r.Current().File(catalog.Filter{}, catalog.FileURI("local", p))
-	return err == nil && f.File.Digest == digest
+	return err == nil && f.File.Digest.String() == digest
 }
 
 // summary is what a snapshot serves, to compare with a whole index.
@@ -134,7 +134,7 @@ func summary(skills []*skill.Skill, excluded []skill.Exclusion) string {
 	for _, sk := range skills {
 		b.WriteString(sk.Path + ":")
 		for _, f := range sk.Files {
-			b.WriteString(" " + f.Path + "=" + f.Digest[:15])
+			b.WriteString(" " + f.Path + "=" + f.Digest.String()[:15])
 		}
 		b.WriteString("\n")
 	}
@@ -634,6 +634,6 @@ func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
 			return false
 		}
 		f, ok := sk.File("references/guide.md")
-		return ok && f.Digest == digestOf("seen")
+		return ok && f.Digest.String() == digestOf("seen")
 	})
 }

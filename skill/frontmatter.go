@@ -23,13 +23,15 @@ import (
 type Frontmatter struct {
 	// JSON is the frontmatter rendered as a JSON object, keys in document
 	// order: exactly what clients receive as the entry's frontmatter.
+	// Never written once made: the string fields below may share its
+	// bytes (see ParseSkillMD), as a restored skill's do.
 	JSON json.RawMessage
 
+	// license and allowed-tools are checked (strings) and kept in JSON
+	// only: nothing the server answers reads them apart from it.
 	Name          string
 	Description   string
-	License       string
 	Compatibility string
-	AllowedTools  string
 	Metadata      Metadata
 
 	// Version, Tags and Deprecated are read from the top level first, then

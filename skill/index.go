@@ -15,8 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/skillreg/skillreg/gitref"
 )
 
 // Mode is the kind of an entry in a source tree.
@@ -54,8 +52,8 @@ type Tree interface {
 
 // Digest is the SHA-256 digest and size of a file.
 type Digest struct {
-	Digest string `json:"digest"` // "sha256:" + 64 lowercase hex digits
-	Size   int64  `json:"size"`
+	Digest Sum   `json:"digest"` // the manifest spells it "sha256:" + 64 lowercase hex digits
+	Size   int64 `json:"size"`
 }
 
 // DigestCache remembers digests by entry key (a git blob id, or a file's
@@ -69,7 +67,7 @@ type DigestCache interface {
 type File struct {
 	Path   string `json:"path"` // relative to the skill directory
 	Size   int64  `json:"size"`
-	Digest string `json:"digest"`
+	Digest Sum    `json:"digest"`
 	Exec   bool   `json:"exec,omitempty"`
 	ID     string `json:"id"`            // how the source tree reads it
 	Key    string `json:"key,omitempty"` // cache key of the bytes
@@ -136,7 +134,7 @@ type Options struct {
 	// (those smaller than its 64 KiB read buffer) with their digest, so a
 	// caller can keep what was hashed. The bytes are only valid during the
 	// call; Keep may be called from several goroutines at once.
-	Keep func(digest string, data []byte)
+	Keep func(digest Sum, data []byte)
 }
 
 // Index finds every skill in t (every directory holding a SKILL.md), hashes
@@ -609,7 +607,7 @@ func build(dir string, sub []Entry, digests []Digest, hashed []bool, md parsedMD
 type hasher struct {
 	tree    Tree
 	cache   DigestCache
-	keep    func(digest string, data []byte)
+	keep    func(digest Sum, data []byte)
 	entries []Entry
 
 	hashed  atomic.Int64
@@ -803,7 +801,7 @@ func (h *hasher) hashOne(e Entry, buf []byte) (Digest, *parsedMD, error) {
 		}
 		n = m
 	}
-	d := Digest{Digest: gitref.SumHash(sum).String(), Size: n}
+	d := Digest{Digest: SumOfHash(sum), Size: n}
 	if h.keep != nil && whole != nil {
 		h.keep(d.Digest, whole)
 	}
@@ -854,7 +852,7 @@ func ReadBody(t Tree, s *Skill) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", joinPath(s.Path, "SKILL.md"), err)
 	}
-	if int64(len(data)) != f.Size || gitref.Digest(f.Digest).Verify(data) != nil {
+	if int64(len(data)) != f.Size || f.Digest.Verify(data) != nil {
 		return nil, fmt.Errorf("read %s: %w", joinPath(s.Path, "SKILL.md"), ErrChanged)
 	}
 	return SkillMDBody(data)

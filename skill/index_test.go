@@ -63,7 +63,7 @@ func TestIndexNestedAndManifest(t *testing.T) {
 	for _, f := range outer.Files {
 		paths = append(paths, f.Path)
 		sum := sha256.Sum256(mustRead(t, filepath.Join(root, "outer", f.Path)))
-		if f.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
+		if f.Digest.String() != "sha256:"+hex.EncodeToString(sum[:]) {
 			t.Errorf("%s: digest %s is wrong", f.Path, f.Digest)
 		}
 	}

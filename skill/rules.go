@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Rule names a rule a skill can break. Rules are stable identifiers: they
@@ -135,14 +136,11 @@ func check(o *object) (*Frontmatter, error) {
 	for _, k := range []struct {
 		key  string
 		rule Rule
-		dst  *string
-	}{{"allowed-tools", RuleAllowedTools, &fm.AllowedTools}, {"license", RuleLicense, &fm.License}} {
+	}{{"allowed-tools", RuleAllowedTools}, {"license", RuleLicense}} {
 		if v, ok := o.vals[k.key]; ok && v != nil {
-			s, isStr := v.(string)
-			if !isStr {
+			if _, isStr := v.(string); !isStr {
 				return nil, problem(k.rule, k.key+" must be a string")
 			}
-			*k.dst = s
 		}
 	}
 	if v, ok := o.vals["metadata"]; ok && v != nil {
@@ -165,7 +163,37 @@ func check(o *object) (*Frontmatter, error) {
 		slices.SortFunc(fm.Metadata, func(a, b MetadataEntry) int { return strings.Compare(a.Key, b.Key) })
 	}
 	catalogFields(o, fm)
+	fm.shareJSON()
 	return fm, nil
+}
+
+// shareJSON points each string field at the same bytes in fm.JSON where
+// the JSON holds them as they are (a value without escapes: nearly all),
+// so that the decoder's copies are dropped: a frontmatter kept for the
+// skill's life holds its text once, not twice.
+func (fm *Frontmatter) shareJSON() {
+	if len(fm.JSON) == 0 {
+		return
+	}
+	js := unsafe.String(unsafe.SliceData(fm.JSON), len(fm.JSON))
+	in := func(s *string) {
+		if *s == "" {
+			return
+		}
+		if i := strings.Index(js, *s); i >= 0 {
+			*s = js[i : i+len(*s)]
+		}
+	}
+	for _, p := range []*string{&fm.Name, &fm.Description, &fm.Compatibility, &fm.Version} {
+		in(p)
+	}
+	for i := range fm.Metadata {
+		in(&fm.Metadata[i].Key)
+		in(&fm.Metadata[i].Value)
+	}
+	for i := range fm.Tags {
+		in(&fm.Tags[i])
+	}
 }
 
 // catalogFields reads version, tags and deprecated: top level first, then

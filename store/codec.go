@@ -38,10 +38,15 @@ const (
 
 // Skill records have formats of their own: format 1 held the skill's
 // body (SKILL.md after the frontmatter), format 2 holds none (a body is
-// read back from the tree when something needs it). Both decode.
+// read back from the tree when something needs it), format 3 holds each
+// file's digest as its 32 bytes where 2 spelled it ("sha256:" and 64 hex
+// digits: 39 bytes more a file, in the file and in the restore's arena,
+// which the restored skills' strings keep alive), and no license or
+// allowed-tools beside the JSON that holds them. All three decode.
 const (
-	skillFormatBody = 1
-	skillFormat     = 2
+	skillFormatBody    = 1
+	skillFormatSpelled = 2
+	skillFormat        = 3
 )
 
 // errShort and errTrailing are the decoding failures of damaged values.
@@ -63,6 +68,17 @@ func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
 func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) bytes(b []byte)   { e.uvarint(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *enc) bool(v bool)      { e.byte(b2u(v)) }
+
+// digest writes a digest in its manifest spelling, as str wrote the
+// strings files held before (digest entries, and skill records before
+// format 3).
+func (e *enc) digest(s skill.Sum) {
+	var b [71]byte
+	e.bytes(s.AppendDigest(b[:0]))
+}
+
+// sum writes a digest's 32 bytes (skill records of format 3).
+func (e *enc) sum(s skill.Sum) { e.b = append(e.b, s[:]...) }
 func (e *enc) count(n int, isNil bool) {
 	// 0 is nil, n+1 is n elements: a decoded value deep-equals the encoded one.
 	if isNil {
@@ -76,7 +92,7 @@ func (e *enc) count(n int, isNil bool) {
 // one costs about as much inline.
 const minRef = 8
 
-// ref writes a string of a format 2 skill record: inline (uvarint
+// ref writes a string of a skill record (formats 2 and 3): inline (uvarint
 // len<<1, bytes), or, when it occurs in e.b[lo:hi] (bytes of this record
 // already written), as where it occurs (uvarint off<<1|1, uvarint len,
 // off counted from the record's start). The decoder then returns a
@@ -222,6 +238,34 @@ func (d *dec) bool() bool {
 	return false
 }
 
+// digest reads a digest enc.digest wrote ("" is the zero Sum).
+func (d *dec) digest() skill.Sum {
+	s := d.str()
+	if s == "" {
+		return skill.Sum{}
+	}
+	sum, err := skill.ParseSum(s)
+	if err != nil {
+		d.fail(err)
+	}
+	return sum
+}
+
+// sum reads what enc.sum wrote.
+func (d *dec) sum() skill.Sum {
+	var s skill.Sum
+	if d.err != nil {
+		return s
+	}
+	if len(d.s) < len(s) {
+		d.fail(errShort)
+		return s
+	}
+	copy(s[:], d.s)
+	d.s = d.s[len(s):]
+	return s
+}
+
 func (d *dec) str() string {
 	n := d.uvarint()
 	if d.err != nil {
@@ -294,7 +338,7 @@ const (
 )
 
 // encodeSkill encodes everything of a skill but its path (the key holds
-// it), in format 2.
+// it), in format 3.
 func encodeSkill(e *enc, s *skill.Skill) {
 	e.rec = len(e.b)
 	e.byte(skillFormat)
@@ -305,9 +349,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		jlo, jhi := len(e.b)-len(fm.JSON), len(e.b)
 		e.ref(fm.Name, jlo, jhi)
 		e.ref(fm.Description, jlo, jhi)
-		e.ref(fm.License, jlo, jhi)
-		e.ref(fm.Compatibility, jlo, jhi)
-		e.ref(fm.AllowedTools, jlo, jhi)
+		e.ref(fm.Compatibility, jlo, jhi) // format 3: no license, no allowed-tools (the JSON has them)
 		// Inline and sorted, so that equal skills encode to equal bytes
 		// (an unchanged skill is not rewritten) and equal metadata to
 		// equal bytes wherever it is (a restart shares the maps).
@@ -351,7 +393,7 @@ func encodeSkill(e *enc, s *skill.Skill) {
 		}
 		e.ref(f.Path, ilo, ihi)
 		e.varint(f.Size)
-		e.str(f.Digest)
+		e.sum(f.Digest)
 	}
 	e.count(len(s.Dirs), s.Dirs == nil)
 	for _, d := range s.Dirs {
@@ -382,8 +424,8 @@ const maxInterned = 4096
 // o.inPlace.
 func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o decoding) error {
 	d := dec{s: rec, all: rec}
-	format := d.formatOf(skillFormatBody, skillFormat)
-	str := d.ref // format 2: strings inline or within the record
+	format := d.formatOf(skillFormatBody, skillFormatSpelled, skillFormat)
+	str := d.ref // formats 2 and 3: strings inline or within the record
 	if format == skillFormatBody {
 		str = d.str
 	}
@@ -396,9 +438,13 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 		}
 		fm.Name = str()
 		fm.Description = str()
-		fm.License = str()
+		if format < skillFormat {
+			_ = str() // license: skills keep it in JSON only
+		}
 		fm.Compatibility = str()
-		fm.AllowedTools = str()
+		if format < skillFormat {
+			_ = str() // allowed-tools
+		}
 		start := d.s
 		if n, isNil := d.count(); !isNil {
 			fm.Metadata = make(skill.Metadata, n)
@@ -440,7 +486,7 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 			if format == skillFormatBody {
 				f.Path = d.str()
 				f.Size = d.varint()
-				f.Digest = d.str()
+				f.Digest = d.digest()
 				flags = d.byte()
 				f.ID = d.str()
 				if flags&fileKeyID != 0 {
@@ -459,7 +505,11 @@ func decodeSkill(path, rec string, s *skill.Skill, fm *skill.Frontmatter, o deco
 				}
 				f.Path = d.ref()
 				f.Size = d.varint()
-				f.Digest = d.str()
+				if format == skillFormatSpelled {
+					f.Digest = d.digest()
+				} else {
+					f.Digest = d.sum()
+				}
 			}
 			f.Exec = flags&fileExec != 0
 			if flags&^(fileExec|fileKeyID) != 0 {
@@ -578,11 +628,11 @@ func decodeHeader(rec string) (snap *catalog.Snapshot, skills int, rules string,
 // records of stored snapshots carry that key, so that it is dropped when
 // the last one goes.
 func encodeDigest(refs uint64, dg skill.Digest) []byte {
-	e := enc{b: make([]byte, 0, 2+binary.MaxVarintLen64*2+len(dg.Digest))}
+	e := enc{b: make([]byte, 0, 2+binary.MaxVarintLen64*2+72)}
 	e.byte(recordFormat)
 	e.uvarint(refs)
 	e.varint(dg.Size)
-	e.str(dg.Digest)
+	e.digest(dg.Digest)
 	return e.b
 }
 
@@ -591,7 +641,7 @@ func decodeDigest(rec string) (refs uint64, dg skill.Digest, err error) {
 	d.format()
 	refs = d.uvarint()
 	dg.Size = d.varint()
-	dg.Digest = d.str()
+	dg.Digest = d.digest()
 	if err := d.end(); err != nil {
 		return 0, skill.Digest{}, err
 	}

@@ -35,7 +35,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		encodeSkill(&e, sk)
 		f.Add(byte(1), e.b)
 	}
-	f.Add(byte(2), encodeDigest(3, skill.Digest{Digest: "sha256:00", Size: 12}))
+	f.Add(byte(2), encodeDigest(3, skill.Digest{Digest: skill.Sum{0x10}, Size: 12}))
 	f.Fuzz(func(t *testing.T, kind byte, b []byte) {
 		switch kind % 3 {
 		case 0:
@@ -96,7 +96,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		t.Fatal("a record with a trailing byte decoded")
 	}
 	bad := bytes.Clone(rec)
-	bad[0] = 3
+	bad[0] = skillFormat + 1
 	if err := decodeSkill("alpha", string(bad), &s, &fm, decoding{}); err == nil {
 		t.Fatal("a record of an unknown format decoded")
 	}

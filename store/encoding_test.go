@@ -271,7 +271,7 @@ func withOneChange(snap *catalog.Snapshot) *catalog.Snapshot {
 	c.Skills = append([]*skill.Skill(nil), snap.Skills...)
 	sk := *c.Skills[len(c.Skills)/2]
 	sk.Files = append([]skill.File(nil), sk.Files...)
-	sk.Files[1].Digest = "sha256:" + string(bytes.Repeat([]byte("0"), 64))
+	sk.Files[1].Digest = skill.Sum{31: 1}
 	sk.Files[1].Key += "|changed"
 	c.Skills[len(c.Skills)/2] = &sk
 	return &c

@@ -39,7 +39,11 @@ type fixture struct {
 func fixtureData() fixture {
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	file := func(path, hex string, size int64, id, key string, exec bool) skill.File {
-		return skill.File{Path: path, Size: size, Digest: "sha256:" + hex, Exec: exec, ID: id, Key: key}
+		sum, err := skill.ParseSum("sha256:" + hex)
+		if err != nil {
+			panic(err)
+		}
+		return skill.File{Path: path, Size: size, Digest: sum, Exec: exec, ID: id, Key: key}
 	}
 	h := func(c byte) string { return string(slices.Repeat([]byte{c}, 64)) }
 	root := &skill.Skill{
@@ -57,9 +61,7 @@ func fixtureData() fixture {
 			JSON:          json.RawMessage(`{"name":"review","description":"Review code.","license":"MIT","compatibility":"any","allowed-tools":"Bash(git:*)","metadata":{"version":"1.2.0","owner":"me"},"tags":["git","review"]}`),
 			Name:          "review",
 			Description:   "Review code.",
-			License:       "MIT",
 			Compatibility: "any",
-			AllowedTools:  "Bash(git:*)",
 			Metadata:      skill.Metadata{{Key: "owner", Value: "me"}, {Key: "version", Value: "1.2.0"}},
 			Version:       "1.2.0",
 			Tags:          []string{"git", "review"},

@@ -203,4 +203,4 @@ func copyFile(t testing.TB, from, to string) {
 	}
 }
 
-func digestOf(d string, size int64) skill.Digest { return skill.Digest{Digest: d, Size: size} }
+func digestOf(d skill.Sum, size int64) skill.Digest { return skill.Digest{Digest: d, Size: size} }

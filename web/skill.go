@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -91,9 +90,9 @@ func (h *Handler) file(c echo.Context, ref catalog.Ref, rel string) error {
 	hd := c.Response().Header()
 	hd.Set("Content-Security-Policy", fileCSP)
 	hd.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": path.Base(f.Path)}))
-	hd.Set("ETag", `"`+f.Digest+`"`)
-	if sum, err := hex.DecodeString(strings.TrimPrefix(f.Digest, "sha256:")); err == nil {
-		hd.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(sum)+":")
+	hd.Set("ETag", `"`+f.Digest.String()+`"`)
+	if !f.Digest.IsZero() {
+		hd.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(f.Digest[:])+":")
 	}
 	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", data)
 }
@@ -181,7 +180,7 @@ func (h *Handler) skillPage(c echo.Context, cat *catalog.Catalog, v Viewer, ref 
 		IndexedAt:   snap.IndexedAt,
 	}
 	for _, f := range sk.Files {
-		d.Files = append(d.Files, fileRow{Path: f.Path, Href: fileHref(snap.Source, sk.Path, f.Path), Size: f.Size, Digest: f.Digest, Exec: f.Exec})
+		d.Files = append(d.Files, fileRow{Path: f.Path, Href: fileHref(snap.Source, sk.Path, f.Path), Size: f.Size, Digest: f.Digest.String(), Exec: f.Exec})
 	}
 	if base, ok := githubRepo(snap.Repository); ok {
 		d.RepoURL = base

@@ -396,7 +396,7 @@ func compareCatalog(snap *catalog.Snapshot, want wantCatalog) []string {
 			switch {
 			case !ok:
 				diffs = append(diffs, fmt.Sprintf("unexpected file %s", path.Join(sk.Path, f.Path)))
-			case w.Size != f.Size || w.Digest != f.Digest:
+			case w.Size != f.Size || w.Digest != f.Digest.String():
 				diffs = append(diffs, fmt.Sprintf("%s: %d bytes %s, the commit has %d bytes %s", path.Join(sk.Path, f.Path), f.Size, f.Digest, w.Size, w.Digest))
 			}
 		}

@@ -434,7 +434,7 @@ func checkRestart(t *testing.T, yaml string, h *crashHistory, lastDone, inFlight
 				t.Fatalf("restart after a kill (%s): read %s: %v", where, uri, err)
 			}
 			sum := sha256.Sum256(b)
-			if int64(len(b)) != f.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.Digest {
+			if int64(len(b)) != f.Size || "sha256:"+hex.EncodeToString(sum[:]) != f.Digest.String() {
 				t.Fatalf("restart after a kill (%s): %s serves %d bytes %x, its manifest says %d bytes %s", where, uri, len(b), sum, f.Size, f.Digest)
 			}
 		}

@@ -187,7 +187,7 @@ func storeWithOneChange(snap *catalog.Snapshot) *catalog.Snapshot {
 	sk := *c.Skills[i]
 	sk.Files = slices.Clone(sk.Files)
 	f := &sk.Files[len(sk.Files)-1]
-	f.Digest = "sha256:" + fmt.Sprintf("%064x", 1)
+	f.Digest = skill.Sum{31: 1}
 	f.Key += "|changed"
 	c.Skills[i] = &sk
 	return &c

@@ -33,8 +33,8 @@ func testSnapshot(t testing.TB, source string, n int) *catalog.Snapshot {
 			t.Fatal(err)
 		}
 		skills = append(skills, &skill.Skill{Path: "group/" + name, Frontmatter: fm, Files: []skill.File{
-			{Path: "SKILL.md", Size: 10, Digest: "sha256:00"},
-			{Path: "x.md", Size: 1, Digest: "sha256:02"},
+			{Path: "SKILL.md", Size: 10, Digest: skill.Sum{0x10}},
+			{Path: "x.md", Size: 1, Digest: skill.Sum{0x12}},
 		}})
 	}
 	return catalog.NewSnapshot(&catalog.Snapshot{Source: source, Kind: catalog.KindGit, Repository: "https://example.com/r.git", Commit: "abc", Skills: skills, IndexedAt: time.Now()}, nil)

@@ -116,7 +116,7 @@ func appendEntry(b []byte, ref catalog.Ref, provable bool) ([]byte, error) {
 			b = appendString(b, snap.FileURI(sk, f))
 		}
 		b = append(b, `,"digest":`...)
-		b = appendString(b, f.Digest)
+		b = append(f.Digest.AppendDigest(append(b, '"')), '"') // hex digits: nothing to escape
 		b = append(b, `,"size":`...)
 		b = strconv.AppendInt(b, f.Size, 10)
 		b = append(b, '}')

@@ -27,9 +27,9 @@ func oddSnapshot(t testing.TB, repo, ref, commit string) *catalog.Snapshot {
 			t.Fatal(err)
 		}
 		skills = append(skills, &skill.Skill{Path: fmt.Sprintf("g/s%d", i), Frontmatter: fm, Files: []skill.File{
-			{Path: "SKILL.md", Size: 10, Digest: "sha256:00"},
-			{Path: "references/a b%.md", Size: 1 << 40, Digest: "sha256:01"},
-			{Path: "scripts/é.sh", Size: 0, Digest: "sha256:02", Exec: true},
+			{Path: "SKILL.md", Size: 10, Digest: skill.Sum{0x10}},
+			{Path: "references/a b%.md", Size: 1 << 40, Digest: skill.Sum{0x11}},
+			{Path: "scripts/é.sh", Size: 0, Digest: skill.Sum{0x12}, Exec: true},
 		}})
 	}
 	loose, _, err := skill.ParseSkillMD([]byte("---\nname: loose\ndescription: d\n---\n"))
@@ -37,8 +37,8 @@ func oddSnapshot(t testing.TB, repo, ref, commit string) *catalog.Snapshot {
 		t.Fatal(err)
 	}
 	loose.JSON = json.RawMessage("{ \"name\" : \"loose\",\n \"description\":\"a b\" }")
-	skills = append(skills, &skill.Skill{Path: "g/loose", Frontmatter: loose, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: "sha256:03"}}})
-	skills = append(skills, &skill.Skill{Path: "g/empty \"q\"", Frontmatter: &skill.Frontmatter{}, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: "sha256:04"}}})
+	skills = append(skills, &skill.Skill{Path: "g/loose", Frontmatter: loose, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: skill.Sum{0x13}}}})
+	skills = append(skills, &skill.Skill{Path: "g/empty \"q\"", Frontmatter: &skill.Frontmatter{}, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: skill.Sum{0x14}}}})
 	return catalog.NewSnapshot(&catalog.Snapshot{Source: "odd", Kind: catalog.KindGit, Repository: repo, Ref: ref, Commit: commit, Skills: skills, IndexedAt: time.Now()}, nil)
 }
 
@@ -91,7 +91,7 @@ func FuzzAppendEntry(f *testing.F) {
 		if !json.Valid([]byte(fm)) {
 			return
 		}
-		sk := &skill.Skill{Path: p, Frontmatter: &skill.Frontmatter{JSON: json.RawMessage(fm)}, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: ref}, {Path: p, Size: 2, Digest: "sha256:" + p}}}
+		sk := &skill.Skill{Path: p, Frontmatter: &skill.Frontmatter{JSON: json.RawMessage(fm)}, Files: []skill.File{{Path: "SKILL.md", Size: 1, Digest: skill.SumOf([]byte(ref))}, {Path: p, Size: 2, Digest: skill.SumOf([]byte(p))}}}
 		snap := catalog.NewSnapshot(&catalog.Snapshot{Source: "f", Kind: catalog.KindGit, Ref: ref, Skills: []*skill.Skill{sk}}, nil)
 		r := catalog.Ref{Snap: snap, Skill: sk}
 		got, err := entryBytes(r, true)
