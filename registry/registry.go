@@ -130,8 +130,7 @@ type Registry struct {
 	persistRetry map[string]*time.Timer
 
 	// warmSearch says a restore served something, so Run builds the
-	// search index once the restored sources' first syncs are done
-	// (restore.go).
+	// search index (restore.go).
 	warmSearch bool
 }
 
@@ -380,16 +379,9 @@ func (r *Registry) Run(ctx context.Context) error {
 			go r.worker(run)
 		}
 	}
-	var first []restoredSync
-	for _, run := range r.sources {
-		if run.restored && run.listing != nil {
-			first = append(first, restoredSync{run: run, lw: run.listing})
-		}
-	}
-	warm := r.warmSearch
-	r.warmSearch = false
-	if len(first) > 0 || warm {
-		r.inflight.Go(func() { r.settleRestored(ctx, first, warm) })
+	if r.warmSearch {
+		r.warmSearch = false
+		r.live.WarmSearch() // in the background, stepping aside for requests
 	}
 	r.mu.Unlock()
 	<-ctx.Done()

@@ -289,8 +289,8 @@ func (r *Registry) markStale(name string, p catalog.Persisted) {
 // resized) is indexed again and served as it is now in a new generation.
 // That sync is the check of the stored catalog, one walk of the tree: its
 // listing sets up the source's watches (listingWatch), and it steps aside
-// for requests (Options.Yield), walking one directory at a time. Once it
-// is done the search index is built, stepping aside too. Nothing served
+// for requests (Options.Yield), walking one directory at a time. Beside
+// it Run builds the search index, stepping aside too. Nothing served
 // waits for any of it: every read checks the digest meanwhile. Restore
 // calls it before Run.
 func (r *Registry) holdRestored(snaps []*catalog.Snapshot) {
@@ -305,44 +305,4 @@ func (r *Registry) holdRestored(snaps []*catalog.Snapshot) {
 			run.restored = true
 		}
 	}
-}
-
-// restoredSync is a restored directory source whose first sync Run
-// started, and that sync's listing (see listingWatch).
-type restoredSync struct {
-	run *sourceRun
-	lw  *listingWatch
-}
-
-// settleRestored is Run's background half of a restore: it waits for the
-// first sync of each restored directory source, then builds the search
-// index (stepping aside for requests: see catalog.LiveOptions.Yield).
-func (r *Registry) settleRestored(ctx context.Context, first []restoredSync, warm bool) {
-	for _, f := range first {
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.run.ctx.Done(): // removed by a reload: nothing to wait for
-			continue
-		case <-f.lw.done:
-		}
-		f.run.waitSync() // the listing is done; the sync swaps and stores after it
-	}
-	if warm && ctx.Err() == nil {
-		r.live.WarmSearch()
-	}
-}
-
-// waitSync returns once no sync of the source runs.
-func (run *sourceRun) waitSync() {
-	run.syncMu.Lock()
-	defer run.syncMu.Unlock()
-}
-
-// yield waits for Options.Yield, if set.
-func (r *Registry) yield(ctx context.Context) error {
-	if err := ctx.Err(); err != nil || r.o.Yield == nil {
-		return err
-	}
-	return r.o.Yield(ctx)
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -75,7 +74,7 @@ func (c *openCounter) Open(id string) (io.ReadCloser, error) {
 // served at once, every page and every file of it, while the first sync,
 // which checks the stored catalog against the tree, is held in the middle
 // of its walk (Options.Yield holds it: two skills changed while the daemon
-// was down). Released, that one walk of the tree reads only the changed
+// was down; the search index's build beside it is held too). Released, that one walk of the tree reads only the changed
 // skills' files, serves them as they are now in a new generation that
 // shares every other skill value, stores it once, and sets up the
 // source's watches from its listing: every directory watched once, no
@@ -106,31 +105,32 @@ func TestRestoreServesWhileItsResyncIsHeld(t *testing.T) {
 	testkit.WriteFiles(t, root, map[string]string{"s003/ref.md": "the reference, rewritten while the daemon was down"})
 
 	var (
-		mu     sync.Mutex
-		swaps  []*catalog.Catalog
-		yields int
-		added  = map[string]int{}
+		mu    sync.Mutex
+		swaps []*catalog.Catalog
+		added = map[string]int{}
 	)
-	held, release := make(chan struct{}), make(chan struct{})
+	release := make(chan struct{})
 	counter := &openCounter{}
 	st := &countStore{}
 	r2 := New(Options{
 		Store:  st,
 		OnSwap: func(_, c *catalog.Catalog) { mu.Lock(); swaps = append(swaps, c); mu.Unlock() },
+		// Once the walk has listed (and watched) YieldDirs directories,
+		// every step waits: the walk's next, and the search index's
+		// build beside it.
 		Yield: func(ctx context.Context) error {
 			mu.Lock()
-			yields++
-			second := yields == 2
+			hold := len(added) >= skill.YieldDirs
 			mu.Unlock()
-			if second {
-				close(held)
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+			if !hold {
+				return nil
 			}
-			return nil
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		},
 		dirTree: func(tr skill.Tree) skill.Tree {
 			counter.mu.Lock()
@@ -157,11 +157,13 @@ func TestRestoreServesWhileItsResyncIsHeld(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	select {
-	case <-held:
-	case <-time.After(testkit.WaitTimeout):
-		t.Fatal("the first sync never stepped aside inside its walk")
-	}
+	// The walk steps aside before its first directory and again after
+	// YieldDirs of them, each watched as it is listed.
+	testkit.WaitUntil(t, "the first sync held inside its walk", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(added) == skill.YieldDirs
+	})
 
 	// Held: every page and every file of the restored generation is
 	// served, s007 as stored. (A read of its ref.md, gone from disk, would
