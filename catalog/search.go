@@ -248,27 +248,52 @@ func (st *searchState) swapped(next *Catalog) {
 // segment is marked partial and the source asked to resync: the next
 // generation states what the file holds now.
 func (st *searchState) build(s *Snapshot, skills []*skill.Skill) (*search.Segment, bool) {
-	docs := make([]search.Doc, len(skills))
+	d, _ := st.readDocs(context.Background(), s, skills, nil)
+	return st.index1(s, d)
+}
+
+// bucketDocs is what build indexes: the documents of a bucket's skills,
+// and the first body that could not be read.
+type bucketDocs struct {
+	docs     []search.Doc
+	failed   error
+	failedSk *skill.Skill
+}
+
+// readBatch is how many bodies a warm reads between two calls of its
+// yield (a bucket's reads took 10-40 ms in one piece).
+const readBatch = 128
+
+// readDocs reads the bodies of skills into documents, calling yield (when
+// set) every readBatch bodies; an error from yield stops it.
+func (st *searchState) readDocs(ctx context.Context, s *Snapshot, skills []*skill.Skill, yield func(context.Context) error) (bucketDocs, error) {
+	d := bucketDocs{docs: make([]search.Doc, len(skills))}
 	var buf []byte
-	var (
-		failed   error
-		failedSk *skill.Skill
-	)
 	for i, sk := range skills {
+		if yield != nil && i > 0 && i%readBatch == 0 {
+			if err := yield(ctx); err != nil {
+				return bucketDocs{}, err
+			}
+		}
 		body, b, err := st.live.readBody(s, sk, buf)
 		buf = b
-		if err != nil && failed == nil {
-			failed, failedSk = err, sk
+		if err != nil && d.failed == nil {
+			d.failed, d.failedSk = err, sk
 		}
-		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, body)
+		d.docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, body)
 	}
-	if failed != nil {
-		st.live.log.Warn("search indexes a skill without its body; resyncing", "source", s.Source, "err", failed)
-		if f, ok := failedSk.File("SKILL.md"); ok {
-			st.live.resync(FileRef{Ref: Ref{Snap: s, Skill: failedSk}, File: f, URI: s.SkillURI(failedSk)})
+	return d, nil
+}
+
+// index1 indexes a bucket's documents (see build).
+func (st *searchState) index1(s *Snapshot, d bucketDocs) (*search.Segment, bool) {
+	if d.failed != nil {
+		st.live.log.Warn("search indexes a skill without its body; resyncing", "source", s.Source, "err", d.failed)
+		if f, ok := d.failedSk.File("SKILL.md"); ok {
+			st.live.resync(FileRef{Ref: Ref{Snap: s, Skill: d.failedSk}, File: f, URI: s.SkillURI(d.failedSk)})
 		}
 	}
-	return search.BuildSegment(docs), failed != nil
+	return search.BuildSegment(d.docs), d.failed != nil
 }
 
 // readBody returns the body of sk's SKILL.md, read through the snapshot's
@@ -373,7 +398,19 @@ func (st *searchState) warm(ctx context.Context, cat *Catalog, yield func(contex
 			if yield(ctx) != nil {
 				return
 			}
-			b.segment(st, s)
+			// Read stepping aside, outside the bucket's once: a search
+			// that needs the bucket meanwhile builds it without waiting.
+			d, err := st.readDocs(ctx, s, b.skills, yield)
+			if err != nil {
+				return
+			}
+			if yield(ctx) != nil {
+				return
+			}
+			b.once.Do(func() {
+				b.seg, b.partial = st.index1(s, d)
+				b.built.Store(true)
+			})
 		}
 	}
 	if yield(ctx) != nil {
