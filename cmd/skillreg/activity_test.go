@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // TestActivityYieldsToRequests: the background work of a restart passes
@@ -43,5 +44,23 @@ func TestActivityYieldsToRequests(t *testing.T) {
 	}
 	if err := a.yield(context.Background()); err != nil {
 		t.Fatalf("yield after the request = %v", err)
+	}
+}
+
+// TestActivitySlotsUnderLoad: under load the background steps of every
+// waiter together go on once per yieldMax, not one per waiter: two
+// waiters at the same moment get one slot, and the next comes yieldMax
+// after it.
+func TestActivitySlotsUnderLoad(t *testing.T) {
+	var a activity
+	t0 := time.Unix(1_000_000, 0)
+	if !a.takeSlot(t0) {
+		t.Fatal("the first waiter under load got no slot")
+	}
+	if a.takeSlot(t0) || a.takeSlot(t0.Add(yieldMax-time.Nanosecond)) {
+		t.Fatal("a second waiter went on within yieldMax of the first")
+	}
+	if !a.takeSlot(t0.Add(yieldMax)) {
+		t.Fatal("no slot yieldMax after the last one")
 	}
 }

@@ -692,8 +692,10 @@ func (d *Daemon) searchWeb(f catalog.Filter, q string, limit int) ([]web.Hit, er
 
 // Bounds of activity.yield: background work waits for requests to leave
 // a quiet gap of yieldQuiet, checking every yieldTick, and goes on after
-// yieldMax regardless, so that it finishes under constant load too (one
-// step per yieldMax: a small share of the machine).
+// yieldMax regardless, so that it finishes under constant load too: one
+// step per yieldMax, of all the background work together (a restart's
+// walk, the index judging what it lists, the search build), a small share
+// of the machine.
 const (
 	yieldQuiet = 10 * time.Millisecond
 	yieldTick  = 2 * time.Millisecond
@@ -706,6 +708,7 @@ const (
 type activity struct {
 	inflight atomic.Int64
 	last     atomic.Int64 // when the last request ended, in UnixNano
+	slot     atomic.Int64 // when a waiter last went on under load, in UnixNano
 }
 
 // track counts next's requests.
@@ -721,15 +724,19 @@ func (a *activity) track(next http.Handler) http.Handler {
 }
 
 // yield returns nil once no request has been in flight for yieldQuiet
-// (at once if none has been), or yieldMax has passed; ctx's error if it
-// ends while yield waits.
+// (at once if none has been), or yieldMax has passed and no other waiter
+// went on in the last yieldMax (takeSlot); ctx's error if it ends while
+// yield waits.
 func (a *activity) yield(ctx context.Context) error {
 	deadline := time.Now().Add(yieldMax)
 	t := time.NewTicker(yieldTick)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet || now.After(deadline) {
+		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet {
+			return nil
+		}
+		if now.After(deadline) && a.takeSlot(now) {
 			return nil
 		}
 		select {
@@ -738,4 +745,15 @@ func (a *activity) yield(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// takeSlot reports whether a waiter may go on under load at now: one in
+// every yieldMax, however many wait (each step of background work taken
+// while requests are in flight is one of them).
+func (a *activity) takeSlot(now time.Time) bool {
+	last := a.slot.Load()
+	if now.UnixNano()-last < int64(yieldMax) {
+		return false
+	}
+	return a.slot.CompareAndSwap(last, now.UnixNano())
 }
