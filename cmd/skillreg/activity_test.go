@@ -47,20 +47,24 @@ func TestActivityYieldsToRequests(t *testing.T) {
 	}
 }
 
-// TestActivitySlotsUnderLoad: under load the background steps of every
-// waiter together go on once per yieldMax, not one per waiter: two
-// waiters at the same moment get one slot, and the next comes yieldMax
-// after it.
+// TestActivitySlotsUnderLoad: while requests come the background steps
+// of every waiter together go on once per slot, not one per waiter: two
+// waiters at the same moment get one slot, and the next comes a slot's
+// length after it (yieldMax under load, yieldQuiet in a gap).
 func TestActivitySlotsUnderLoad(t *testing.T) {
 	var a activity
 	t0 := time.Unix(1_000_000, 0)
-	if !a.takeSlot(t0) {
+	if !a.takeSlot(t0, yieldMax) {
 		t.Fatal("the first waiter under load got no slot")
 	}
-	if a.takeSlot(t0) || a.takeSlot(t0.Add(yieldMax-time.Nanosecond)) {
+	if a.takeSlot(t0, yieldMax) || a.takeSlot(t0.Add(yieldMax-time.Nanosecond), yieldMax) {
 		t.Fatal("a second waiter went on within yieldMax of the first")
 	}
-	if !a.takeSlot(t0.Add(yieldMax)) {
+	if !a.takeSlot(t0.Add(yieldMax), yieldMax) {
 		t.Fatal("no slot yieldMax after the last one")
+	}
+	t1 := t0.Add(yieldMax)
+	if a.takeSlot(t1.Add(yieldQuiet-time.Nanosecond), yieldQuiet) || !a.takeSlot(t1.Add(yieldQuiet), yieldQuiet) {
+		t.Fatal("in a gap between requests, slots are not yieldQuiet apart")
 	}
 }

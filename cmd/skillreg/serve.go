@@ -723,20 +723,26 @@ func (a *activity) track(next http.Handler) http.Handler {
 	})
 }
 
-// yield returns nil once no request has been in flight for yieldQuiet
-// (at once if none has been), or yieldMax has passed and no other waiter
-// went on in the last yieldMax (takeSlot); ctx's error if it ends while
-// yield waits.
+// yield returns nil at once when no request came for yieldMax; once no
+// request has been in flight for yieldQuiet and no other waiter went on
+// within yieldQuiet; or once yieldMax has passed and no other waiter went
+// on within yieldMax (takeSlot). It returns ctx's error if ctx ends while
+// it waits.
 func (a *activity) yield(ctx context.Context) error {
 	deadline := time.Now().Add(yieldMax)
 	t := time.NewTicker(yieldTick)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet {
-			return nil
+		if a.inflight.Load() == 0 {
+			switch gap := now.Sub(time.Unix(0, a.last.Load())); {
+			case gap >= yieldMax:
+				return nil // idle: everything goes on
+			case gap >= yieldQuiet && a.takeSlot(now, yieldQuiet):
+				return nil // a gap between requests: one waiter
+			}
 		}
-		if now.After(deadline) && a.takeSlot(now) {
+		if now.After(deadline) && a.takeSlot(now, yieldMax) {
 			return nil
 		}
 		select {
@@ -747,12 +753,13 @@ func (a *activity) yield(ctx context.Context) error {
 	}
 }
 
-// takeSlot reports whether a waiter may go on under load at now: one in
-// every yieldMax, however many wait (each step of background work taken
-// while requests are in flight is one of them).
-func (a *activity) takeSlot(now time.Time) bool {
+// takeSlot reports whether a waiter may go on at now, no other having
+// gone on within every before it: however many wait, the background steps
+// taken while requests come go one at a time (on a loaded machine a
+// starved client leaves gaps between its requests that are not idleness).
+func (a *activity) takeSlot(now time.Time, every time.Duration) bool {
 	last := a.slot.Load()
-	if now.UnixNano()-last < int64(yieldMax) {
+	if now.UnixNano()-last < int64(every) {
 		return false
 	}
 	return a.slot.CompareAndSwap(last, now.UnixNano())
