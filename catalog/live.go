@@ -52,7 +52,12 @@ type LiveOptions struct {
 	// the file that no longer matches (relative to the source root): a
 	// directory source then rescans that file's skill, not its tree.
 	ResyncFile func(source, path string)
-	Now        func() time.Time
+	// Yield, when set, is called by the search index's background builds
+	// (WarmSearch) before each step, a bucket of skills or the merged
+	// dictionary; it returns once requests leave room for the next one,
+	// or ctx ends. Nil never waits.
+	Yield func(ctx context.Context) error
+	Now   func() time.Time
 }
 
 // Live holds the current generation of the catalog and the superseded ones

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -286,27 +287,52 @@ func (st *searchState) swapped(next *Catalog) {
 // segment is marked partial and the source asked to resync: the next
 // generation states what the file holds now.
 func (st *searchState) build(s *Snapshot, skills []*skill.Skill) (*search.Segment, bool) {
-	docs := make([]search.Doc, len(skills))
+	d, _ := st.readDocs(context.Background(), s, skills, nil)
+	return st.index1(s, d)
+}
+
+// bucketDocs is what build indexes: the documents of a bucket's skills,
+// and the first body that could not be read.
+type bucketDocs struct {
+	docs     []search.Doc
+	failed   error
+	failedSk *skill.Skill
+}
+
+// readBatch is how many bodies a warm reads between two calls of its
+// yield (a bucket's reads took 10-40 ms in one piece).
+const readBatch = 128
+
+// readDocs reads the bodies of skills into documents, calling yield (when
+// set) every readBatch bodies; an error from yield stops it.
+func (st *searchState) readDocs(ctx context.Context, s *Snapshot, skills []*skill.Skill, yield func(context.Context) error) (bucketDocs, error) {
+	d := bucketDocs{docs: make([]search.Doc, len(skills))}
 	var buf []byte
-	var (
-		failed   error
-		failedSk *skill.Skill
-	)
 	for i, sk := range skills {
+		if yield != nil && i > 0 && i%readBatch == 0 {
+			if err := yield(ctx); err != nil {
+				return bucketDocs{}, err
+			}
+		}
 		body, b, err := st.live.readBody(s, sk, buf)
 		buf = b
-		if err != nil && failed == nil {
-			failed, failedSk = err, sk
+		if err != nil && d.failed == nil {
+			d.failed, d.failedSk = err, sk
 		}
-		docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, body)
+		d.docs[i] = search.FromSkill(s.SkillURI(sk), s.Source, sk, body)
 	}
-	if failed != nil {
-		st.live.log.Warn("search indexes a skill without its body; resyncing", "source", s.Source, "err", failed)
-		if f, ok := failedSk.File("SKILL.md"); ok {
-			st.live.resync(FileRef{Ref: Ref{Snap: s, Skill: failedSk}, File: f, URI: s.SkillURI(failedSk)})
+	return d, nil
+}
+
+// index1 indexes a bucket's documents (see build).
+func (st *searchState) index1(s *Snapshot, d bucketDocs) (*search.Segment, bool) {
+	if d.failed != nil {
+		st.live.log.Warn("search indexes a skill without its body; resyncing", "source", s.Source, "err", d.failed)
+		if f, ok := d.failedSk.File("SKILL.md"); ok {
+			st.live.resync(FileRef{Ref: Ref{Snap: s, Skill: d.failedSk}, File: f, URI: s.SkillURI(d.failedSk)})
 		}
 	}
-	return search.BuildSegment(docs), failed != nil
+	return search.BuildSegment(d.docs), d.failed != nil
 }
 
 // readBody returns the body of sk's SKILL.md, read through the snapshot's
@@ -379,8 +405,55 @@ func (l *Live) Search(f Filter, source, query string, o search.Options) ([]searc
 
 // WarmSearch builds the search segments of the current generation's
 // snapshots and its merged dictionary in the background, so the first
-// search does not pay for them.
+// search does not pay for them. It steps aside for requests between
+// buckets (LiveOptions.Yield): at 100,000 skills a build reads 100,000
+// bodies, which a restarted daemon's requests must not wait behind. A
+// search that comes first builds what it needs itself.
 func (l *Live) WarmSearch() {
 	cat := l.Current()
-	go l.search.index(cat)
+	if l.o.Yield == nil {
+		go l.search.index(cat)
+		return
+	}
+	go l.search.warm(context.Background(), cat, l.o.Yield)
+}
+
+// warm builds cat's segments one bucket at a time, then its merged
+// dictionary, calling yield before each; it stops early once cat is no
+// longer current (its successor's warm builds what that one needs).
+func (st *searchState) warm(ctx context.Context, cat *Catalog, yield func(context.Context) error) {
+	for _, s := range cat.sources {
+		st.mu.Lock()
+		current := cat == st.cur
+		sp := st.splitOf(s, current)
+		st.mu.Unlock()
+		if !current {
+			return
+		}
+		for _, b := range sp.buckets {
+			if b.built.Load() {
+				continue
+			}
+			if yield(ctx) != nil {
+				return
+			}
+			// Read stepping aside, outside the bucket's once: a search
+			// that needs the bucket meanwhile builds it without waiting.
+			d, err := st.readDocs(ctx, s, b.skills, yield)
+			if err != nil {
+				return
+			}
+			if yield(ctx) != nil {
+				return
+			}
+			b.once.Do(func() {
+				b.seg, b.partial = st.index1(s, d)
+				b.built.Store(true)
+			})
+		}
+	}
+	if yield(ctx) != nil {
+		return
+	}
+	st.index(cat)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/skill"
 )
 
 // A directory source is watched with one inotify watch per directory
@@ -358,12 +359,14 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 }
 
 // listingWatch watches a directory source's tree from its first index,
-// on a cold start: the index calls watch with each directory it is about
-// to list (skill.DirTree.Listing), which the watcher watches then, instead
-// of walking the whole tree a second time beside the index (at 100,000
-// skills, 300,000 directories listed twice on two cores). Watched before
-// it is listed, no directory has a moment in which a change is neither
-// listed nor seen.
+// on a cold start and after a restore alike: the index calls watch with
+// each directory it is about to list (skill.DirTree.Listing), which the
+// watcher watches then, instead of walking the whole tree a second time
+// beside the index (at 100,000 skills, 300,000 directories listed twice
+// on two cores). Watched before it is listed, no directory has a moment
+// in which a change is neither listed nor seen: what changed before its
+// listing (while the daemon was down, say) the index finds, by its stat
+// keys, and what changes after, the watch.
 type listingWatch struct {
 	attached  chan struct{} // closed once dw is set (nil: no watcher)
 	dw        *dirWatcher
@@ -373,17 +376,25 @@ type listingWatch struct {
 	err       error // the first directory the kernel refused
 	done      chan struct{}
 	listedAll bool // written before done is closed
+	// yield, when set, is the index's skill.DirTree.Yield: a restored
+	// source's first index steps aside for requests (restore.go).
+	yield func(ctx context.Context) error
 }
 
 // offerListingLocked offers the watcher about to start the source's first
-// index, when nothing of the source is served and that index has not
-// begun (offered before the watcher starts, so before any sync of it
-// can): nil when the watcher walks the tree itself.
+// index, when nothing of the source is served, or what is served was
+// restored and not synced since, and that index has not begun (offered
+// before the watcher starts, so before any sync of it can): nil when the
+// watcher walks the tree itself.
 func (r *Registry) offerListingLocked(run *sourceRun) *listingWatch {
-	if _, served := r.Current().Snapshot(run.src.Name); served || run.listed || run.removed {
+	_, served := r.Current().Snapshot(run.src.Name)
+	if (served && !run.restored) || run.listed || run.removed {
 		return nil
 	}
 	lw := &listingWatch{attached: make(chan struct{}), done: make(chan struct{})}
+	if run.restored {
+		lw.yield = r.o.Yield
+	}
 	run.listing = lw
 	return lw
 }
@@ -398,26 +409,31 @@ func (lw *listingWatch) attach(dw *dirWatcher) {
 }
 
 // takeListing is a sync's side of offerListing: the first sync of a
-// directory source with nothing served takes the waiting watcher (nil
-// when there is none), and from then on no watcher waits for one.
+// directory source with nothing served, or with what a restore served,
+// takes the waiting watcher (nil when there is none), and from then on no
+// watcher waits for one.
 func (r *Registry) takeListing(run *sourceRun, prev *catalog.Snapshot) *listingWatch {
-	if run.src.Kind != catalog.KindDir || prev != nil {
+	if run.src.Kind != catalog.KindDir {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	run.listed = true
+	if prev != nil && !run.restored {
+		return nil
+	}
+	run.listed, run.restored = true, false
 	lw := run.listing
 	run.listing = nil
 	return lw
 }
 
-// watch is the index's skill.DirTree.Listing; nil without a watcher.
-func (lw *listingWatch) watch() func(string) {
-	if lw == nil {
-		return nil
+// tree is the directory tree the index lists, with lw's hooks.
+func (lw *listingWatch) tree(root string) skill.DirTree {
+	t := skill.DirTree{Root: root}
+	if lw != nil {
+		t.Listing, t.Yield = lw.add, lw.yield
 	}
-	return lw.add
+	return t
 }
 
 func (lw *listingWatch) add(rel string) {

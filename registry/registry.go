@@ -81,10 +81,11 @@ type Options struct {
 	Now     func() time.Time
 
 	// Yield, when set, is called by the work a restart leaves to the
-	// background (the file checks of restored directory sources, then
-	// their watches and first syncs, then the search index) before each
-	// step; it returns once the daemon's requests leave room for the
-	// next one, or ctx ends. Nil never waits.
+	// background (the first sync of each restored directory source, which
+	// checks its files and sets up its watches in one walk of the tree,
+	// then the search index) and by the search index's builds after each
+	// swap, before each step; it returns once the daemon's requests leave
+	// room for the next one, or ctx ends. Nil never waits.
 	Yield func(ctx context.Context) error
 
 	// gitRepos, set by tests, stands in for Git with in-memory remotes.
@@ -99,9 +100,6 @@ type Options struct {
 	// watchRetry replaces the walk's retry interval.
 	watching   func(source string, w dirNotifier)
 	watchRetry time.Duration
-	// beforeCheck, set by tests, is called before the background check
-	// of a restored directory source.
-	beforeCheck func(source string)
 }
 
 // Registry owns the sources, the current catalog and its recent history.
@@ -132,10 +130,8 @@ type Registry struct {
 	// persist failed (persist.go).
 	persistRetry map[string]*time.Timer
 
-	// checks are the restored directory snapshots whose files Run checks
-	// in the background; warmSearch says a restore served something, so
-	// Run builds the search index once that is done (restore.go).
-	checks     []*catalog.Snapshot
+	// warmSearch says a restore served something, so Run builds the
+	// search index (restore.go).
 	warmSearch bool
 }
 
@@ -152,9 +148,10 @@ type sourceRun struct {
 	retry   *time.Timer
 	removed bool
 	rescan  dirRescan // what the next sync of a directory source rescans (dirwatch.go)
-	// held: restored, its files not checked yet; its watch and its
-	// first sync wait for the check (restore.go).
-	held bool
+	// restored: served from the store and not synced since; its first
+	// sync is the check of the stored catalog, steps aside for requests
+	// and sets up the watches from its listing (restore.go).
+	restored bool
 	// listing is a directory source's watcher waiting for the first
 	// index to watch each directory it lists; listed says that index has
 	// begun, so a watcher that comes later walks the tree itself
@@ -195,6 +192,7 @@ func New(o Options) *Registry {
 		OnSwap:            o.OnSwap,
 		Resync:            r.RequestSync,
 		ResyncFile:        r.resyncFile,
+		Yield:             o.Yield,
 		Now:               o.Now,
 	})
 	return r
@@ -383,10 +381,9 @@ func (r *Registry) Run(ctx context.Context) error {
 			go r.worker(run)
 		}
 	}
-	checks, warm := r.checks, r.warmSearch
-	r.checks, r.warmSearch = nil, false
-	if len(checks) > 0 || warm {
-		r.inflight.Go(func() { r.checkRestored(ctx, checks, warm) })
+	if r.warmSearch {
+		r.warmSearch = false
+		r.live.WarmSearch() // in the background, stepping aside for requests
 	}
 	r.mu.Unlock()
 	<-ctx.Done()
@@ -405,7 +402,7 @@ func (r *Registry) startLocked(run *sourceRun) {
 	if run.src.Poll > 0 {
 		go r.poll(ctx, run)
 	}
-	if run.src.Kind == catalog.KindDir && !run.held { // a held one's starts after its check
+	if run.src.Kind == catalog.KindDir {
 		go r.watchDir(ctx, run, r.offerListingLocked(run))
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 
@@ -284,192 +281,28 @@ func (r *Registry) markStale(name string, p catalog.Persisted) {
 	st.Commit, st.Skills, st.Excluded = p.Snapshot.Commit, len(p.Snapshot.Skills), len(p.Snapshot.Excluded)
 }
 
-// checkChunk is how many skills the background check of a restored
-// directory source lstats between two calls of Options.Yield.
-const checkChunk = 256
-
-// holdRestored leaves the work a restart still owes the restored
-// directory snapshots to Run's background (checkRestored): their files'
-// check, then their watches and the sync each source starts with. That
-// sync reads the whole tree, and so does setting up the watches; done at
-// once, they ran exactly while the restarted daemon was meant to answer
-// at full speed (at 10,000 skills a complete listing took 2-4 s instead
-// of 0.15 s). Restore calls it before Run.
+// holdRestored leaves what a restart still owes the restored directory
+// snapshots to their first sync, which Run starts at once: a whole index
+// of the tree with the restored skills as Previous, so a skill whose
+// files are all as stored (same stat keys) is reused without reading, and
+// one that changed while the daemon was down (a file gone, replaced,
+// resized) is indexed again and served as it is now in a new generation.
+// That sync is the check of the stored catalog, one walk of the tree: its
+// listing sets up the source's watches (listingWatch), and it steps aside
+// for requests (Options.Yield), walking one directory at a time. Beside
+// it Run builds the search index, stepping aside too. Nothing served
+// waits for any of it: every read checks the digest meanwhile. Restore
+// calls it before Run.
 func (r *Registry) holdRestored(snaps []*catalog.Snapshot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.warmSearch = true
 	if r.ctx != nil {
-		return // already running: nothing waits for Run
+		return // already running: its syncs are under way
 	}
 	for _, s := range snaps {
-		run, ok := r.sources[s.Source]
-		if !ok || s.Kind != catalog.KindDir {
-			continue
-		}
-		// The sync SetSources asked for waits for the check.
-		run.pending, run.held = false, true
-		r.checks = append(r.checks, s)
-	}
-}
-
-// checkRestored is the background half of a restore: it checks each
-// restored directory snapshot's files, one source after the other on one
-// goroutine, yielding to requests between chunks of skills (Options.Yield);
-// removes the skills that fail in a new generation; then starts the
-// source's watch and its first sync. Last it builds the search index.
-// Nothing served waits for any of it.
-func (r *Registry) checkRestored(ctx context.Context, checks []*catalog.Snapshot, warm bool) {
-	for _, snap := range checks {
-		if r.yield(ctx) != nil {
-			return
-		}
-		if h := r.o.beforeCheck; h != nil {
-			h(snap.Source)
-		}
-		bad, err := r.checkDirFiles(ctx, snap)
-		if err != nil {
-			return // stopping
-		}
-		r.settleRestored(snap, bad)
-	}
-	if warm && r.yield(ctx) == nil {
-		r.live.WarmSearch()
-	}
-}
-
-// yield waits for Options.Yield, if set.
-func (r *Registry) yield(ctx context.Context) error {
-	if err := ctx.Err(); err != nil || r.o.Yield == nil {
-		return err
-	}
-	return r.o.Yield(ctx)
-}
-
-// checkDirFiles checks every file of a restored directory snapshot
-// against the directory: still there, a regular file, of the recorded
-// size (digests are checked on every read anyway). It returns why each
-// skill that fails does, by path.
-func (r *Registry) checkDirFiles(ctx context.Context, snap *catalog.Snapshot) (map[string]string, error) {
-	tree, ok := snap.Tree().(skill.DirTree)
-	if !ok {
-		return nil, nil
-	}
-	bad := map[string]string{}
-	for i, sk := range snap.Skills {
-		if i%checkChunk == 0 && i > 0 {
-			if err := r.yield(ctx); err != nil {
-				return nil, err
-			}
-		}
-		// A request that arrives between two yields is served at once,
-		// not at the scheduler's next preemption of this loop.
-		runtime.Gosched()
-		if why := checkDirSkill(tree.Root, sk); why != "" {
-			bad[sk.Path] = why
+		if run, ok := r.sources[s.Source]; ok && s.Kind == catalog.KindDir {
+			run.restored = true
 		}
 	}
-	return bad, ctx.Err()
-}
-
-// checkDirSkill says why a stored skill's files no longer match the
-// directory ("" when they do).
-func checkDirSkill(root string, sk *skill.Skill) string {
-	for i := range sk.Files {
-		f := &sk.Files[i]
-		rel := path.Join(sk.Path, f.Path)
-		info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return rel + " is gone"
-		case err != nil:
-			return err.Error()
-		case !info.Mode().IsRegular():
-			return rel + " is no longer a regular file"
-		case info.Size() != f.Size:
-			return fmt.Sprintf("%s is %d bytes, the catalog says %d", rel, info.Size(), f.Size)
-		}
-	}
-	return ""
-}
-
-// settleRestored ends the hold of a restored directory source once its
-// check is done: the skills that failed it leave the catalog in a new
-// generation (and the store), then the source's watch starts and it
-// syncs, as every source does at start. A source that synced or was
-// reconfigured meanwhile already serves something newer: only its hold
-// ends.
-func (r *Registry) settleRestored(snap *catalog.Snapshot, bad map[string]string) {
-	name := snap.Source
-	r.mu.Lock()
-	run, ok := r.sources[name]
-	r.mu.Unlock()
-	if !ok {
-		return
-	}
-	if len(bad) > 0 {
-		run.syncMu.Lock() // no sync swaps or stores this source meanwhile
-		r.removeFailed(run, snap, bad)
-		run.syncMu.Unlock()
-	}
-	r.mu.Lock()
-	held := run.held && !run.removed
-	run.held = false
-	if held && run.ctx != nil && run.ctx.Err() == nil {
-		go r.watchDir(run.ctx, run, nil) // served: no index to watch from
-	}
-	r.mu.Unlock()
-	if held {
-		r.RequestSync(name, catalog.TriggerConfig)
-	}
-}
-
-// removeFailed serves snap without the skills in bad, if snap is still
-// what the source serves, and stores that. run.syncMu is held.
-func (r *Registry) removeFailed(run *sourceRun, snap *catalog.Snapshot, bad map[string]string) {
-	name := snap.Source
-	for p, why := range bad {
-		r.log.Warn("a restored skill no longer matches its directory; serving the catalog without it and resyncing", "source", name, "skill", p, "err", why)
-	}
-	next := *snap
-	next.Skills = make([]*skill.Skill, 0, len(snap.Skills)-len(bad))
-	for _, sk := range snap.Skills {
-		if _, failed := bad[sk.Path]; !failed {
-			next.Skills = append(next.Skills, sk)
-		}
-	}
-	ns := catalog.NewSnapshot(&next, snap.Tree())
-	swapped := false
-	r.swap(func(c *catalog.Catalog, gen uint64, now time.Time) *catalog.Catalog {
-		if cur, ok := c.Snapshot(name); !ok || cur != snap {
-			return nil // a sync or a reload replaced it
-		}
-		swapped = true
-		return c.With(gen, now, ns)
-	})
-	if !swapped {
-		return
-	}
-	r.mu.Lock()
-	if run.removed {
-		r.mu.Unlock()
-		return
-	}
-	run.state.Skills = len(ns.Skills)
-	st := run.state
-	r.mu.Unlock()
-	if r.o.Store == nil {
-		return
-	}
-	r.storeMu.Lock()
-	if r.removed(run) { // dropSource forgot it meanwhile
-		r.storeMu.Unlock()
-		return
-	}
-	err := r.storeSnapshot(ns, st)
-	r.storeMu.Unlock()
-	r.mu.Lock()
-	n := r.notePersistLocked(name, &run.state, err)
-	r.mu.Unlock()
-	r.reportPersist(name, ns, n)
 }

@@ -83,7 +83,7 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 	before, start, scan := r.begin(run)
 	prev, _ := r.Current().Snapshot(src.Name)
 	lw := r.takeListing(run, prev)
-	snap, err := r.produce(sctx, &src, prev, scan, lw.watch())
+	snap, err := r.produce(sctx, &src, prev, scan, lw)
 	lw.finish(err == nil)
 	if scan.full && src.Kind == catalog.KindDir {
 		r.mu.Lock()
@@ -413,9 +413,9 @@ func stallReason(err error) catalog.StallReason {
 }
 
 // produce builds a new snapshot of src, or returns nil when nothing changed.
-// listing, when set, is called with each directory a whole index of a
-// directory source is about to list (see skill.DirTree.Listing).
-func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, scan rescan, listing func(string)) (*catalog.Snapshot, error) {
+// lw, when set, is the watcher a whole index of a directory source lists
+// for (see listingWatch).
+func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catalog.Snapshot, scan rescan, lw *listingWatch) (*catalog.Snapshot, error) {
 	switch src.Kind {
 	case catalog.KindDir:
 		if _, err := os.Stat(src.Dir); errors.Is(err, fs.ErrNotExist) {
@@ -424,7 +424,7 @@ func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catal
 		if prev != nil && !scan.full {
 			return r.rescanDir(ctx, src, prev, scan.paths)
 		}
-		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir, Listing: listing}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+		return r.indexTree(ctx, src, prev, lw.tree(src.Dir), &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
 	case catalog.KindEmbedded:
 		if prev != nil {
 			return nil, nil // compiled in: it cannot change
@@ -467,7 +467,7 @@ func (r *Registry) indexTree(ctx context.Context, src *catalog.Source, prev *cat
 	}
 	base.Skills, base.Excluded, base.Stats, base.IndexedAt = res.Skills, res.Excluded, res.Stats, r.o.Now()
 	if dt, ok := tree.(skill.DirTree); ok {
-		dt.Listing = nil // the snapshot reads files; the watcher is done with it
+		dt.Listing, dt.Yield = nil, nil // the snapshot reads files; the watcher is done with it
 		tree = dt
 	}
 	return catalog.NewSnapshot(base, tree), nil

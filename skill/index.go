@@ -236,6 +236,10 @@ func Stream(ctx context.Context, t Tree, o Options, each func(*Skill) error) (*R
 	return res, nil
 }
 
+// yieldSkills is how many skills of a listing Stream judges between two
+// calls of DirTree.Yield (each a few path checks and comparisons).
+const yieldSkills = 256
+
 // chunkEntries is about how many entries a part of a directory's listing
 // holds (see DirTree.chunks); a variable for the tests.
 var chunkEntries = 16384
@@ -249,6 +253,11 @@ func streamEntries(ctx context.Context, t Tree, entries []Entry, o Options, prev
 	// Every skill directory in path order: excluded by the rules that need
 	// no reading, reused from Previous, or to be read.
 	var items []item
+	var yield func(context.Context) error // a walk that steps aside judges so too
+	if d, ok := t.(DirTree); ok {
+		yield = d.Yield
+	}
+	judged := 0
 	for _, e := range entries {
 		// Split by hand: path.Dir would clean "a/../SKILL.md" into a
 		// root skill.
@@ -258,6 +267,11 @@ func streamEntries(ctx context.Context, t Tree, entries []Entry, o Options, prev
 		}
 		if base != "SKILL.md" || e.Mode == ModeDir {
 			continue
+		}
+		if judged++; yield != nil && judged%yieldSkills == 0 {
+			if err := yield(ctx); err != nil {
+				return err
+			}
 		}
 		lo, hi := subtree(entries, dir)
 		sub := entries[lo:hi]

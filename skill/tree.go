@@ -37,7 +37,17 @@ type DirTree struct {
 	// watches each directory there sees every change the listing misses,
 	// without a walk of its own.
 	Listing func(rel string)
+	// Yield, when set, makes the walk one that steps aside for other
+	// work (a restarted daemon's requests): it lists one directory at a
+	// time instead of several at once, and calls Yield before the first
+	// directory and every YieldDirs after it. An error from Yield stops
+	// the walk with that error.
+	Yield func(ctx context.Context) error
 }
+
+// YieldDirs is how many directories a walk with DirTree.Yield lists
+// between two calls of it: a few milliseconds of system calls.
+const YieldDirs = 128
 
 // Entries walks the directory, several directories at a time (listing and
 // stat calls dominate indexing a large tree, and they overlap well), and
@@ -67,6 +77,11 @@ func (d DirTree) Entries(ctx context.Context) ([]Entry, error) {
 
 // walker is a walk of the tree (see Entries).
 func (d DirTree) walker(ctx context.Context) *dirWalker {
+	if d.Yield != nil {
+		// No room for a goroutine of its own: every directory is walked
+		// inline, one at a time.
+		return &dirWalker{ctx: ctx, sem: make(chan struct{}), listing: d.Listing, yield: d.Yield}
+	}
 	return &dirWalker{ctx: ctx, sem: make(chan struct{}, 2*runtime.GOMAXPROCS(0)+2), listing: d.Listing}
 }
 
@@ -74,7 +89,9 @@ type dirWalker struct {
 	ctx     context.Context
 	sem     chan struct{}
 	wg      sync.WaitGroup
-	listing func(rel string) // DirTree.Listing
+	listing func(rel string)                // DirTree.Listing
+	yield   func(ctx context.Context) error // DirTree.Yield
+	walked  int                             // directories walked (counted only with yield: one goroutine)
 
 	mu  sync.Mutex
 	out []Entry
@@ -140,6 +157,15 @@ func (w *dirWalker) walk(fd int, rel string) {
 	if err := w.ctx.Err(); err != nil {
 		w.fail(err)
 		return
+	}
+	if w.yield != nil {
+		if w.walked%YieldDirs == 0 {
+			if err := w.yield(w.ctx); err != nil {
+				w.fail(err)
+				return
+			}
+		}
+		w.walked++
 	}
 	if w.listing != nil {
 		w.listing(rel)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // TestActivityYieldsToRequests: the background work of a restart passes
@@ -43,5 +44,27 @@ func TestActivityYieldsToRequests(t *testing.T) {
 	}
 	if err := a.yield(context.Background()); err != nil {
 		t.Fatalf("yield after the request = %v", err)
+	}
+}
+
+// TestActivitySlotsUnderLoad: while requests come the background steps
+// of every waiter together go on once per slot, not one per waiter: two
+// waiters at the same moment get one slot, and the next comes a slot's
+// length after it (yieldMax under load, yieldQuiet in a gap).
+func TestActivitySlotsUnderLoad(t *testing.T) {
+	var a activity
+	t0 := time.Unix(1_000_000, 0)
+	if !a.takeSlot(t0, yieldMax) {
+		t.Fatal("the first waiter under load got no slot")
+	}
+	if a.takeSlot(t0, yieldMax) || a.takeSlot(t0.Add(yieldMax-time.Nanosecond), yieldMax) {
+		t.Fatal("a second waiter went on within yieldMax of the first")
+	}
+	if !a.takeSlot(t0.Add(yieldMax), yieldMax) {
+		t.Fatal("no slot yieldMax after the last one")
+	}
+	t1 := t0.Add(yieldMax)
+	if a.takeSlot(t1.Add(yieldQuiet-time.Nanosecond), yieldQuiet) || !a.takeSlot(t1.Add(yieldQuiet), yieldQuiet) {
+		t.Fatal("in a gap between requests, slots are not yieldQuiet apart")
 	}
 }

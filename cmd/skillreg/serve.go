@@ -702,8 +702,10 @@ func (d *Daemon) searchWeb(f catalog.Filter, q string, limit int) ([]web.Hit, er
 
 // Bounds of activity.yield: background work waits for requests to leave
 // a quiet gap of yieldQuiet, checking every yieldTick, and goes on after
-// yieldMax regardless, so that it finishes under constant load too (one
-// step per yieldMax: a small share of the machine).
+// yieldMax regardless, so that it finishes under constant load too: one
+// step per yieldMax, of all the background work together (a restart's
+// walk, the index judging what it lists, the search build), a small share
+// of the machine.
 const (
 	yieldQuiet = 10 * time.Millisecond
 	yieldTick  = 2 * time.Millisecond
@@ -716,6 +718,7 @@ const (
 type activity struct {
 	inflight atomic.Int64
 	last     atomic.Int64 // when the last request ended, in UnixNano
+	slot     atomic.Int64 // when a waiter last went on under load, in UnixNano
 }
 
 // track counts next's requests.
@@ -730,16 +733,26 @@ func (a *activity) track(next http.Handler) http.Handler {
 	})
 }
 
-// yield returns nil once no request has been in flight for yieldQuiet
-// (at once if none has been), or yieldMax has passed; ctx's error if it
-// ends while yield waits.
+// yield returns nil at once when no request came for yieldMax; once no
+// request has been in flight for yieldQuiet and no other waiter went on
+// within yieldQuiet; or once yieldMax has passed and no other waiter went
+// on within yieldMax (takeSlot). It returns ctx's error if ctx ends while
+// it waits.
 func (a *activity) yield(ctx context.Context) error {
 	deadline := time.Now().Add(yieldMax)
 	t := time.NewTicker(yieldTick)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		if a.inflight.Load() == 0 && now.Sub(time.Unix(0, a.last.Load())) >= yieldQuiet || now.After(deadline) {
+		if a.inflight.Load() == 0 {
+			switch gap := now.Sub(time.Unix(0, a.last.Load())); {
+			case gap >= yieldMax:
+				return nil // idle: everything goes on
+			case gap >= yieldQuiet && a.takeSlot(now, yieldQuiet):
+				return nil // a gap between requests: one waiter
+			}
+		}
+		if now.After(deadline) && a.takeSlot(now, yieldMax) {
 			return nil
 		}
 		select {
@@ -748,4 +761,16 @@ func (a *activity) yield(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// takeSlot reports whether a waiter may go on at now, no other having
+// gone on within every before it: however many wait, the background steps
+// taken while requests come go one at a time (on a loaded machine a
+// starved client leaves gaps between its requests that are not idleness).
+func (a *activity) takeSlot(now time.Time, every time.Duration) bool {
+	last := a.slot.Load()
+	if now.UnixNano()-last < int64(every) {
+		return false
+	}
+	return a.slot.CompareAndSwap(last, now.UnixNano())
 }

@@ -164,8 +164,8 @@ func TestBackupWhileRunning(t *testing.T) {
 // TestChangedDirectoryNotServedFromStore: a file that changed size while
 // the daemon was stopped: the stored catalog is served at once (its
 // directory is there), a read of the changed file never returns the new
-// bytes as the old file's, and the background check removes the skill and
-// resyncs the source, which then serves only the new content.
+// bytes as the old file's, and the source's first sync (the check of the
+// stored catalog) serves the new content.
 func TestChangedDirectoryNotServedFromStore(t *testing.T) {
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "a"), "a", map[string]string{"ref.md": "short"})
