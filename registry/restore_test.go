@@ -217,7 +217,7 @@ func TestRestoreServesWhileItsResyncIsHeld(t *testing.T) {
 				t.Errorf("s007 served with %d files; want its SKILL.md only, as it is now", len(sk.Files))
 			}
 		case "s003":
-			if f, ok := sk.File("ref.md"); !ok || f.Digest != digestOf("the reference, rewritten while the daemon was down") {
+			if f, ok := sk.File("ref.md"); !ok || f.Digest.String() != digestOf("the reference, rewritten while the daemon was down") {
 				t.Errorf("s003's ref.md served as %+v; want the bytes on disk now", f)
 			}
 		default:
