@@ -68,3 +68,36 @@ func TestActivitySlotsUnderLoad(t *testing.T) {
 		t.Fatal("in a gap between requests, slots are not yieldQuiet apart")
 	}
 }
+
+// TestActivityIgnoresProbes: a probe or a scrape in flight does not make
+// the background wait (a bench polling /readyz every 10 ms held a
+// restart's resync, and so /readyz, for a minute), a catalog request does.
+func TestActivityIgnoresProbes(t *testing.T) {
+	var a activity
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, path := range []string{"/readyz", "/healthz", "/metrics", "/mcp"} {
+		inside, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		h := a.track(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			close(inside)
+			<-release
+		}))
+		go func() {
+			defer close(done)
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+		}()
+		<-inside
+		err := a.yield(ended)
+		close(release)
+		<-done
+		if path == "/mcp" {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("yield during a request to %s = %v; want it to wait (context.Canceled)", path, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("yield during a request to %s = %v; want nil at once", path, err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -721,9 +722,16 @@ type activity struct {
 	slot     atomic.Int64 // when a waiter last went on under load, in UnixNano
 }
 
-// track counts next's requests.
+// track counts next's requests, but for the health probes and the
+// metrics scrape: a load balancer or a bench asking /readyz every few
+// milliseconds is no reader to step aside for, and would otherwise ration
+// the very resync whose end /readyz waits for.
 func (a *activity) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if untracked(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		a.inflight.Add(1)
 		defer func() {
 			a.last.Store(time.Now().UnixNano())
@@ -731,6 +739,12 @@ func (a *activity) track(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// untracked reports whether a request to path leaves activity alone (see
+// track).
+func untracked(path string) bool {
+	return path == "/metrics" || slices.Contains(probePaths, path)
 }
 
 // yield returns nil at once when no request came for yieldMax; once no
