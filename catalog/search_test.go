@@ -141,19 +141,7 @@ func TestOneSkillChangeReadsOneBucket(t *testing.T) {
 
 	// Buckets change nothing of the ranking: the same hits, scores included,
 	// as one segment built from every body.
-	var docs []search.Doc
-	for _, sk := range s2.Skills {
-		data, err := os.ReadFile(filepath.Join(dir, sk.Path, "SKILL.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := skill.SkillMDBody(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, search.FromSkill(s2.SkillURI(sk), s2.Source, sk, string(body)))
-	}
-	one := []*search.Segment{search.BuildSegment(docs)}
+	one := []*search.Segment{oneSegment(t, dir, s2)}
 	for _, q := range []string{"deploy", "zeppelin", "number17", "skill-03", "deplyo common", "how to deploy skill 5"} {
 		got, err := l.Search(Filter{}, "", q, search.Options{Limit: 100})
 		if err != nil {
@@ -417,19 +405,7 @@ func TestOtherFileChangeReadsNoBody(t *testing.T) {
 		t.Error("a changed SKILL.md was not read")
 	}
 
-	var docs []search.Doc
-	for _, sk := range s3.Skills {
-		data, err := os.ReadFile(filepath.Join(dir, sk.Path, "SKILL.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := skill.SkillMDBody(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, search.FromSkill(s3.SkillURI(sk), s3.Source, sk, string(body)))
-	}
-	one := []*search.Segment{search.BuildSegment(docs)}
+	one := []*search.Segment{oneSegment(t, dir, s3)}
 	for _, q := range []string{"deploy", "zeppelin", "number17", "skill-03", "deplyo common"} {
 		got, err := l.Search(Filter{}, "", q, search.Options{Limit: 100})
 		if err != nil {
@@ -440,4 +416,23 @@ func TestOtherFileChangeReadsNoBody(t *testing.T) {
 			t.Errorf("%q: hits differ from one segment's:\n got %+v\nwant %+v", q, got, want)
 		}
 	}
+}
+
+// oneSegment is the search segment of every skill of snap, built at once
+// from the SKILL.md bodies under dir: what buckets must rank the same as.
+func oneSegment(t *testing.T, dir string, snap *Snapshot) *search.Segment {
+	t.Helper()
+	var docs []search.Doc
+	for _, sk := range snap.Skills {
+		data, err := os.ReadFile(filepath.Join(dir, sk.Path, "SKILL.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := skill.SkillMDBody(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, search.FromSkill(snap.SkillURI(sk), snap.Source, sk, string(body)))
+	}
+	return search.BuildSegment(docs)
 }
