@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"unicode/utf16"
 
 	"github.com/skillreg/skillreg/catalog"
@@ -149,4 +150,57 @@ func TestFirstViewReadsIntoOneBuffer(t *testing.T) {
 	if per > fileBytes*3/4 {
 		t.Fatalf("a first view allocates %d bytes reading %d file bytes: want at most three quarters, the files' bytes read into a reused buffer", per, fileBytes)
 	}
+}
+
+// gateCatalog holds every read at a gate the test opens one read at a
+// time, counting the reads waiting there.
+type gateCatalog struct {
+	Catalog
+	gate    chan struct{}
+	waiting atomic.Int32
+}
+
+func (c *gateCatalog) ReadFileCold(ctx context.Context, f catalog.FileRef) ([]byte, error) {
+	c.waiting.Add(1)
+	<-c.gate
+	c.waiting.Add(-1)
+	return c.Catalog.ReadFile(ctx, f)
+}
+
+// TestViewDigestsOnHalfTheCores: a view's build, which runs in the
+// background after every swap, digests archives on half the cores, so
+// the search build and requests keep the rest. With every read held and
+// the bubble settled (synctest.Wait), the reads waiting are the workers
+// reading: counted, not timed.
+func TestViewDigestsOnHalfTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const n = 12
+	reg := corpusRegistry(t, n)
+	cat := reg.Live().Current()
+	synctest.Test(t, func(t *testing.T) {
+		gc := &gateCatalog{Catalog: reg.Live(), gate: make(chan struct{})}
+		h, err := New(Options{Catalog: gc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan *view, 1)
+		go func() { done <- h.buildView(context.Background(), cat, nil) }()
+		most := int32(0)
+		for {
+			synctest.Wait()
+			select {
+			case v := <-done:
+				if len(v.byZip) != n {
+					t.Fatalf("%d skills digested, want %d", len(v.byZip), n)
+				}
+				if most != 2 {
+					t.Fatalf("at most %d reads at once on 4 cores, want 2", most)
+				}
+				return
+			default:
+			}
+			most = max(most, gc.waiting.Load())
+			gc.gate <- struct{}{}
+		}
+	})
 }
