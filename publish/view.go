@@ -456,6 +456,14 @@ func zipEntries(files []layoutFile, read func(catalog.FileRef) ([]byte, error)) 
 func (h *Handler) digestLayout(ctx context.Context, files []layoutFile) (sum, error) {
 	sc := scratchPool.Get().(*digestScratch)
 	defer scratchPool.Put(sc)
+	return h.digestLayoutWith(ctx, sc, files)
+}
+
+// digestLayoutWith is digestLayout with sc's hash and buffer.
+func (h *Handler) digestLayoutWith(ctx context.Context, sc *digestScratch, files []layoutFile) (sum, error) {
+	if sc.hash == nil {
+		sc.hash = sha256.New()
+	}
 	read := func(f catalog.FileRef) ([]byte, error) { return h.o.Catalog.ReadFile(ctx, f) }
 	switch c := h.o.Catalog.(type) {
 	case coldIntoReader:
@@ -703,9 +711,10 @@ func (h *Handler) buildView(ctx context.Context, cat *catalog.Catalog, prev *vie
 	// In batches, each stored as soon as it is digested: a daemon stopped
 	// during its first view's build (tens of seconds at 100,000 skills)
 	// keeps what it digested.
+	scratch := make([]digestScratch, digestWorkers()) // one a worker
 	for lo := 0; lo < len(idx); lo += saveBatch {
 		batch := idx[lo:min(lo+saveBatch, len(idx))]
-		parallelN(batch, digestWorkers(), func(i int32) { h.digestEntry(ctx, &v.entries[i]) })
+		parallelN(batch, len(scratch), func(w int, i int32) { h.digestEntry(ctx, &v.entries[i], &scratch[w]) })
 		if !v.save.replace {
 			h.putDigests(v, batch, false)
 		}
@@ -778,7 +787,7 @@ func refBefore(a, b catalog.Ref) bool {
 
 // parallel runs fn on every item, on all cores.
 func parallel[T any](items []T, fn func(T)) {
-	parallelN(items, max(1, runtime.GOMAXPROCS(0)), fn)
+	parallelN(items, max(1, runtime.GOMAXPROCS(0)), func(_ int, it T) { fn(it) })
 }
 
 // digestWorkers is how many archives a view's build digests at once: half
@@ -788,16 +797,17 @@ func parallel[T any](items []T, fn func(T)) {
 // rate under a GC mark, which counted it live.
 func digestWorkers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// parallelN runs fn on every item, on n goroutines.
-func parallelN[T any](items []T, n int, fn func(T)) {
+// parallelN runs fn on every item, on n goroutines: fn's first argument
+// is the goroutine's number, 0 to n-1.
+func parallelN[T any](items []T, n int, fn func(int, T)) {
 	work := make(chan T)
 	var wg sync.WaitGroup
-	for range max(1, n) {
+	for w := range max(1, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				fn(it)
+				fn(w, it)
 			}
 		}()
 	}
@@ -808,11 +818,11 @@ func parallelN[T any](items []T, n int, fn func(T)) {
 	wg.Wait()
 }
 
-func (h *Handler) digestEntry(ctx context.Context, e *entry) {
+func (h *Handler) digestEntry(ctx context.Context, e *entry, sc *digestScratch) {
 	if e.zipOK {
 		return
 	}
-	s, err := h.digestLayout(ctx, skillLayout(e.ref, ""))
+	s, err := h.digestLayoutWith(ctx, sc, skillLayout(e.ref, ""))
 	if err != nil {
 		why := reasons{skip: "unreadable: " + err.Error(), skipV1: e.skipV1()}
 		if e.why != nil {
