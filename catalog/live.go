@@ -204,7 +204,7 @@ func (l *Live) ContentCacheStats() (bytes int64, entries int) { return l.content
 // read from the source, checked and cached. A file whose bytes no longer
 // match is refused with ErrChanged and its source is asked to resync.
 func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
-	return l.readFile(ctx, f, true)
+	return l.readFile(ctx, f, true, nil)
 }
 
 // ReadFileCold is ReadFile for readers that go through many files once (a
@@ -212,17 +212,27 @@ func (l *Live) ReadFile(ctx context.Context, f FileRef) ([]byte, error) {
 // cache when they are there, but what it reads is not added to it, so
 // such a pass does not push out the files requests keep reading.
 func (l *Live) ReadFileCold(ctx context.Context, f FileRef) ([]byte, error) {
-	return l.readFile(ctx, f, false)
+	return l.readFile(ctx, f, false, nil)
 }
 
-func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, error) {
+// ReadFileColdInto is ReadFileCold for a pass that uses each file's bytes
+// before it reads the next (archive digests): a file read from its source
+// is read into buf when buf's capacity holds it, not into a new slice, so
+// such a pass over 300,000 files allocates one buffer, not their bytes.
+// The bytes returned may be buf's, valid until buf is used again, or the
+// cache's or the source's: they must not be changed.
+func (l *Live) ReadFileColdInto(ctx context.Context, f FileRef, buf []byte) ([]byte, error) {
+	return l.readFile(ctx, f, false, buf)
+}
+
+func (l *Live) readFile(ctx context.Context, f FileRef, cache bool, buf []byte) ([]byte, error) {
 	if b, ok := l.content.get(f.File.Digest); ok {
 		return b, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, err := readChecked(f.Snap.tree, f.File)
+	data, err := readChecked(f.Snap.tree, f.File, buf)
 	if errors.Is(err, ErrChanged) {
 		l.log.Warn("file changed since indexing; refusing it and resyncing", "source", f.Snap.Source, "skill", f.Skill.Path, "file", f.File.Path)
 		l.resync(f)
@@ -243,8 +253,9 @@ func (l *Live) readFile(ctx context.Context, f FileRef, cache bool) ([]byte, err
 // and then checks that nothing follows: a buffer grown by io.ReadAll holds
 // up to twice what it read, and a cache would keep that. Whoever reads
 // bytes the catalog states (ReadFile, a search segment's bodies) reads
-// them through it.
-func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
+// them through it. When buf's capacity holds the file, its bytes are read
+// into buf (never into a buffer a cache keeps).
+func readChecked(tree skill.Tree, f *skill.File, buf []byte) ([]byte, error) {
 	if f.Size < 0 || f.Size > skill.MaxBytes {
 		return nil, ErrChanged // no indexed file is that size: never allocate what a damaged record states
 	}
@@ -267,7 +278,12 @@ func readChecked(tree skill.Tree, f *skill.File) ([]byte, error) {
 			return data, nil
 		}
 	}
-	data := make([]byte, f.Size)
+	var data []byte
+	if int64(cap(buf)) >= f.Size {
+		data = buf[:f.Size]
+	} else {
+		data = make([]byte, f.Size)
+	}
 	n, err := io.ReadFull(rc, data)
 	if err == nil {
 		var extra [1]byte
