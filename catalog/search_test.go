@@ -98,22 +98,7 @@ func segmentsHeld(l *Live, s *Snapshot) []*search.Segment {
 func TestOneSkillChangeReadsOneBucket(t *testing.T) {
 	const n = 64
 	dir := t.TempDir()
-	for i := range n {
-		writeSkill(t, dir, i, "deploy")
-	}
-	l := NewLive(LiveOptions{})
-	l.search.aim = 8 // 8 buckets
-	s1, ct1 := dirSource(t, dir, nil, nil)
-	swapIn(l, s1)
-	if hits, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil || len(hits) == 0 {
-		t.Fatalf("first search: %v, %v", hits, err)
-	}
-	if got := ct1.count(); got != n {
-		t.Fatalf("first search read %d files, want every SKILL.md once (%d)", got, n)
-	}
-	if segs := segmentsHeld(l, s1); len(segs) != 8 {
-		t.Errorf("%d buckets, want 8", len(segs))
-	}
+	l, s1 := searchedBuckets(t, dir, n)
 
 	writeSkill(t, dir, 17, "zeppelin")
 	s2, ct2 := dirSource(t, dir, s1, nil)
@@ -139,19 +124,8 @@ func TestOneSkillChangeReadsOneBucket(t *testing.T) {
 		t.Errorf("search after a one-skill change read %d files, want the %d of its bucket", got, bucketLen)
 	}
 
-	// Buckets change nothing of the ranking: the same hits, scores included,
-	// as one segment built from every body.
-	one := []*search.Segment{oneSegment(t, dir, s2)}
-	for _, q := range []string{"deploy", "zeppelin", "number17", "skill-03", "deplyo common", "how to deploy skill 5"} {
-		got, err := l.Search(Filter{}, "", q, search.Options{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := search.Search(one, q, search.Options{Limit: 100})
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: bucketed hits differ from one segment's:\n got %+v\nwant %+v", q, got, want)
-		}
-	}
+	// Buckets change nothing of the ranking.
+	rankAsOneSegment(t, l, dir, s2, "deploy", "zeppelin", "number17", "skill-03", "deplyo common", "how to deploy skill 5")
 }
 
 // TestChangedBodyOnDisk: a SKILL.md that changed on disk after indexing is
@@ -358,16 +332,7 @@ func TestSearchLeavesContentCacheAlone(t *testing.T) {
 func TestOtherFileChangeReadsNoBody(t *testing.T) {
 	const n = 64
 	dir := t.TempDir()
-	for i := range n {
-		writeSkill(t, dir, i, "deploy")
-	}
-	l := NewLive(LiveOptions{})
-	l.search.aim = 8
-	s1, _ := dirSource(t, dir, nil, nil)
-	swapIn(l, s1)
-	if hits, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil || len(hits) == 0 {
-		t.Fatalf("first search: %v, %v", hits, err)
-	}
+	l, s1 := searchedBuckets(t, dir, n)
 	if err := os.WriteFile(filepath.Join(dir, "skill-017", "gen.txt"), []byte("generation 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -405,15 +370,46 @@ func TestOtherFileChangeReadsNoBody(t *testing.T) {
 		t.Error("a changed SKILL.md was not read")
 	}
 
-	one := []*search.Segment{oneSegment(t, dir, s3)}
-	for _, q := range []string{"deploy", "zeppelin", "number17", "skill-03", "deplyo common"} {
+	rankAsOneSegment(t, l, dir, s3, "deploy", "zeppelin", "number17", "skill-03", "deplyo common")
+}
+
+// searchedBuckets writes n skills about "deploy" into dir and serves them
+// from a Live whose search index has 8 buckets, searched once: every
+// SKILL.md read once, for the first snapshot, which it returns.
+func searchedBuckets(t *testing.T, dir string, n int) (*Live, *Snapshot) {
+	t.Helper()
+	for i := range n {
+		writeSkill(t, dir, i, "deploy")
+	}
+	l := NewLive(LiveOptions{})
+	l.search.aim = 8 // 8 buckets
+	s1, ct1 := dirSource(t, dir, nil, nil)
+	swapIn(l, s1)
+	if hits, err := l.Search(Filter{}, "", "deploy", search.Options{}); err != nil || len(hits) == 0 {
+		t.Fatalf("first search: %v, %v", hits, err)
+	}
+	if got := ct1.count(); got != n {
+		t.Fatalf("first search read %d files, want every SKILL.md once (%d)", got, n)
+	}
+	if segs := segmentsHeld(l, s1); len(segs) != 8 {
+		t.Fatalf("%d buckets, want 8", len(segs))
+	}
+	return l, s1
+}
+
+// rankAsOneSegment: l answers each query exactly (the same hits, scores
+// included) as one segment built from every body of snap under dir.
+func rankAsOneSegment(t *testing.T, l *Live, dir string, snap *Snapshot, queries ...string) {
+	t.Helper()
+	one := []*search.Segment{oneSegment(t, dir, snap)}
+	for _, q := range queries {
 		got, err := l.Search(Filter{}, "", q, search.Options{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := search.Search(one, q, search.Options{Limit: 100})
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%q: hits differ from one segment's:\n got %+v\nwant %+v", q, got, want)
+			t.Errorf("%q: bucketed hits differ from one segment's:\n got %+v\nwant %+v", q, got, want)
 		}
 	}
 }
