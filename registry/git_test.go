@@ -63,11 +63,37 @@ func repoOf(url string) gitref.Repo {
 	return r
 }
 
-func mustSync(t *testing.T, r *Registry, name string) {
-	t.Helper()
+func mustSync(tb testing.TB, r *Registry, name string) {
+	tb.Helper()
 	if err := r.SyncNow(context.Background(), name); err != nil {
-		t.Fatalf("sync %s: %v", name, err)
+		tb.Fatalf("sync %s: %v", name, err)
 	}
+}
+
+// newPool is a fresh pool of object stores, closed when the test ends.
+func newPool(tb testing.TB) *gitstore.Pool {
+	tb.Helper()
+	pool, err := gitstore.NewPool(tb.TempDir(), gitstore.PoolOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+// mainBranch is a git source named name that follows remote's main.
+func mainBranch(name string, remote *gittest.Repo) catalog.Source {
+	return catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repoOf(remote.URL()), Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}
+}
+
+// gitRegistry is a registry over a fresh pool whose one source, name,
+// follows remote's main, synced once.
+func gitRegistry(tb testing.TB, name string, remote *gittest.Repo) *Registry {
+	tb.Helper()
+	r := New(Options{Git: newPool(tb)})
+	r.SetSources([]catalog.Source{mainBranch(name, remote)})
+	mustSync(tb, r, name)
+	return r
 }
 
 func skillNames(c *catalog.Catalog, source string) string {

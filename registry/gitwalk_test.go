@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
@@ -67,11 +66,7 @@ func TestGitPushIndexesWhatChanged(t *testing.T) {
 	remote.Commit("initial")
 	remote.Push("main")
 
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
+	pool := newPool(t)
 	var counting *walkCountingRepo
 	r := New(Options{gitRepos: func(url string) (GitRepo, error) {
 		repo, err := pool.Repo(url)
@@ -83,8 +78,7 @@ func TestGitPushIndexesWhatChanged(t *testing.T) {
 		}
 		return counting, nil
 	}})
-	src := catalog.Source{Name: "g", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repoOf(remote.URL()), Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}
-	r.SetSources([]catalog.Source{src})
+	r.SetSources([]catalog.Source{mainBranch("g", remote)})
 	mustSync(t, r, "g")
 	if got := counting.lastListed(); len(got) != 1 || got[0] != 29 {
 		t.Fatalf("first sync listed %v entries, want one walk of all 29", got)
@@ -94,9 +88,7 @@ func TestGitPushIndexesWhatChanged(t *testing.T) {
 	// the same commit.
 	same := func(step string) {
 		t.Helper()
-		fresh := New(Options{Git: newPool(t)})
-		fresh.SetSources([]catalog.Source{src})
-		mustSync(t, fresh, "g")
+		fresh := gitRegistry(t, "g", remote)
 		got, _ := r.Current().Snapshot("g")
 		want, _ := fresh.Current().Snapshot("g")
 		if got.Commit != remote.Head() || want.Commit != got.Commit {
@@ -174,14 +166,4 @@ func TestGitPushIndexesWhatChanged(t *testing.T) {
 
 	push("after enclosing", func() { remote.WriteFiles(map[string]string{"a-b/ref.md": "new"}) })
 	same("after enclosing")
-}
-
-func newPool(t *testing.T) *gitstore.Pool {
-	t.Helper()
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
 }

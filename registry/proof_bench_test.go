@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	skillcorpus "github.com/skillreg/skillreg/internal/corpus"
 	"github.com/skillreg/skillreg/internal/gittest"
 )
@@ -24,17 +21,7 @@ func BenchmarkProof(b *testing.B) {
 	remote.WriteTree(func(dir string) error { _, _, err := skillcorpus.Write(dir, o); return err })
 	remote.Commit("scale")
 	remote.Push("main")
-	pool, err := gitstore.NewPool(b.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pool.Close() })
-	reg := New(Options{Git: pool})
-	repo, _ := gitref.ParseRepo(remote.URL())
-	reg.SetSources([]catalog.Source{{Name: "scale", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
-	if err := reg.SyncNow(context.Background(), "scale"); err != nil {
-		b.Fatal(err)
-	}
+	reg := gitRegistry(b, "scale", remote)
 	ctx := context.Background()
 	b.Run("one", func(b *testing.B) {
 		var n int

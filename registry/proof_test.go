@@ -11,7 +11,6 @@ import (
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/proof"
@@ -113,15 +112,7 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	}
 	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
 	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main") // no checkout: the names are too long for the file system
-	f := &gitFixture{srv: srv, remote: remote}
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	f.reg = New(Options{Git: pool})
-	f.reg.SetSources([]catalog.Source{f.source("wide", gitref.Pin{Kind: gitref.Branch, Value: "main"}, "")})
-	mustSync(t, f.reg, "wide")
+	f := &gitFixture{srv: srv, remote: remote, reg: gitRegistry(t, "wide", remote)}
 	if _, err := f.reg.Proof(context.Background(), "wide", "x"); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("proof of x: %v, want ErrTooLarge", err)
 	}

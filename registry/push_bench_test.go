@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/search"
@@ -39,17 +37,8 @@ func BenchmarkPush(b *testing.B) {
 	remote.WriteFiles(files)
 	remote.Commit("initial")
 	remote.Push("main")
-	pool, err := gitstore.NewPool(b.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { pool.Close() })
-	r := New(Options{Git: pool})
-	r.SetSources([]catalog.Source{{Name: "g", Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repoOf(remote.URL()), Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}}})
+	r := gitRegistry(b, "g", remote)
 	ctx := context.Background()
-	if err := r.SyncNow(ctx, "g"); err != nil {
-		b.Fatal(err)
-	}
 	live := r.Live()
 	if _, err := live.Search(catalog.Filter{}, "", "guide", search.Options{}); err != nil {
 		b.Fatal(err)

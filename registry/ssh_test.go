@@ -35,13 +35,8 @@ func newSSHRegistry(t *testing.T) *sshRegistry {
 	remote.Push("main")
 	keyFile, _, pub := sshgit.NewKey(t, sshPass)
 	srv := sshgit.Start(t, filepath.Dir(remote.BareDir()), pub)
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
 	logs := &testkit.Buffer{}
-	reg := New(Options{Git: pool, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	reg := New(Options{Git: newPool(t), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	return &sshRegistry{reg: reg, srv: srv, keyFile: keyFile, logs: logs}
 }
 
