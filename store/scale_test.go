@@ -35,9 +35,7 @@ func TestFirstSaveNeverRemaps(t *testing.T) {
 // bucket a batch per transaction; while it runs, and when it stops half
 // way, the store holds the previous snapshot whole, with its commit.
 func TestStagedSaveKeepsPreviousSnapshotUntilSwitched(t *testing.T) {
-	oldStaged, oldBatch := stagedBytes, stageBatchBytes
-	t.Cleanup(func() { stagedBytes, stageBatchBytes, stageHook = oldStaged, oldBatch, nil })
-	stagedBytes, stageBatchBytes = 16<<10, 8<<10
+	smallStages(t)
 
 	s, _ := openTemp(t, Options{})
 	first := corpusSnapshot(t, "src", 40)
@@ -255,9 +253,7 @@ func TestLoadSharesStringsWithinARecord(t *testing.T) {
 // leaves a store that checks out, and the next save takes back what the
 // stopped one had counted.
 func TestStagedSaveCountsDigestsInBatches(t *testing.T) {
-	oldStaged, oldBatch := stagedBytes, stageBatchBytes
-	t.Cleanup(func() { stagedBytes, stageBatchBytes, stageHook = oldStaged, oldBatch, nil })
-	stagedBytes, stageBatchBytes = 16<<10, 8<<10
+	smallStages(t)
 
 	s, _ := openTemp(t, Options{})
 	first := corpusSnapshot(t, "src", 1000)
@@ -373,4 +369,12 @@ func TestStagedSaveCountsDigestsInBatches(t *testing.T) {
 			t.Fatalf("digests after the %s: %d entries, want %d (%v)", end, len(d), len(want), err)
 		}
 	}
+}
+
+// smallStages makes a save of more than 16 KiB staged, in batches of
+// 8 KiB, until the test ends (and drops stageHook then).
+func smallStages(t *testing.T) {
+	oldStaged, oldBatch := stagedBytes, stageBatchBytes
+	t.Cleanup(func() { stagedBytes, stageBatchBytes, stageHook = oldStaged, oldBatch, nil })
+	stagedBytes, stageBatchBytes = 16<<10, 8<<10
 }
