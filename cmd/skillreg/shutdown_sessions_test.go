@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"path/filepath"
 	"testing"
 
-	"github.com/skillreg/skillreg/config"
 	"github.com/skillreg/skillreg/internal/testkit"
 )
 
@@ -20,33 +17,14 @@ import (
 func TestShutdownEndsOpenSessions(t *testing.T) {
 	root := t.TempDir()
 	writeSkill(t, filepath.Join(root, "alpha"), "alpha", nil)
-	cfg, err := config.Parse([]byte("sources:\n  - name: local\n    dir: "+root+"\n"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	d, err := NewDaemon(cfg, testkit.Logger(t, slog.LevelWarn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx) }()
-	cs := connect(t, "http://"+d.Addr(), "2025-11-25")
+	d := startDaemonKeep(t, "data_dir: "+t.TempDir()+"\nsources:\n  - name: local\n    dir: "+root+"\n")
+	cs := connect(t, d.URL, "2025-11-25")
 	listAll(t, cs)
 	// The session's standalone stream is the one request in flight.
 	testkit.WaitUntil(t, "the session's stream open", func() bool {
 		return d.MCP.Sessions() == 1 && d.activity.inflight.Load() == 1
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Serve: %v (the shutdown did not complete: a session's stream held it)", err)
-	}
+	d.stop() // Serve's error (the shutdown's deadline, a stream holding it) fails the test
 	if n := d.MCP.Sessions(); n != 0 {
 		t.Errorf("%d sessions open after the shutdown", n)
 	}
