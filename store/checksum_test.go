@@ -246,8 +246,7 @@ func TestDamagedRecordHealsOnSave(t *testing.T) {
 // or value, anywhere, in runs of any length): the restart path's check
 // must refuse it, or the record must decode to exactly the original.
 func FuzzDamagedSkillRecord(f *testing.F) {
-	snap := edgeSnapshot(f, "src", "c1", nil)
-	recs := encodeSkills(snap.Skills)
+	recs := recordSeeds(f)
 	for i := range recs {
 		f.Add(uint8(i), uint16(0), []byte{1})
 		f.Add(uint8(i), uint16(len(recs[i].val)/2), []byte{0x20, 0x20, 0x20, 0x20, 0x20, 0x20})

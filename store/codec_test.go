@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Decoding never panics and never accepts what it cannot read back the
@@ -30,10 +33,8 @@ func FuzzDecodeRecords(f *testing.F) {
 	signed.Tag = strings.Repeat("ab", 20)
 	signed.Signature = &sigverify.Signature{Verified: true, Type: "ssh", Key: "SHA256:abc", Signer: "alice@example.com"}
 	f.Add(byte(0), encodeHeader(&signed, skill.StoredRules))
-	for _, sk := range snap.Skills {
-		e := enc{}
-		encodeSkill(&e, sk)
-		f.Add(byte(1), e.b)
+	for _, r := range recordSeeds(f) {
+		f.Add(byte(1), r.val[:len(r.val)-sumLen])
 	}
 	f.Add(byte(2), encodeDigest(3, skill.Digest{Digest: skill.Sum{0x10}, Size: 12}))
 	f.Fuzz(func(t *testing.T, kind byte, b []byte) {
@@ -75,6 +76,62 @@ func FuzzDecodeRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// recordSeeds are sealed skill records of every format decodeSkill reads,
+// each with the skill it decodes to: format 3 as encodeSkill writes it for
+// a git source's tree (edgeSnapshot) and for a directory source (stat keys
+// that hold the ID, which holds the path), and formats 1 and 2, which
+// nothing writes any more, as the schema 2 and 3 fixtures hold them.
+func recordSeeds(tb testing.TB) []encodedSkill {
+	tb.Helper()
+	recs := encodeSkills(edgeSnapshot(tb, "src", "c1", nil).Skills)
+	recs = append(recs, encodeSkills(corpusSnapshot(tb, "local", 3).Skills)...)
+	recs = append(recs, fixtureRecords(tb, "schema-v2.db")...)
+	recs = append(recs, fixtureRecords(tb, "schema-v3.db")...)
+	seeded := map[byte]bool{}
+	for _, r := range recs {
+		seeded[r.val[0]] = true
+	}
+	for format := byte(skillFormatBody); format <= skillFormat; format++ {
+		if !seeded[format] {
+			tb.Fatalf("no seed record of format %d", format)
+		}
+	}
+	return recs
+}
+
+// fixtureRecords reads the skill records of testdata/name (a schema
+// fixture that seals its values) and decodes each.
+func fixtureRecords(tb testing.TB, name string) []encodedSkill {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), FileName)
+	copyFile(tb, filepath.Join("testdata", name), path)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var recs []encodedSkill
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSources).ForEachBucket(func(src []byte) error {
+			for k, v := range eachRecord(tx.Bucket(bucketSources).Bucket(src).Bucket(keySkills)) {
+				r := encodedSkill{key: bytes.Clone(k), val: bytes.Clone(v), sk: &skill.Skill{}}
+				if !contiguousSumOK(append(bytes.Clone(k), v...)) {
+					return fmt.Errorf("%s %q: checksum", src, k)
+				}
+				if err := decodeSkill(string(k[1:]), string(v[:len(v)-sumLen]), r.sk, &skill.Frontmatter{}, decoding{}); err != nil {
+					return fmt.Errorf("%s %q: %w", src, k, err)
+				}
+				recs = append(recs, r)
+			}
+			return nil
+		})
+	})
+	if err != nil || len(recs) == 0 {
+		tb.Fatalf("%s: %d skill records, %v", name, len(recs), err)
+	}
+	return recs
 }
 
 func TestDecodeRefusesDamage(t *testing.T) {
