@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path"
 	"slices"
 	"strings"
@@ -409,21 +408,7 @@ func wideRemote(t *testing.T) *gittest.Repo {
 	remote := srv.CreateRepo("wide")
 	remote.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
 	remote.Commit("skills")
-	var list strings.Builder
-	list.WriteString("040000 tree " + remote.Git("rev-parse", "HEAD:x") + "\tx\n")
-	blob, long := remote.Git("rev-parse", "HEAD:filler"), strings.Repeat("n", 4000)
-	for i := range 900 {
-		fmt.Fprintf(&list, "100644 blob %s\t%s-%03d\n", blob, long, i)
-	}
-	cmd := exec.Command("git", "-C", remote.WorkDir(), "mktree")
-	cmd.Env = append(cmd.Environ(), gittest.Env()...)
-	cmd.Stdin = strings.NewReader(list.String())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
-	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main")
+	remote.PushWide("main", "filler", 900, 4000, "x")
 	return remote
 }
 

@@ -3,8 +3,6 @@ package registry
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -95,23 +93,7 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	remote := srv.CreateRepo("wide")
 	remote.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "small/why/SKILL.md": testkit.SkillMD("why"), "filler": "f\n"})
 	remote.Commit("skills")
-	blob := remote.Git("rev-parse", "HEAD:filler")
-	var list strings.Builder
-	list.WriteString("040000 tree " + remote.Git("rev-parse", "HEAD:x") + "\tx\n")
-	list.WriteString("040000 tree " + remote.Git("rev-parse", "HEAD:small") + "\tsmall\n")
-	long := strings.Repeat("n", 4000)
-	for i := range 900 {
-		fmt.Fprintf(&list, "100644 blob %s\t%s-%03d\n", blob, long, i)
-	}
-	cmd := exec.Command("git", "-C", remote.WorkDir(), "mktree")
-	cmd.Env = append(cmd.Environ(), gittest.Env()...)
-	cmd.Stdin = strings.NewReader(list.String())
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	commit := remote.Git("commit-tree", "-m", "wide", strings.TrimSpace(string(out)))
-	remote.Git("push", "--quiet", remote.BareDir(), commit+":refs/heads/main") // no checkout: the names are too long for the file system
+	remote.PushWide("main", "filler", 900, 4000, "x", "small")
 	f := &gitFixture{srv: srv, remote: remote, reg: gitRegistry(t, "wide", remote)}
 	if _, err := f.reg.Proof(context.Background(), "wide", "x"); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("proof of x: %v, want ErrTooLarge", err)
@@ -139,14 +121,7 @@ func TestProofTooLargeIsUnproven(t *testing.T) {
 	}
 	// The answer is kept for the snapshot, and recomputed for the next:
 	// a commit without the filler has proofs for both skills.
-	cmd = exec.Command("git", "-C", remote.WorkDir(), "mktree")
-	cmd.Env = append(cmd.Environ(), gittest.Env()...)
-	cmd.Stdin = strings.NewReader(strings.Join(strings.SplitN(list.String(), "\n", 3)[:2], "\n") + "\n")
-	if out, err = cmd.Output(); err != nil {
-		t.Fatal(err)
-	}
-	slim := remote.Git("commit-tree", "-p", commit, "-m", "slim", strings.TrimSpace(string(out)))
-	remote.Git("push", "--quiet", remote.BareDir(), slim+":refs/heads/main")
+	remote.PushWide("main", "filler", 0, 0, "x", "small")
 	mustSync(t, f.reg, "wide")
 	// Provable's answers are kept per commit: the new one is sized again
 	// (before Unproven has seen it).
