@@ -107,6 +107,14 @@ func newFixture(t testing.TB, sources map[string]map[string]file, mod func(*Opti
 	for _, name := range names {
 		f.sync(name)
 	}
+	f.serve(mod)
+	return f
+}
+
+// serve runs the publisher over f.reg on a real HTTP server.
+func (f *fixture) serve(mod func(*Options)) {
+	t := f.t
+	t.Helper()
 	o := Options{Catalog: f.reg}
 	if mod != nil {
 		mod(&o)
@@ -122,7 +130,6 @@ func newFixture(t testing.TB, sources map[string]map[string]file, mod func(*Opti
 	h.Register(e)
 	f.srv = httptest.NewServer(e)
 	t.Cleanup(f.srv.Close)
-	return f
 }
 
 func (f *fixture) sync(name string) {

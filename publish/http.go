@@ -262,8 +262,10 @@ func (h *Handler) indexV2(c echo.Context, cl caller) error {
 			return nil, err
 		}
 		doc := indexV2{Schema: schemaV2, Skills: []entryV2{}}
-		for _, e := range unique(es, okV2, nil) {
-			doc.Skills = append(doc.Skills, entryV2{Name: e.name(), Type: e.kind(), Description: e.desc(), URL: e.artifactURL(), Digest: e.discoveryDigest(), Provenance: e.provenance()})
+		listed := unique(es, okV2, nil)
+		prov := h.provenances(c.Request().Context(), listed)
+		for i, e := range listed {
+			doc.Skills = append(doc.Skills, entryV2{Name: e.name(), Type: e.kind(), Description: e.desc(), URL: e.artifactURL(), Digest: e.discoveryDigest(), Provenance: prov[i]})
 		}
 		return marshal(doc)
 	})
@@ -279,12 +281,14 @@ func (h *Handler) indexV1(c echo.Context, cl caller) error {
 			return nil, err
 		}
 		doc := indexV1{Skills: []entryV1{}}
-		for _, e := range unique(es, okV1, nil) {
+		listed := unique(es, okV1, nil)
+		prov := h.provenances(c.Request().Context(), listed)
+		for i, e := range listed {
 			files := make([]string, len(e.files()))
 			for i, f := range e.files() {
 				files[i] = f.Path
 			}
-			doc.Skills = append(doc.Skills, entryV1{Name: e.name(), Description: e.desc(), Files: files, Version: e.zipDigest(), Provenance: e.provenance()})
+			doc.Skills = append(doc.Skills, entryV1{Name: e.name(), Description: e.desc(), Files: files, Version: e.zipDigest(), Provenance: prov[i]})
 		}
 		return marshal(doc)
 	})

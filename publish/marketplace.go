@@ -102,9 +102,11 @@ func (h *Handler) marketplace(c echo.Context, cl caller) error {
 		for _, sp := range alls {
 			taken[sp.name] = true
 		}
-		for _, e := range unique(es, func(e *entry) bool { return e.pluginSkip() == "" && !taken[e.name()] }, nil) {
+		listed := unique(es, func(e *entry) bool { return e.pluginSkip() == "" && !taken[e.name()] }, nil)
+		prov := h.provenances(ctx, listed)
+		for i, e := range listed {
 			doc.Plugins = append(doc.Plugins, plugin{Name: e.name(), Description: e.desc(), Strict: false,
-				Source: archiveSource(base, e.plugin), Metadata: map[string]any{metaProvenance: e.provenance()}})
+				Source: archiveSource(base, e.plugin), Metadata: map[string]any{metaProvenance: prov[i]}})
 		}
 		for _, sp := range alls {
 			doc.Plugins = append(doc.Plugins, plugin{Name: sp.name, Description: fmt.Sprintf("Every skill of %s (%d)", sp.source, sp.count), Strict: false,

@@ -1,10 +1,22 @@
 package publish
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"path"
+	"reflect"
+	"strings"
+
+	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
-	"testing"
+	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
+	"github.com/skillreg/skillreg/proof"
+	"github.com/skillreg/skillreg/registry"
 )
 
 // TestIndexesCarryProvenance: every entry of both discovery indexes and
@@ -63,5 +75,92 @@ func TestIndexesCarryProvenance(t *testing.T) {
 			continue
 		}
 		check("marketplace", p.Name, p.Metadata["dev.skillreg/provenance"])
+	}
+}
+
+// TestIndexesNameOnlyServedProofs: an entry's provenance names its skill's
+// proof, in both discovery indexes and in the marketplace, only when MCP
+// serves that proof (Options.Proofs: the registry MCP asks too), so that
+// a client following it is never refused. A git source's skill whose
+// proof would pass proof.MaxBytes (its directory sits in a root tree of
+// 900 entries with 4,000-byte names) names none; a skill of a narrow
+// tree names its own; without Proofs no entry names one.
+func TestIndexesNameOnlyServedProofs(t *testing.T) {
+	srv := gittest.NewServer(t)
+	wide := srv.CreateRepo("wide")
+	wide.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
+	wide.Commit("skills")
+	wide.PushWide("main", "filler", 900, 4000, "x")
+	narrow := srv.CreateRepo("narrow")
+	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
+	narrow.Commit("skills")
+	narrow.Push("main")
+	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	f := &fixture{t: t, reg: registry.New(registry.Options{Git: pool})}
+	var srcs []catalog.Source
+	for _, r := range []*gittest.Repo{wide, narrow} {
+		repo, err := gitref.ParseRepo(r.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, catalog.Source{Name: path.Base(strings.TrimSuffix(r.URL(), ".git")), Kind: catalog.KindGit,
+			Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}})
+	}
+	f.reg.SetSources(srcs)
+	f.sync("wide")
+	f.sync("narrow")
+	if _, err := f.reg.Proof(context.Background(), "wide", "x"); !errors.Is(err, proof.ErrTooLarge) {
+		t.Fatalf("proof of x: %v, want it too large to serve", err)
+	}
+
+	for _, served := range []bool{true, false} {
+		f.serve(func(o *Options) {
+			o.BaseURL = func(r *http.Request) string { return RequestBaseURL(r, "https://skills.example.com", nil) }
+			if served {
+				o.Proofs = f.reg
+			}
+		})
+		want := map[string]string{"x": "", "near": ""}
+		if served {
+			want["near"] = proof.URI("narrow", "near")
+		}
+		check := func(where string, got map[string]string) {
+			t.Helper()
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("proofs served %v: %s names proofs %v, want %v", served, where, got, want)
+			}
+		}
+		for _, idx := range []string{"/.well-known/agent-skills/index.json", "/.well-known/skills/index.json"} {
+			var doc struct {
+				Skills []struct {
+					Name       string             `json:"name"`
+					Provenance catalog.Provenance `json:"dev.skillreg/provenance"`
+				} `json:"skills"`
+			}
+			f.json(idx, &doc)
+			got := map[string]string{}
+			for _, e := range doc.Skills {
+				got[e.Name] = e.Provenance.Proof
+			}
+			check(idx, got)
+		}
+		var mp struct {
+			Plugins []struct {
+				Name     string                        `json:"name"`
+				Metadata map[string]catalog.Provenance `json:"metadata"`
+			} `json:"plugins"`
+		}
+		f.json("/marketplace.json", &mp)
+		got := map[string]string{}
+		for _, p := range mp.Plugins {
+			if !strings.HasSuffix(p.Name, "-all") {
+				got[p.Name] = p.Metadata["dev.skillreg/provenance"].Proof
+			}
+		}
+		check("the marketplace", got)
 	}
 }

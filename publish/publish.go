@@ -78,7 +78,10 @@ type Options struct {
 	// Digests keeps the skill archives' digests across restarts (nil:
 	// the first view after a start digests every archive).
 	Digests ArchiveDigests
-	Logger  *slog.Logger
+	// Proofs says which skills' proofs MCP serves: an entry's provenance
+	// names only those (nil: none).
+	Proofs Proofs
+	Logger *slog.Logger
 }
 
 // Handler serves the installers' endpoints. Make one with New, mount it

@@ -32,6 +32,7 @@ func (d *Daemon) setupPublish(cfg *config.Config) error {
 		MarketplaceOwner: cfg.Marketplace.Owner,
 		CacheBytes:       cfg.Cache.ArtifactBytes,
 		Digests:          digests,
+		Proofs:           d.Registry, // the entries name the proofs MCP serves
 		Logger:           d.core.log,
 	})
 	if err != nil {
