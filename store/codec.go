@@ -54,6 +54,9 @@ var (
 	errShort    = errors.New("value ends early")
 	errTrailing = errors.New("value has trailing bytes")
 	errFormat   = errors.New("unknown record format")
+	// errOverlong: a varint longer than its shortest form, which the
+	// encoder always writes, so that a value has one encoding.
+	errOverlong = errors.New("varint not in its shortest form")
 )
 
 // enc appends a record.
@@ -171,6 +174,10 @@ func (d *dec) uvarint() uint64 {
 		if c < 0x80 {
 			if i == binary.MaxVarintLen64-1 && c > 1 {
 				break
+			}
+			if c == 0 && i > 0 { // the byte before could have ended it
+				d.fail(errOverlong)
+				return 0
 			}
 			d.s = d.s[i+1:]
 			return v | uint64(c)<<shift
