@@ -245,13 +245,17 @@ func (d *dec) bool() bool {
 	return false
 }
 
-// digest reads a digest enc.digest wrote ("" is the zero Sum).
+// digest reads a digest enc.digest wrote ("" is the zero Sum, which is
+// never spelled: a value has one encoding).
 func (d *dec) digest() skill.Sum {
 	s := d.str()
 	if s == "" {
 		return skill.Sum{}
 	}
 	sum, err := skill.ParseSum(s)
+	if err == nil && sum.IsZero() {
+		err = errors.New("the zero digest spelled out")
+	}
 	if err != nil {
 		d.fail(err)
 	}
