@@ -404,12 +404,7 @@ func TestProofResourceRefusals(t *testing.T) {
 // 4,000-byte names.
 func wideRemote(t *testing.T) *gittest.Repo {
 	t.Helper()
-	srv := gittest.NewServer(t)
-	remote := srv.CreateRepo("wide")
-	remote.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
-	remote.Commit("skills")
-	remote.PushWide("main", "filler", 900, 4000, "x")
-	return remote
+	return gittest.NewServer(t).WideRepo("wide")
 }
 
 // TestDiagnoseUnproven serves a skill whose proof would pass the bound (its

@@ -87,10 +87,7 @@ func TestIndexesCarryProvenance(t *testing.T) {
 // tree names its own; without Proofs no entry names one.
 func TestIndexesNameOnlyServedProofs(t *testing.T) {
 	srv := gittest.NewServer(t)
-	wide := srv.CreateRepo("wide")
-	wide.WriteFiles(map[string]string{"x/SKILL.md": testkit.SkillMD("x"), "filler": "f\n"})
-	wide.Commit("skills")
-	wide.PushWide("main", "filler", 900, 4000, "x")
+	wide := srv.WideRepo("wide")
 	narrow := srv.CreateRepo("narrow")
 	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
 	narrow.Commit("skills")

@@ -6,15 +6,20 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
+	"github.com/skillreg/skillreg/gitref"
+	"github.com/skillreg/skillreg/gitstore"
+	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/testkit"
+	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
 
-// TestSignatureAndProofShown: a skill served from a verified commit shows
-// who signed it with which key, and its proof resource, on its page, and
-// a "signed" badge in the catalog; an unverified source's shows neither.
-func TestSignatureAndProofShown(t *testing.T) {
+// TestSignatureShown: a skill served from a verified commit shows who
+// signed it with which key on its page, and a "signed" badge in the
+// catalog; an unverified source's shows neither. (This commit is in no
+// object store: its proof is not served, and not named.)
+func TestSignatureShown(t *testing.T) {
 	dir := t.TempDir()
 	testkit.WriteFiles(t, dir, map[string]string{"skills/deploy-checklist/SKILL.md": teamSkills["deploy-checklist/SKILL.md"]})
 	tree := skill.DirTree{Root: dir}
@@ -34,10 +39,64 @@ func TestSignatureAndProofShown(t *testing.T) {
 	f := &fixture{h: h, e: newEcho(h)}
 	_, body := f.get(t, "/skills/acme/skills/deploy-checklist")
 	mustContain(t, "signed skill page", body,
-		`<dt>Signature</dt><dd><span class="badge ok">verified</span> ssh key <code>SHA256:Zm9vYmFy</code> by release@acme.example</dd>`,
-		`<dt>Proof</dt><dd><code>skillreg://proof/acme/skills/deploy-checklist</code>`)
+		`<dt>Signature</dt><dd><span class="badge ok">verified</span> ssh key <code>SHA256:Zm9vYmFy</code> by release@acme.example</dd>`)
 	_, body = f.get(t, "/skills/plain/skills/deploy-checklist")
 	mustNotContain(t, "unsigned skill page", body, "<dt>Signature</dt>", "<dt>Proof</dt>")
 	_, body = f.get(t, "/")
 	mustContain(t, "catalog", body, `<span class="badge ok" title="signed: ssh key SHA256:Zm9vYmFy by release@acme.example">signed</span>`)
+}
+
+// TestSkillPageNamesOnlyServedProofs: a skill page names the skill's proof
+// only when MCP serves it (Options.Proofs: the registry MCP asks too), so
+// that a reader who asks for it is never refused. A git source's skill
+// whose proof would pass proof.MaxBytes (its directory sits in a root
+// tree of 900 entries with 4,000-byte names) names none; a skill of a
+// narrow tree names its own; without Proofs no page names one.
+func TestSkillPageNamesOnlyServedProofs(t *testing.T) {
+	srv := gittest.NewServer(t)
+	wide := srv.WideRepo("wide")
+	narrow := srv.CreateRepo("narrow")
+	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
+	narrow.Commit("skills")
+	narrow.Push("main")
+	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	reg := registry.New(registry.Options{Git: pool})
+	var srcs []catalog.Source
+	for name, r := range map[string]*gittest.Repo{"wide": wide, "narrow": narrow} {
+		repo, err := gitref.ParseRepo(r.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}})
+	}
+	reg.SetSources(srcs)
+	for _, name := range []string{"wide", "narrow"} {
+		if err := reg.SyncNow(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, served := range []bool{true, false} {
+		o := Options{Catalog: reg}
+		if served {
+			o.Proofs = reg
+		}
+		h, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &fixture{h: h, e: newEcho(h)}
+		_, body := f.get(t, "/skills/wide/x")
+		mustContain(t, "the wide tree's skill page", body, "<h1>x</h1>")
+		mustNotContain(t, "the wide tree's skill page", body, "<dt>Proof</dt>")
+		_, body = f.get(t, "/skills/narrow/near")
+		if served {
+			mustContain(t, "the narrow tree's skill page", body, "<dt>Proof</dt><dd><code>skillreg://proof/narrow/near</code>")
+		} else {
+			mustNotContain(t, "the narrow tree's skill page, proofs not served", body, "<dt>Proof</dt>")
+		}
+	}
 }

@@ -176,7 +176,7 @@ func (h *Handler) skillPage(c echo.Context, cat *catalog.Catalog, v Viewer, ref 
 		Frontmatter: frontmatterRows(sk.Frontmatter.JSON),
 		TotalSize:   sk.Size,
 		Kind:        snap.Kind,
-		Prov:        snap.Provenance(sk),
+		Prov:        h.provenance(c.Request().Context(), ref),
 		IndexedAt:   snap.IndexedAt,
 	}
 	for _, f := range sk.Files {

@@ -121,6 +121,9 @@ type Options struct {
 	// Unpublished says what the installers' indexes leave out of a source,
 	// and why, for a viewer who sees f (nil: nothing shown).
 	Unpublished func(ctx context.Context, f catalog.Filter, source string) []Unpublished
+	// Proofs says which skills' proofs MCP serves: a skill page names
+	// only those (nil: none).
+	Proofs Proofs
 
 	// MCPURL is the public MCP endpoint shown in the "connect" snippets
 	// (default: the request's scheme and Host + "/mcp").

@@ -311,6 +311,7 @@ func (d *Daemon) buildSurfaces() (err error) {
 			Limiter:          d.authLimiter, // one failed-attempt budget for /login and /mcp
 			Public:           d.currentPublic,
 			Unpublished:      d.unpublishedWeb,
+			Proofs:           d.Registry, // a skill page names the proof MCP serves
 			InstallBase: func(r *http.Request) string {
 				return publish.RequestBaseURL(r, publicURL, d.hostAllowed)
 			},

@@ -457,6 +457,17 @@ func (r *Repo) PushWide(branch, filler string, n, nameLen int, dirs ...string) s
 	return commit
 }
 
+// WideRepo creates a repository whose one skill, x, has no proof a server
+// may serve: its directory sits in a root tree of 900 entries with
+// 4,000-byte names (PushWide), on main.
+func (s *Server) WideRepo(name string) *Repo {
+	r := s.CreateRepo(name)
+	r.WriteFiles(map[string]string{"x/SKILL.md": "---\nname: x\ndescription: A skill in a root tree too wide for a proof.\n---\n# x\n", "filler": "f\n"})
+	r.Commit("skills")
+	r.PushWide("main", "filler", 900, 4000, "x")
+	return r
+}
+
 // Head returns the working clone's current commit id.
 func (r *Repo) Head() string { return r.Git("rev-parse", "HEAD") }
 
