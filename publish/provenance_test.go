@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path"
 	"reflect"
 	"strings"
 
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/regtest"
 	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/proof"
-	"github.com/skillreg/skillreg/registry"
 )
 
 // TestIndexesCarryProvenance: every entry of both discovery indexes and
@@ -92,24 +89,7 @@ func TestIndexesNameOnlyServedProofs(t *testing.T) {
 	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
 	narrow.Commit("skills")
 	narrow.Push("main")
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	f := &fixture{t: t, reg: registry.New(registry.Options{Git: pool})}
-	var srcs []catalog.Source
-	for _, r := range []*gittest.Repo{wide, narrow} {
-		repo, err := gitref.ParseRepo(r.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srcs = append(srcs, catalog.Source{Name: path.Base(strings.TrimSuffix(r.URL(), ".git")), Kind: catalog.KindGit,
-			Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}})
-	}
-	f.reg.SetSources(srcs)
-	f.sync("wide")
-	f.sync("narrow")
+	f := &fixture{t: t, reg: regtest.Git(t, wide, narrow)}
 	if _, err := f.reg.Proof(context.Background(), "wide", "x"); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("proof of x: %v, want it too large to serve", err)
 	}

@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/gitref"
-	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/regtest"
 	"github.com/skillreg/skillreg/internal/testkit"
-	"github.com/skillreg/skillreg/registry"
 	"github.com/skillreg/skillreg/sigverify"
 	"github.com/skillreg/skillreg/skill"
 )
@@ -59,26 +57,7 @@ func TestSkillPageNamesOnlyServedProofs(t *testing.T) {
 	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
 	narrow.Commit("skills")
 	narrow.Push("main")
-	pool, err := gitstore.NewPool(t.TempDir(), gitstore.PoolOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	reg := registry.New(registry.Options{Git: pool})
-	var srcs []catalog.Source
-	for name, r := range map[string]*gittest.Repo{"wide": wide, "narrow": narrow} {
-		repo, err := gitref.ParseRepo(r.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srcs = append(srcs, catalog.Source{Name: name, Kind: catalog.KindGit, Git: &catalog.GitSource{Repo: repo, Pin: gitref.Pin{Kind: gitref.Branch, Value: "main"}}})
-	}
-	reg.SetSources(srcs)
-	for _, name := range []string{"wide", "narrow"} {
-		if err := reg.SyncNow(context.Background(), name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := regtest.Git(t, wide, narrow)
 	for _, served := range []bool{true, false} {
 		o := Options{Catalog: reg}
 		if served {

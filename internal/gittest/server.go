@@ -311,6 +311,9 @@ func (s *Server) CreateRepo(name string) *Repo {
 	return r
 }
 
+// Name returns the name the repository was created with.
+func (r *Repo) Name() string { return r.name }
+
 // URL returns the repository's smart-HTTP URL.
 func (r *Repo) URL() string { return r.s.URL() + "/" + r.name + ".git" }
 
