@@ -10,9 +10,7 @@ import (
 	"testing"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/regtest"
-	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/proof"
 )
 
@@ -83,13 +81,7 @@ func TestIndexesCarryProvenance(t *testing.T) {
 // 900 entries with 4,000-byte names) names none; a skill of a narrow
 // tree names its own; without Proofs no entry names one.
 func TestIndexesNameOnlyServedProofs(t *testing.T) {
-	srv := gittest.NewServer(t)
-	wide := srv.WideRepo("wide")
-	narrow := srv.CreateRepo("narrow")
-	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
-	narrow.Commit("skills")
-	narrow.Push("main")
-	f := &fixture{t: t, reg: regtest.Git(t, wide, narrow)}
+	f := &fixture{t: t, reg: regtest.WideAndNarrow(t)}
 	if _, err := f.reg.Proof(context.Background(), "wide", "x"); !errors.Is(err, proof.ErrTooLarge) {
 		t.Fatalf("proof of x: %v, want it too large to serve", err)
 	}

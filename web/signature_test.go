@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/skillreg/skillreg/catalog"
-	"github.com/skillreg/skillreg/internal/gittest"
 	"github.com/skillreg/skillreg/internal/regtest"
 	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/sigverify"
@@ -51,13 +50,7 @@ func TestSignatureShown(t *testing.T) {
 // tree of 900 entries with 4,000-byte names) names none; a skill of a
 // narrow tree names its own; without Proofs no page names one.
 func TestSkillPageNamesOnlyServedProofs(t *testing.T) {
-	srv := gittest.NewServer(t)
-	wide := srv.WideRepo("wide")
-	narrow := srv.CreateRepo("narrow")
-	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
-	narrow.Commit("skills")
-	narrow.Push("main")
-	reg := regtest.Git(t, wide, narrow)
+	reg := regtest.WideAndNarrow(t)
 	for _, served := range []bool{true, false} {
 		o := Options{Catalog: reg}
 		if served {

@@ -10,6 +10,7 @@ import (
 	"github.com/skillreg/skillreg/gitref"
 	"github.com/skillreg/skillreg/gitstore"
 	"github.com/skillreg/skillreg/internal/gittest"
+	"github.com/skillreg/skillreg/internal/testkit"
 	"github.com/skillreg/skillreg/registry"
 )
 
@@ -39,4 +40,18 @@ func Git(tb testing.TB, remotes ...*gittest.Repo) *registry.Registry {
 		}
 	}
 	return reg
+}
+
+// WideAndNarrow is a registry of two git sources: "wide", whose one
+// skill x has a proof past the bound (gittest.Server.WideRepo), and
+// "narrow", whose one skill near has a proof a server may serve.
+func WideAndNarrow(tb testing.TB) *registry.Registry {
+	tb.Helper()
+	srv := gittest.NewServer(tb)
+	wide := srv.WideRepo("wide")
+	narrow := srv.CreateRepo("narrow")
+	narrow.WriteFiles(map[string]string{"near/SKILL.md": testkit.SkillMD("near")})
+	narrow.Commit("skills")
+	narrow.Push("main")
+	return Git(tb, wide, narrow)
 }
