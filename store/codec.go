@@ -314,6 +314,13 @@ func (d *dec) time() time.Time {
 	var t time.Time
 	if err := t.UnmarshalBinary([]byte(b)); err != nil {
 		d.fail(fmt.Errorf("time: %w", err))
+		return time.Time{}
+	}
+	// UnmarshalBinary takes nanoseconds past a second, which MarshalBinary
+	// never writes: a value has one encoding.
+	if again, err := t.MarshalBinary(); err != nil || string(again) != b {
+		d.fail(errors.New("time not in its canonical form"))
+		return time.Time{}
 	}
 	return t
 }
