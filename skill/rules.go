@@ -170,19 +170,35 @@ func check(o *object) (*Frontmatter, error) {
 // shareJSON points each string field at the same bytes in fm.JSON where
 // the JSON holds them as they are (a value without escapes: nearly all),
 // so that the decoder's copies are dropped: a frontmatter kept for the
-// skill's life holds its text once, not twice.
-func (fm *Frontmatter) shareJSON() {
+// skill's life holds its text once, not twice. Each field is looked for
+// from where the one before it was found (the JSON holds them in about
+// that order), then from the start; it returns the bytes it searched,
+// which shareLimit bounds: past it the other fields keep their copies.
+// Searching the whole JSON for each field made a frontmatter of 4,000
+// tags parse 16 times slower.
+func (fm *Frontmatter) shareJSON() (searched int) {
 	if len(fm.JSON) == 0 {
-		return
+		return 0
 	}
 	js := unsafe.String(unsafe.SliceData(fm.JSON), len(fm.JSON))
+	limit := shareLimit(len(js))
+	from := 0
 	in := func(s *string) {
-		if *s == "" {
+		if *s == "" || searched >= limit {
 			return
 		}
-		if i := strings.Index(js, *s); i >= 0 {
-			*s = js[i : i+len(*s)]
+		i := strings.Index(js[from:], *s)
+		if i >= 0 {
+			searched += i + len(*s)
+			i += from
+		} else {
+			searched += len(js) - from + len(js)
+			if i = strings.Index(js, *s); i < 0 {
+				return
+			}
 		}
+		*s = js[i : i+len(*s)]
+		from = i + len(*s)
 	}
 	for _, p := range []*string{&fm.Name, &fm.Description, &fm.Compatibility, &fm.Version} {
 		in(p)
@@ -194,7 +210,13 @@ func (fm *Frontmatter) shareJSON() {
 	for i := range fm.Tags {
 		in(&fm.Tags[i])
 	}
+	return searched
 }
+
+// shareLimit bounds the bytes shareJSON searches in a JSON of n bytes:
+// linear in n, and room for every field of a common frontmatter however
+// its fields are ordered.
+func shareLimit(n int) int { return max(16*n, 64<<10) }
 
 // catalogFields reads version, tags and deprecated: top level first, then
 // metadata. Values of another shape are ignored here (they still pass
