@@ -448,7 +448,9 @@ func (h *Handler) Clear() { h.pages.clear() }
 // hints: the page's entries, its next cursor, and the closing brace.
 func (h *Handler) renderPage(ctx context.Context, cat *catalog.Catalog, filter catalog.Filter, off int) ([]byte, error) {
 	refs, next := cat.Page(filter, off, h.o.PageSize)
-	provable := h.b.Provable(ctx, refs)
+	// The page is kept for the generation, whoever asks next: a request
+	// that ends while it renders must not leave a page naming no proofs.
+	provable := h.b.Provable(context.WithoutCancel(ctx), refs)
 	b := make([]byte, 0, 64+len(refs)*entrySizeHint)
 	b = append(b, `"skills":[`...)
 	for i, r := range refs {

@@ -239,3 +239,37 @@ func FuzzParseFast(f *testing.F) {
 		}
 	})
 }
+
+// provingCatalog proves every skill, unless the asking request has ended
+// (the registry's Provable answers none then).
+type provingCatalog struct{ oneCatalog }
+
+func (p provingCatalog) Provable(ctx context.Context, refs []catalog.Ref) []bool {
+	out := make([]bool, len(refs))
+	for i := range out {
+		out[i] = ctx.Err() == nil
+	}
+	return out
+}
+
+// TestPageOfAnEndedRequestNamesProofs: a page rendered for a request that
+// ended meanwhile is cached for the generation, so it names every proof
+// the next caller would be given.
+func TestPageOfAnEndedRequestNamesProofs(t *testing.T) {
+	cat := catalog.NewCatalog(1, time.Now(), []*catalog.Snapshot{testSnapshot(t, "acme", 3)})
+	h := New(provingCatalog{oneCatalog{cat}}, Options{PageSize: 4})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	h.list(ctx, &out, "", true)
+	page, ok := h.pages.get(cat, pageKey{off: 0})
+	if !ok {
+		t.Fatal("the first page is not cached after a listing")
+	}
+	for _, r := range cat.All(catalog.Filter{}) {
+		want := r.Snap.Provenance(r.Skill).Proof
+		if want == "" || !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the cached page does not name %s's proof %q", r.Skill.Path, want)
+		}
+	}
+}
