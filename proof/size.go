@@ -16,8 +16,22 @@ type Sizer struct {
 	sizes  map[string]int         // object id -> its share of a proof's bytes
 	trees  map[string][]TreeEntry // tree id -> its subtrees (only the 40000 entries)
 	names  map[string][]TreeEntry // tree id -> every entry, for trees on a path
-	heads  map[string][]byte      // commits and tags read, by id
-	above  map[string]int         // Bound's count above a directory's skills, by commit, tag and directory
+	heads  map[string]headObject  // commits and tags read, by id and type
+	above  map[aboveKey]int       // Bound's count above a directory's skills
+	dirs   map[string]int         // Bound's scratch: each directory's entry bytes
+	linked map[string]bool        // Bound's scratch: directories counted in their parent
+}
+
+// headObject is a commit or tag read, and its share of a proof's bytes.
+type headObject struct {
+	data []byte
+	n    int
+}
+
+// aboveKey names what Bound counts once for every skill of a directory.
+type aboveKey struct {
+	commit, tag, dir string
+	root             bool // the root's own skill: the root tree is its own
 }
 
 // NewSizer sizes proofs over objects of the given format (SHA1 when "").
@@ -25,7 +39,18 @@ func NewSizer(objects ObjectReader, format string) *Sizer {
 	if format == "" {
 		format = SHA1
 	}
-	return &Sizer{r: objects, format: format, sizes: map[string]int{}, trees: map[string][]TreeEntry{}, names: map[string][]TreeEntry{}, heads: map[string][]byte{}, above: map[string]int{}}
+	s := &Sizer{r: objects, format: format, heads: map[string]headObject{}, above: map[aboveKey]int{}, dirs: map[string]int{}, linked: map[string]bool{}}
+	s.Release()
+	return s
+}
+
+// Release drops the trees the Sizer read and keeps the commits and tags
+// and Bound's count above each directory: a Sizer kept across a
+// listing's pages reads the trees above a directory of skills once, and
+// holds a number for it between pages, not its trees (at 100,000 skills
+// in 50 groups those are 100,000 entries).
+func (s *Sizer) Release() {
+	s.sizes, s.trees, s.names = map[string]int{}, map[string][]TreeEntry{}, map[string][]TreeEntry{}
 }
 
 // Size returns an upper bound of the size of p's proof (p as Build takes
@@ -75,10 +100,7 @@ func (s *Sizer) Bound(p Proof, files []string) (int, error) {
 	if i := strings.LastIndexByte(p.Path, '/'); i >= 0 {
 		dir = p.Path[:i]
 	}
-	key := p.Commit + "\x00" + p.Tag + "\x00" + dir
-	if p.Path == "" {
-		key += "\x00" // the root's skill: the root tree is its own
-	}
+	key := aboveKey{commit: p.Commit, tag: p.Tag, dir: dir, root: p.Path == ""}
 	above, ok := s.above[key]
 	if !ok {
 		up := p
@@ -87,13 +109,12 @@ func (s *Sizer) Bound(p Proof, files []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if p.Path != "" { // the tree that holds the skill's directory
-			if _, err := s.entries(tree); err != nil {
+		if p.Path != "" && !seen[tree] { // the tree that holds the skill's directory
+			size, err := s.treeSize(tree)
+			if err != nil {
 				return 0, err
 			}
-			if !seen[tree] {
-				n += s.sizes[tree]
-			}
+			n += size
 		}
 		above = n - members(up)
 		s.above[key] = above
@@ -105,30 +126,28 @@ func (s *Sizer) Bound(p Proof, files []string) (int, error) {
 	// Each directory's tree: an entry is "<mode> <name>\0<id>", the mode
 	// at most 6 bytes; a directory is an entry of its parent's tree.
 	entry := func(name string) int { return 6 + 1 + len(name) + 1 + HashSize(s.format) }
-	trees := map[string]int{"": 0}
+	trees, linked := s.dirs, s.linked // reused: a listing asks this of every skill
+	clear(trees)
+	clear(linked)
+	trees[""] = 0
 	for _, f := range files {
 		dir, name := "", f
 		if i := strings.LastIndexByte(f, '/'); i >= 0 {
 			dir, name = f[:i], f[i+1:]
 		}
 		trees[dir] += entry(name)
-		for dir != "" {
+		for dir != "" && !linked[dir] { // else counted in its parent already
 			parent, name := "", dir
 			if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 				parent, name = dir[:i], dir[i+1:]
 			}
-			if _, ok := trees[dir+"/"]; ok { // counted in its parent already
-				break
-			}
-			trees[dir+"/"] = 0
+			linked[dir] = true
 			trees[parent] += entry(name)
 			dir = parent
 		}
 	}
-	for k, n := range trees {
-		if !strings.HasSuffix(k, "/") {
-			total += (n+2)/3*4 + objectOverhead
-		}
+	for _, n := range trees {
+		total += (n+2)/3*4 + objectOverhead
 	}
 	return total, nil
 }
@@ -210,14 +229,14 @@ func tooLarge() error {
 // head reads a commit or tag once per Sizer: every skill of a commit
 // shares them.
 func (s *Sizer) head(id, typ string) ([]byte, int, error) {
-	if data, ok := s.heads[id+typ]; ok {
-		return data, s.sizes[id], nil
+	if h, ok := s.heads[id+typ]; ok {
+		return h.data, h.n, nil
 	}
 	data, n, err := s.object(id, typ)
 	if err != nil {
 		return nil, 0, err
 	}
-	s.heads[id+typ], s.sizes[id] = data, n
+	s.heads[id+typ] = headObject{data, n}
 	return data, n, nil
 }
 
@@ -250,6 +269,21 @@ func (s *Sizer) entries(id string) ([]TreeEntry, error) {
 	}
 	s.names[id] = e
 	return e, nil
+}
+
+// treeSize returns a tree's share of a proof's bytes, reading it (once)
+// without parsing its entries: the tree that holds a directory of skills
+// has an entry for each of them, and Bound needs only its size.
+func (s *Sizer) treeSize(id string) (int, error) {
+	if n, ok := s.sizes[id]; ok {
+		return n, nil
+	}
+	_, n, err := s.object(id, TypeTree)
+	if err != nil {
+		return 0, err
+	}
+	s.sizes[id] = n
+	return n, nil
 }
 
 // subtrees returns a tree's directory entries.

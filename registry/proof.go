@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"sync"
+	"weak"
 
 	"github.com/skillreg/skillreg/catalog"
 	"github.com/skillreg/skillreg/proof"
@@ -120,11 +123,11 @@ func (r *Registry) Unproven(ctx context.Context, source string) []Unproven {
 // built from the object store (Unproven says why). A skill whose
 // proof.Sizer.Bound is within half of proof.MaxBytes is provable without
 // reading its own trees (a listing asks this of every skill on a page).
-// What Unproven keeps
-// for snap answers at once; otherwise one proof.Sizer reads the trees
-// these skills need, each once, and the answers are kept for the
-// source's commit (a bool a skill, no snapshot held), so the next
-// listing of the same generation reads no tree.
+// What Unproven keeps for snap answers at once; otherwise the answers are
+// kept for snap (two bits a skill, by its index in snap.Skills; snap
+// itself is not held) with one proof.Sizer, which reads the trees above
+// each directory of skills once for all of a listing's pages, so the next
+// listing of the same snapshot reads no tree.
 func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPaths []string) []bool {
 	out := make([]bool, len(skillPaths))
 	if snap == nil || snap.Kind != catalog.KindGit || snap.Commit == "" || ctx.Err() != nil {
@@ -143,16 +146,16 @@ func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPa
 		}
 		c.mu.Unlock()
 	}
-	key := provableKey{snap.Source, snap.Repository, snap.Commit, snap.Tag, snap.Path}
 	pc := &r.provable
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.answers == nil {
-		pc.answers = map[string]provableAnswers{}
+		pc.answers = map[string]*provableAnswers{}
 	}
 	ans := pc.answers[snap.Source]
-	if ans.key != key {
-		ans = provableAnswers{key: key, ok: map[string]bool{}}
+	if ans == nil || ans.snap != weak.Make(snap) {
+		n := (len(snap.Skills) + 63) / 64
+		ans = &provableAnswers{snap: weak.Make(snap), known: make([]uint64, n), ok: make([]uint64, n)}
 		pc.answers[snap.Source] = ans
 		cur := r.Current()
 		for name := range pc.answers { // sources no longer served
@@ -161,58 +164,67 @@ func (r *Registry) Provable(ctx context.Context, snap *catalog.Snapshot, skillPa
 			}
 		}
 	}
-	var sz *proof.Sizer
+	defer func() {
+		if ans.sz != nil {
+			ans.sz.Release() // keep Bound's counts, not the trees read
+		}
+	}()
+	var files []string
 	for i, p := range skillPaths {
-		sk, ok := snap.SkillAt(p)
+		k, ok := slices.BinarySearchFunc(snap.Skills, p, func(sk *skill.Skill, p string) int { return strings.Compare(sk.Path, p) })
 		if !ok {
 			continue
 		}
+		sk := snap.Skills[k]
 		if known {
 			out[i] = !unproven[sk.Path]
 			continue
 		}
-		if v, ok := ans.ok[sk.Path]; ok {
-			out[i] = v
+		w, bit := k/64, uint64(1)<<(k%64)
+		if ans.known[w]&bit != 0 {
+			out[i] = ans.ok[w]&bit != 0
 			continue
 		}
-		if sz == nil {
+		if ans.sz == nil {
 			repo, err := r.gitRepo(snap.Repository)
 			if err != nil {
 				return out
 			}
-			sz = proof.NewSizer(repo, proof.SHA1)
+			ans.sz = proof.NewSizer(repo, proof.SHA1)
 		}
 		head := proofHead(snap, sk.Path)
-		files := make([]string, len(sk.Files))
+		files = files[:0]
 		for j := range sk.Files {
-			files[j] = sk.Files[j].Path
+			files = append(files, sk.Files[j].Path)
 		}
 		// A bound well within proof.MaxBytes answers without reading
 		// the skill's own trees (its files are every blob beneath it);
 		// one near it, or past it, is sized.
-		if n, err := sz.Bound(head, files); err == nil && n <= proof.MaxBytes/2 {
+		if n, err := ans.sz.Bound(head, files); err == nil && n <= proof.MaxBytes/2 {
 			out[i] = true
 		} else {
-			_, err := sz.Size(head)
+			_, err := ans.sz.Size(head)
 			out[i] = err == nil
 		}
-		ans.ok[sk.Path] = out[i]
+		ans.known[w] |= bit
+		if out[i] {
+			ans.ok[w] |= bit
+		}
 	}
 	return out
 }
 
-// provableCache keeps Provable's answers per source, for one commit (and
-// pin, path) each: what a proof holds depends on nothing else.
+// provableCache keeps Provable's answers per source, for one snapshot
+// each: what a proof holds depends on nothing else.
 type provableCache struct {
 	mu      sync.Mutex
-	answers map[string]provableAnswers // by source
+	answers map[string]*provableAnswers // by source
 }
 
-type provableKey struct{ source, repository, commit, tag, path string }
-
 type provableAnswers struct {
-	key provableKey
-	ok  map[string]bool // by skill path
+	snap      weak.Pointer[catalog.Snapshot]
+	known, ok []uint64     // bit k: snap.Skills[k] answered, and provable
+	sz        *proof.Sizer // what Bound counted above each directory
 }
 
 func (r *Registry) unprovenOf(snap *catalog.Snapshot) []Unproven {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -99,5 +101,49 @@ func TestActivityIgnoresProbes(t *testing.T) {
 		if err != nil {
 			t.Errorf("yield during a request to %s = %v; want nil at once", path, err)
 		}
+	}
+}
+
+// TestActivityRationedAfterOpening: once the port opened, the
+// background waits as it does right after a request: on a clock that
+// stands still at the opening no waiter goes on, a quiet gap of
+// yieldQuiet lets one through and a second within that gap waits, and
+// yieldMax without a request is idle again. Before, a daemon no request
+// had reached was idle from its first instant (TestActivityYieldsToRequests
+// keeps that for an activity whose port never opened).
+func TestActivityRationedAfterOpening(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Unix(1_000_000, 0).UnixNano())
+	a := activity{now: func() time.Time { return time.Unix(0, clock.Load()) }}
+	a.opened()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.yield(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("yield at the port's opening = %v; want it to wait (context.Canceled)", err)
+	}
+	clock.Add(int64(yieldQuiet))
+	if err := a.yield(ended); err != nil {
+		t.Fatalf("yield after a quiet gap = %v; want one waiter through", err)
+	}
+	if err := a.yield(ended); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a second yield in the same gap = %v; want it to wait", err)
+	}
+	clock.Add(int64(yieldMax))
+	if err := a.yield(ended); err != nil {
+		t.Fatalf("yield after yieldMax without a request = %v; want nil (idle)", err)
+	}
+}
+
+// TestServeMarksTheOpening: Serve counts its port's opening as activity
+// before the registry starts its background work (a restored source's
+// first sync, the search build), so that work begins rationed; the
+// probes that wait for the daemon leave the mark alone.
+func TestServeMarksTheOpening(t *testing.T) {
+	root := t.TempDir()
+	writeSkill(t, filepath.Join(root, "alpha"), "alpha", nil)
+	before := time.Now()
+	td := startDaemon(t, "sources:\n  - name: local\n    dir: "+root+"\n", "")
+	if got := td.activity.last.Load(); got < before.UnixNano() {
+		t.Fatalf("activity's last mark once serving = %d; want the port's opening, after %d", got, before.UnixNano())
 	}
 }

@@ -591,6 +591,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	regCtx, stopReg := context.WithCancel(context.Background())
 	defer stopReg()
+	d.activity.opened() // before the registry starts its background work
 	g.Go(func() error { return d.Registry.Run(regCtx) })
 	if d.disc != nil {
 		g.Go(func() error { return d.disc.Run(regCtx) })
@@ -719,9 +720,26 @@ const (
 // a restarted daemon answers at full speed at once.
 type activity struct {
 	inflight atomic.Int64
-	last     atomic.Int64 // when the last request ended, in UnixNano
+	last     atomic.Int64 // when the last request ended, or the port opened, in UnixNano
 	slot     atomic.Int64 // when a waiter last went on under load, in UnixNano
+	// now is the clock (time.Now when nil; tests move their own).
+	now func() time.Time
 }
+
+func (a *activity) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
+}
+
+// opened counts the port's opening as a request that just ended: the
+// first requests of a restart come right after it, so the background work
+// it starts (the restored sources' first syncs, the search build) begins
+// rationed, as in a gap between requests, instead of at full speed until
+// the first request arrives (yield takes a daemon no request ever reached
+// as idle).
+func (a *activity) opened() { a.last.Store(a.clock().UnixNano()) }
 
 // track counts next's requests, but for the health probes and the
 // metrics scrape: a load balancer or a bench asking /readyz every few
@@ -735,7 +753,7 @@ func (a *activity) track(next http.Handler) http.Handler {
 		}
 		a.inflight.Add(1)
 		defer func() {
-			a.last.Store(time.Now().UnixNano())
+			a.last.Store(a.clock().UnixNano())
 			a.inflight.Add(-1)
 		}()
 		next.ServeHTTP(w, r)
@@ -754,11 +772,11 @@ func untracked(path string) bool {
 // on within yieldMax (takeSlot). It returns ctx's error if ctx ends while
 // it waits.
 func (a *activity) yield(ctx context.Context) error {
-	deadline := time.Now().Add(yieldMax)
+	deadline := a.clock().Add(yieldMax)
 	t := time.NewTicker(yieldTick)
 	defer t.Stop()
 	for {
-		now := time.Now()
+		now := a.clock()
 		if a.inflight.Load() == 0 {
 			switch gap := now.Sub(time.Unix(0, a.last.Load())); {
 			case gap >= yieldMax:

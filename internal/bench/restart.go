@@ -12,9 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -28,28 +26,28 @@ func init() { register("restart", runRestart) }
 // restartRow measures restarts of a daemon whose configuration cfg (a
 // source of env.Skills skills) was synced and persisted once, against the
 // cold index of the corpus at dir.
-func restartRow(env *Env, name, kind, cfg, dir string) (Row, string, time.Duration, error) {
+func restartRow(env *Env, name, kind, cfg, dir string) (Row, restartRun, error) {
 	start := time.Now()
 	d, err := startDaemon(env, name, cfg)
 	if err != nil {
-		return Row{}, "", 0, err
+		return Row{}, restartRun{}, err
 	}
 	if err := waitSynced("http://" + d.addr); err != nil {
 		d.stop()
-		return Row{}, "", 0, err
+		return Row{}, restartRun{}, err
 	}
 	d.stop()
 	env.Log("%s: first start (sync, index and persist) took %s", name, time.Since(start).Round(time.Millisecond))
 	home := filepath.Join(env.Tmp, name)
 	cfgPath, data := filepath.Join(home, "config.yaml"), filepath.Join(home, "data")
 	if _, err := timeCmd(*binPath, "index", dir); err != nil { // warm the cache for the peer
-		return Row{}, "", 0, err
+		return Row{}, restartRun{}, err
 	}
-	var ours, peer, listen []time.Duration
+	var ours, peer, listen, checked []time.Duration
 	for round := range restartRounds {
 		o := func() error {
 			r, err := timeRestart(cfgPath, data, env.Skills)
-			ours, listen = append(ours, r.firstList), append(listen, r.listening)
+			ours, listen, checked = append(ours, r.firstList), append(listen, r.listening), append(checked, r.synced)
 			return err
 		}
 		p := func() error {
@@ -58,10 +56,10 @@ func restartRow(env *Env, name, kind, cfg, dir string) (Row, string, time.Durati
 			return err
 		}
 		if err := gitBoth(round%2 == 0, o, p); err != nil {
-			return Row{}, "", 0, err
+			return Row{}, restartRun{}, err
 		}
 	}
-	env.Log("%s: first skills/list %v (listening after %v); cold index %v", name, ours, listen, peer)
+	env.Log("%s: first skills/list %v (listening after %v, first sync done after %v); cold index %v", name, ours, listen, checked, peer)
 	oM, pM := median(ours), median(peer)
 	ratio := float64(oM) / float64(pM)
 	return Row{
@@ -71,7 +69,15 @@ func restartRow(env *Env, name, kind, cfg, dir string) (Row, string, time.Durati
 		Ratio: fmt.Sprintf("%.1f%%", 100*ratio),
 		Goal:  "< 10% and < 500 ms",
 		OK:    ratio < 0.10 && oM < 500*time.Millisecond,
-	}, data, pM, nil
+	}, restartRun{data: data, cold: pM, synced: median(checked)}, nil
+}
+
+// restartRun is what restartRow measured besides its row: the data dir,
+// the cold index's median and the median time from the process start to
+// the end of the source's first sync.
+type restartRun struct {
+	data         string
+	cold, synced time.Duration
 }
 
 const restartRounds = 5
@@ -102,29 +108,28 @@ func runRestart(env *Env) ([]Row, error) {
 	})
 	remote.Commit("corpus")
 	remote.Push("main")
-	gitRow, _, _, err := restartRow(env, "restart-git", "git", "sources:\n  - name: bench\n    url: "+remote.URL()+"\n    poll: 0\n", dir)
+	gitRow, _, err := restartRow(env, "restart-git", "git", "sources:\n  - name: bench\n    url: "+remote.URL()+"\n    poll: 0\n", dir)
 	if err != nil {
 		return nil, err
 	}
-	// A directory source: every file's size is checked before serving.
-	dirRow, data, cold, err := restartRow(env, "restart", "dir", "sources:\n  - name: bench\n    dir: "+dir+"\n    poll: 0\n", dir)
+	// A directory source: the stored catalog is served before any file
+	// is looked at; the source's first sync is the check (one walk of the
+	// tree, stat keys compared with the stored ones, stepping aside for
+	// requests).
+	dirRow, run, err := restartRow(env, "restart", "dir", "sources:\n  - name: bench\n    dir: "+dir+"\n    poll: 0\n", dir)
 	if err != nil {
 		return nil, err
 	}
-	floor, err := sizeCheckFloor(dir)
-	if err != nil {
-		return nil, err
-	}
-	floorRow := Row{
-		Name:  "the dir source's size check alone: lstat of every file, in this process, as the restore runs it (median of 5)",
-		Ours:  storeMS(floor),
-		Peer:  storeMS(cold) + " (skillreg index, cold)",
-		Ratio: fmt.Sprintf("%.1f%%", 100*float64(floor)/float64(cold)),
-		Goal:  "floor of the row above",
+	checkRow := Row{
+		Name:  fmt.Sprintf("the dir source's check: process start to the end of its first sync after the restart, in the background (median of %d)", restartRounds),
+		Ours:  storeMS(run.synced),
+		Peer:  storeMS(run.cold) + " (skillreg index, cold)",
+		Ratio: fmt.Sprintf("%.0f%%", 100*float64(run.synced)/float64(run.cold)),
+		Goal:  "reported",
 		OK:    true,
 	}
 
-	dbBlocks, err := allocated(filepath.Join(data, store.FileName))
+	dbBlocks, err := allocated(filepath.Join(run.data, store.FileName))
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +149,7 @@ func runRestart(env *Env) ([]Row, error) {
 	return []Row{
 		gitRow,
 		dirRow,
-		floorRow,
+		checkRow,
 		{
 			Name:  "store on disk per 1,000 skills (allocated blocks of skillreg.db vs of the corpus's files)",
 			Ours:  fmt.Sprintf("%.2f MiB", perK(dbBlocks)),
@@ -160,6 +165,7 @@ func runRestart(env *Env) ([]Row, error) {
 type restartTimes struct {
 	listening time.Duration // process start to the "serving" log line
 	firstList time.Duration // process start to the first full skills/list page
+	synced    time.Duration // process start to every source's first sync attempted (/readyz)
 }
 
 // timeRestart starts `skillreg serve` on an existing data directory and
@@ -236,6 +242,7 @@ func timeRestart(cfgPath, data string, skills int) (restartTimes, error) {
 	if err := waitSynced("http://" + addr); err != nil {
 		return rt, err
 	}
+	rt.synced = time.Since(begin)
 	if strings.Contains(logBuf.String(), "not serving the stored catalog") {
 		return rt, fmt.Errorf("restart: the daemon dropped its stored catalog:\n%s", logBuf.String())
 	}
@@ -280,44 +287,4 @@ func allocated(path string) (int64, error) {
 		return info.Size(), nil
 	}
 	return st.Blocks * 512, nil
-}
-
-// sizeCheckFloor times what a restart of a directory source must do before
-// it serves, and nothing else: one lstat per file, on 2*GOMAXPROCS workers
-// over contiguous runs as registry.Restore splits them. No restart can be
-// faster than this (plus process start and the store load).
-func sizeCheckFloor(dir string) (time.Duration, error) {
-	var paths []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			paths = append(paths, p)
-		}
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	var times []time.Duration
-	for range restartRounds {
-		start := time.Now()
-		workers := 2 * runtime.GOMAXPROCS(0)
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for _, p := range paths[w*len(paths)/workers : (w+1)*len(paths)/workers] {
-					if _, err := os.Lstat(p); err != nil {
-						errs[w] = err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		times = append(times, time.Since(start))
-		if err := errors.Join(errs...); err != nil {
-			return 0, err
-		}
-	}
-	return median(times), nil
 }

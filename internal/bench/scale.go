@@ -741,6 +741,19 @@ func (s *scaleRun) timedRestart(name, cfg, data string, keep bool) (restartResul
 		d.stop()
 		return r, nil, err
 	}
+	// The search index builds in the background after a restart, stepping
+	// aside for requests: a build still running beside the settled
+	// listing would slow it and so flatter the ratio. A search answers
+	// only once every segment and the merged dictionary are built (it
+	// builds what the background has not yet), so one search waits for
+	// the build.
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	if err := call(cl, cl.p.searchReq(loadQueries[0]), &res); err != nil || res.IsError {
+		d.stop()
+		return r, nil, fmt.Errorf("%s: search before the settled listing: %v (tool error %v)", name, err, res.IsError)
+	}
 	time.Sleep(time.Second) // let what the sync started (watches, warm pages) finish
 	var settled []time.Duration
 	for range 3 {
