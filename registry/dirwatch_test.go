@@ -686,3 +686,35 @@ func TestColdStartServesBeforeItWatches(t *testing.T) {
 		return ok && f.Digest.String() == digestOf("seen")
 	})
 }
+
+// TestPollRescanStepsAside: a whole rescan of a served directory source
+// that a poll asks for steps aside for requests as the restart's first
+// sync does (skill.DirTree.Yield): it lists one directory at a time and
+// asks Options.Yield before the first and every skill.YieldDirs after it.
+// The syncs' steps are told from the search build's by their context,
+// which only a sync's has a deadline on.
+func TestPollRescanStepsAside(t *testing.T) {
+	t.Parallel()
+	var syncSteps atomic.Int64
+	o := Options{Yield: func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); ok {
+			syncSteps.Add(1)
+		}
+		return nil
+	}}
+	w := startWatched(t, 0, o, func(root string) { corpus(t, root, 4, 12) }) // 149 directories
+	<-w.watcher
+	testkit.WaitUntil(t, "the check after the cold index", func() bool {
+		st := w.state()
+		return !st.Syncing && st.Watch.FullRescans == firstScans
+	})
+	before := syncSteps.Load()
+	w.r.RequestSync("local", catalog.TriggerPoll)
+	testkit.WaitUntil(t, "the poll's whole rescan", func() bool {
+		st := w.state()
+		return !st.Syncing && st.Watch.FullRescans == firstScans+1
+	})
+	if n := syncSteps.Load() - before; n < 2 {
+		t.Fatalf("the poll's whole rescan of 149 directories asked Yield %d times, want 2 at least", n)
+	}
+}
