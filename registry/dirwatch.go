@@ -42,6 +42,14 @@ const maxRescanPaths = 2048
 // walks the tree again (the limit may have been raised meanwhile).
 const watchRetry = 2 * time.Minute
 
+// procSys is where the kernel's limits are read.
+func (r *Registry) procSys() string {
+	if r.o.procSysDir != "" {
+		return r.o.procSysDir
+	}
+	return "/proc/sys"
+}
+
 func (r *Registry) retryWatch() time.Duration {
 	if r.o.watchRetry > 0 {
 		return r.o.watchRetry
@@ -573,8 +581,55 @@ func (dw *dirWatcher) dropUnder(names []string) {
 	}
 }
 
+// inotifyLimit is one of the kernel's inotify limits: its sysctl of the
+// initial user namespace (fs.inotify.*: per user, over all of the user's
+// processes), and that of the user namespace the daemon runs in (user.*,
+// since Linux 5.11), which a container's namespace may set lower. A
+// watch counts against both, so the lower one is the limit that applies.
+type inotifyLimit struct {
+	what        string // "watch", "instance"
+	sysctl      string // of the initial user namespace
+	nsSysctl    string // of the daemon's user namespace
+	each, raise string // what one of them is; the value suggested
+}
+
+var (
+	watchLimit = inotifyLimit{"watch", "fs.inotify.max_user_watches", "user.max_inotify_watches",
+		"one a directory", "524288"}
+	instanceLimit = inotifyLimit{"instance", "fs.inotify.max_user_instances", "user.max_inotify_instances",
+		"one a directory source", "1024"}
+)
+
+// readSysctl reads one sysctl's number under procSys ("/proc/sys").
+func readSysctl(procSys, name string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(procSys, filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// hint names the limit that applies, with its value, and how to raise it.
+func (l inotifyLimit) hint(procSys string) string {
+	v, ok := readSysctl(procSys, l.sysctl)
+	if nv, nok := readSysctl(procSys, l.nsSysctl); nok && (!ok || nv < v) {
+		s := "the kernel's inotify " + l.what + " limit of this user namespace is reached (" + l.nsSysctl + " = " + strconv.FormatInt(nv, 10)
+		if ok {
+			s += ", below " + l.sysctl + " = " + strconv.FormatInt(v, 10)
+		}
+		return s + "); raise it in that namespace, as its root (the container's: sysctl -w " + l.nsSysctl + "=" + l.raise +
+			", or more: " + l.each + ", for every process of the user in it); " + l.sysctl + " bounds it too"
+	}
+	s := "the kernel's inotify " + l.what + " limit is reached"
+	if ok {
+		s += " (" + l.sysctl + " = " + strconv.FormatInt(v, 10) + ")"
+	}
+	return s + "; raise it (sysctl -w " + l.sysctl + "=" + l.raise + ", or more: " + l.each + ", for every process of the user)"
+}
+
 // exhausted reports whether a watch failed for lack of room in the
-// kernel: ENOSPC is max_user_watches, EMFILE max_user_instances.
+// kernel: ENOSPC is the watch limit, EMFILE the instance limit.
 func exhausted(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE)
 }
@@ -615,22 +670,23 @@ func (dw *dirWatcher) report() (blind bool) {
 		w.Blind = poll <= 0
 		w.Error = r.cleanError(dw.err.Error())
 		w.ErrorAt = dw.errAt
-		w.Hint = watchHint(w.Exhausted, poll)
+		w.Hint = watchHint(r.procSys(), dw.err, poll)
 	}
 	dw.run.state.Watch = w
 	return w.Blind
 }
 
-// watchHint says what an unwatched directory means and what to do.
-func watchHint(exhausted bool, poll time.Duration) string {
+// watchHint says what an unwatched directory means and what to do; err
+// is why it is not watched, procSys where the kernel's limits are read
+// ("/proc/sys").
+func watchHint(procSys string, err error, poll time.Duration) string {
 	var b strings.Builder
-	if exhausted {
-		b.WriteString("the kernel's inotify watch limit is reached")
-		if n, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
-			b.WriteString(" (fs.inotify.max_user_watches = " + strings.TrimSpace(string(n)) + ")")
-		}
-		b.WriteString("; raise it (sysctl -w fs.inotify.max_user_watches=524288, or more: one a directory, for every process of the user)")
-	} else {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		b.WriteString(watchLimit.hint(procSys))
+	case errors.Is(err, syscall.EMFILE):
+		b.WriteString(instanceLimit.hint(procSys))
+	default:
 		b.WriteString("a directory could not be watched")
 	}
 	if poll > 0 {

@@ -718,3 +718,79 @@ func TestPollRescanStepsAside(t *testing.T) {
 		t.Fatalf("the poll's whole rescan of 149 directories asked Yield %d times, want 2 at least", n)
 	}
 }
+
+// procSysDir writes the kernel's inotify sysctls a watch hint reads into
+// a directory laid out as /proc/sys ("" leaves one out).
+func procSysDir(t *testing.T, sysctls map[string]string) string {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for name, v := range sysctls {
+		if v != "" {
+			files[strings.ReplaceAll(name, ".", "/")] = v + "\n"
+		}
+	}
+	testkit.WriteFiles(t, dir, files)
+	return dir
+}
+
+// TestWatchHintNamesTheLimitThatApplies: a watch counts against the
+// initial user namespace's fs.inotify limit and against the daemon's own
+// user namespace's user.* one (a container's may be lower): the hint
+// names the lower, with its value, and how to raise it there.
+func TestWatchHintNamesTheLimitThatApplies(t *testing.T) {
+	t.Parallel()
+	const (
+		fsWatches = "fs.inotify.max_user_watches"
+		nsWatches = "user.max_inotify_watches"
+	)
+	for _, c := range []struct {
+		name     string
+		err      error
+		sysctls  map[string]string
+		want     []string
+		wantNone []string
+	}{
+		{"the initial namespace", syscall.ENOSPC, map[string]string{fsWatches: "192530", nsWatches: "192530"},
+			[]string{"(fs.inotify.max_user_watches = 192530)", "sysctl -w fs.inotify.max_user_watches=524288"}, []string{nsWatches}},
+		{"a user namespace set lower", syscall.ENOSPC, map[string]string{fsWatches: "192530", nsWatches: "8192"},
+			[]string{"user.max_inotify_watches = 8192, below fs.inotify.max_user_watches = 192530", "sysctl -w user.max_inotify_watches=524288"},
+			[]string{"sysctl -w fs.inotify"}},
+		{"a user namespace set higher", syscall.ENOSPC, map[string]string{fsWatches: "8192", nsWatches: "1048576"},
+			[]string{"(fs.inotify.max_user_watches = 8192)"}, []string{nsWatches}},
+		{"a kernel before user namespace limits", syscall.ENOSPC, map[string]string{fsWatches: "8192"},
+			[]string{"(fs.inotify.max_user_watches = 8192)"}, []string{nsWatches}},
+		{"instances", fmt.Errorf("start watching: inotify_init1: %w", syscall.EMFILE),
+			map[string]string{"fs.inotify.max_user_instances": "128", "user.max_inotify_instances": "16", fsWatches: "8192", nsWatches: "100"},
+			[]string{"inotify instance limit", "user.max_inotify_instances = 16, below fs.inotify.max_user_instances = 128"}, []string{"watches ="}},
+		{"not the kernel's limit", syscall.EACCES, map[string]string{fsWatches: "8192"},
+			[]string{"a directory could not be watched"}, []string{"limit"}},
+	} {
+		hint := watchHint(procSysDir(t, c.sysctls), c.err, time.Minute)
+		for _, w := range c.want {
+			if !strings.Contains(hint, w) {
+				t.Errorf("%s: hint %q does not say %q", c.name, hint, w)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(hint, w) {
+				t.Errorf("%s: hint %q says %q", c.name, hint, w)
+			}
+		}
+	}
+
+	// What /readyz and diagnose show: the source's state.
+	o := Options{
+		procSysDir: procSysDir(t, map[string]string{fsWatches: "192530", nsWatches: "4"}),
+		watchAdd: func(p string) error {
+			if strings.HasSuffix(p, "scripts") {
+				return syscall.ENOSPC
+			}
+			return nil
+		},
+	}
+	w := startWatched(t, time.Hour, o, func(root string) { corpus(t, root, 1, 2) })
+	<-w.watcher
+	if st := w.state().Watch; !st.Exhausted || !strings.Contains(st.Hint, "user.max_inotify_watches = 4, below fs.inotify.max_user_watches = 192530") {
+		t.Fatalf("watch state %+v; want the user namespace's limit named", st)
+	}
+}

@@ -101,6 +101,9 @@ type Options struct {
 	// watchRetry replaces the walk's retry interval.
 	watching   func(source string, w dirNotifier)
 	watchRetry time.Duration
+	// procSysDir, set by tests, replaces /proc/sys, where the watch
+	// hint reads the kernel's inotify limits.
+	procSysDir string
 }
 
 // Registry owns the sources, the current catalog and its recent history.
