@@ -42,6 +42,14 @@ const maxRescanPaths = 2048
 // walks the tree again (the limit may have been raised meanwhile).
 const watchRetry = 2 * time.Minute
 
+// procSys is where the kernel's limits are read.
+func (r *Registry) procSys() string {
+	if r.o.procSysDir != "" {
+		return r.o.procSysDir
+	}
+	return "/proc/sys"
+}
+
 func (r *Registry) retryWatch() time.Duration {
 	if r.o.watchRetry > 0 {
 		return r.o.watchRetry
@@ -358,15 +366,24 @@ func (dw *dirWatcher) loop(ctx context.Context) {
 	}
 }
 
-// listingWatch watches a directory source's tree from its first index,
-// on a cold start and after a restore alike: the index calls watch with
-// each directory it is about to list (skill.DirTree.Listing), which the
+// listingWatch watches a directory source's tree from the first whole
+// index of what is served: a restored source's first sync, or the sync
+// after a cold start's first index. That index calls watch with each
+// directory it is about to list (skill.DirTree.Listing), which the
 // watcher watches then, instead of walking the whole tree a second time
 // beside the index (at 100,000 skills, 300,000 directories listed twice
 // on two cores). Watched before it is listed, no directory has a moment
 // in which a change is neither listed nor seen: what changed before its
-// listing (while the daemon was down, say) the index finds, by its stat
-// keys, and what changes after, the watch.
+// listing (while the daemon was down, or since the cold index listed it)
+// the index finds, by its stat keys, and what changes after, the watch.
+//
+// A cold start's first index watches nothing: serving needs the index
+// alone, and at 10,000 skills the 30,000 watches made during its walk
+// (each an inotify_add_watch resolving the whole path, and every later
+// open and read in a watched directory passing through fsnotify) cost
+// about a quarter of the CPU of the cold start, on the way to /readyz.
+// The sync after it (watchLater) watches and checks the tree in one walk,
+// reading only what changed since, and steps aside for requests.
 type listingWatch struct {
 	attached  chan struct{} // closed once dw is set (nil: no watcher)
 	dw        *dirWatcher
@@ -376,25 +393,19 @@ type listingWatch struct {
 	err       error // the first directory the kernel refused
 	done      chan struct{}
 	listedAll bool // written before done is closed
-	// yield, when set, is the index's skill.DirTree.Yield: a restored
-	// source's first index steps aside for requests (restore.go).
-	yield func(ctx context.Context) error
 }
 
-// offerListingLocked offers the watcher about to start the source's first
-// index, when nothing of the source is served, or what is served was
-// restored and not synced since, and that index has not begun (offered
-// before the watcher starts, so before any sync of it can): nil when the
-// watcher walks the tree itself.
+// offerListingLocked offers the watcher about to start to the source's
+// first whole index of what is served, when nothing of the source is
+// served, or what is served was restored and not synced since, and that
+// index has not begun (offered before the watcher starts, so before any
+// sync of it can): nil when the watcher walks the tree itself.
 func (r *Registry) offerListingLocked(run *sourceRun) *listingWatch {
 	_, served := r.Current().Snapshot(run.src.Name)
 	if (served && !run.restored) || run.listed || run.removed {
 		return nil
 	}
 	lw := &listingWatch{attached: make(chan struct{}), done: make(chan struct{})}
-	if run.restored {
-		lw.yield = r.o.Yield
-	}
 	run.listing = lw
 	return lw
 }
@@ -408,30 +419,53 @@ func (lw *listingWatch) attach(dw *dirWatcher) {
 	close(lw.attached)
 }
 
-// takeListing is a sync's side of offerListing: the first sync of a
-// directory source with nothing served, or with what a restore served,
-// takes the waiting watcher (nil when there is none), and from then on no
-// watcher waits for one.
-func (r *Registry) takeListing(run *sourceRun, prev *catalog.Snapshot) *listingWatch {
+// takeListing is a sync's side of offerListing: the first sync of what a
+// restore or a cold start's first index served takes the waiting watcher
+// (nil when there is none), and from then on no watcher waits for one.
+// The first sync with nothing served leaves it waiting and says so
+// (cold): that sync hands it on when it ends (watchLater).
+func (r *Registry) takeListing(run *sourceRun, prev *catalog.Snapshot) (lw *listingWatch, cold bool) {
 	if run.src.Kind != catalog.KindDir {
-		return nil
+		return nil, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if prev != nil && !run.restored {
-		return nil
+	if prev == nil && !run.listed && run.listing != nil {
+		return nil, true
 	}
-	run.listed, run.restored = true, false
-	lw := run.listing
+	if prev != nil && !run.restored && !run.unwatched {
+		return nil, false
+	}
+	run.listed, run.restored, run.unwatched = true, false, false
+	lw = run.listing
 	run.listing = nil
-	return lw
+	return lw, false
 }
 
-// tree is the directory tree the index lists, with lw's hooks.
+// watchLater ends a cold start's first index, which watched nothing:
+// once it is served (served), the source is unwatched, and the sync asked
+// for here, the next, is its check (takeListing gives it the watcher);
+// when nothing was served (a missing directory, a failure, a shutdown),
+// the watcher walks the tree itself, as it does after any first index
+// that stopped short, and watches the directory once it exists.
+func (r *Registry) watchLater(run *sourceRun, served bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if served && !run.removed {
+		run.unwatched = true
+		r.requestLocked(run, catalog.TriggerConfig)
+		return
+	}
+	lw := run.listing
+	run.listed, run.listing = true, nil
+	lw.finish(false)
+}
+
+// tree is the directory tree the index lists, with lw's hook.
 func (lw *listingWatch) tree(root string) skill.DirTree {
 	t := skill.DirTree{Root: root}
 	if lw != nil {
-		t.Listing, t.Yield = lw.add, lw.yield
+		t.Listing = lw.add
 	}
 	return t
 }
@@ -547,8 +581,55 @@ func (dw *dirWatcher) dropUnder(names []string) {
 	}
 }
 
+// inotifyLimit is one of the kernel's inotify limits: its sysctl of the
+// initial user namespace (fs.inotify.*: per user, over all of the user's
+// processes), and that of the user namespace the daemon runs in (user.*,
+// since Linux 5.11), which a container's namespace may set lower. A
+// watch counts against both, so the lower one is the limit that applies.
+type inotifyLimit struct {
+	what        string // "watch", "instance"
+	sysctl      string // of the initial user namespace
+	nsSysctl    string // of the daemon's user namespace
+	each, raise string // what one of them is; the value suggested
+}
+
+var (
+	watchLimit = inotifyLimit{"watch", "fs.inotify.max_user_watches", "user.max_inotify_watches",
+		"one a directory", "524288"}
+	instanceLimit = inotifyLimit{"instance", "fs.inotify.max_user_instances", "user.max_inotify_instances",
+		"one a directory source", "1024"}
+)
+
+// readSysctl reads one sysctl's number under procSys ("/proc/sys").
+func readSysctl(procSys, name string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(procSys, filepath.FromSlash(strings.ReplaceAll(name, ".", "/"))))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}
+
+// hint names the limit that applies, with its value, and how to raise it.
+func (l inotifyLimit) hint(procSys string) string {
+	v, ok := readSysctl(procSys, l.sysctl)
+	if nv, nok := readSysctl(procSys, l.nsSysctl); nok && (!ok || nv < v) {
+		s := "the kernel's inotify " + l.what + " limit of this user namespace is reached (" + l.nsSysctl + " = " + strconv.FormatInt(nv, 10)
+		if ok {
+			s += ", below " + l.sysctl + " = " + strconv.FormatInt(v, 10)
+		}
+		return s + "); raise it in that namespace, as its root (the container's: sysctl -w " + l.nsSysctl + "=" + l.raise +
+			", or more: " + l.each + ", for every process of the user in it); " + l.sysctl + " bounds it too"
+	}
+	s := "the kernel's inotify " + l.what + " limit is reached"
+	if ok {
+		s += " (" + l.sysctl + " = " + strconv.FormatInt(v, 10) + ")"
+	}
+	return s + "; raise it (sysctl -w " + l.sysctl + "=" + l.raise + ", or more: " + l.each + ", for every process of the user)"
+}
+
 // exhausted reports whether a watch failed for lack of room in the
-// kernel: ENOSPC is max_user_watches, EMFILE max_user_instances.
+// kernel: ENOSPC is the watch limit, EMFILE the instance limit.
 func exhausted(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE)
 }
@@ -589,22 +670,23 @@ func (dw *dirWatcher) report() (blind bool) {
 		w.Blind = poll <= 0
 		w.Error = r.cleanError(dw.err.Error())
 		w.ErrorAt = dw.errAt
-		w.Hint = watchHint(w.Exhausted, poll)
+		w.Hint = watchHint(r.procSys(), dw.err, poll)
 	}
 	dw.run.state.Watch = w
 	return w.Blind
 }
 
-// watchHint says what an unwatched directory means and what to do.
-func watchHint(exhausted bool, poll time.Duration) string {
+// watchHint says what an unwatched directory means and what to do; err
+// is why it is not watched, procSys where the kernel's limits are read
+// ("/proc/sys").
+func watchHint(procSys string, err error, poll time.Duration) string {
 	var b strings.Builder
-	if exhausted {
-		b.WriteString("the kernel's inotify watch limit is reached")
-		if n, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
-			b.WriteString(" (fs.inotify.max_user_watches = " + strings.TrimSpace(string(n)) + ")")
-		}
-		b.WriteString("; raise it (sysctl -w fs.inotify.max_user_watches=524288, or more: one a directory, for every process of the user)")
-	} else {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		b.WriteString(watchLimit.hint(procSys))
+	case errors.Is(err, syscall.EMFILE):
+		b.WriteString(instanceLimit.hint(procSys))
+	default:
 		b.WriteString("a directory could not be watched")
 	}
 	if poll > 0 {

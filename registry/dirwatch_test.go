@@ -106,9 +106,14 @@ func startWatched(t *testing.T, poll time.Duration, o Options, write func(root s
 		cancel()
 		<-done
 	})
-	testkit.WaitUntil(t, "the first sync", func() bool { return w.state().LastResult == catalog.ResultUpdated })
+	testkit.WaitUntil(t, "the first sync", func() bool { _, ok := w.r.Current().Snapshot("local"); return ok })
 	return w
 }
+
+// firstScans are the whole scans of a cold start: its index, which
+// watches nothing, and the check after it, whose listing sets up the
+// watches.
+const firstScans = 2
 
 func (w *watched) state() catalog.State { return w.r.States()[0] }
 
@@ -211,8 +216,8 @@ func TestWatchedChangeRescansOneSkill(t *testing.T) {
 			t.Errorf("skill %s: rebuilt %v", sk.Path, sk != before.Skills[i])
 		}
 	}
-	if st := w.state().Watch; st.FullRescans != 1 || st.Rescans < 1 || !st.Complete || st.Dirs != 1+4+40*3 {
-		t.Errorf("watch state %+v, want one whole scan, a rescan, %d directories", st, 1+4+40*3)
+	if st := w.state().Watch; st.FullRescans != firstScans || st.Rescans < 1 || !st.Complete || st.Dirs != 1+4+40*3 {
+		t.Errorf("watch state %+v, want the first whole scans, a rescan, %d directories", st, 1+4+40*3)
 	}
 }
 
@@ -291,8 +296,8 @@ func TestWatchedChanges(t *testing.T) {
 	if _, ok := w.snap().SkillAt("g9/s1"); !ok {
 		t.Error("g9/s1 not served after the rename")
 	}
-	if st := w.state().Watch; st.FullRescans != 1 {
-		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
+	if st := w.state().Watch; st.FullRescans != firstScans {
+		t.Errorf("%d whole rescans, want only the first %d", st.FullRescans, firstScans)
 	}
 }
 
@@ -312,7 +317,7 @@ func TestWatchOverflowRescansAll(t *testing.T) {
 	testkit.WaitUntil(t, "the unseen change served", func() bool {
 		return w.servesDigest("g1/s0/references/guide.md", digestOf("unseen"))
 	})
-	if st := w.state().Watch; st.FullRescans != 2 || st.Overflows != 1 {
+	if st := w.state().Watch; st.FullRescans != firstScans+1 || st.Overflows != 1 {
 		t.Errorf("watch state %+v, want a second whole rescan and one overflow", st)
 	}
 }
@@ -351,8 +356,9 @@ func TestWatchExhausted(t *testing.T) {
 			if poll == 0 && !strings.Contains(st.Hint, "never noticed") {
 				t.Errorf("hint of a blind source: %s", st.Hint)
 			}
-			// Which three are watched depends on the order the first
-			// index listed them in (it watches each directory it lists):
+			// Which three are watched depends on the order the check
+			// after the first index listed them in (it watches each
+			// directory it lists):
 			// a skill created in one of them is still seen.
 			var in string
 			mu.Lock()
@@ -367,7 +373,7 @@ func TestWatchExhausted(t *testing.T) {
 				_, ok := w.snap().SkillAt(in + "fresh")
 				return ok
 			})
-			if st := w.state().Watch; st.FullRescans != 1 {
+			if st := w.state().Watch; st.FullRescans != firstScans {
 				t.Errorf("%d whole rescans before the limit was raised", st.FullRescans)
 			}
 
@@ -379,7 +385,7 @@ func TestWatchExhausted(t *testing.T) {
 			testkit.WaitUntil(t, "the unseen change served", func() bool {
 				return w.servesDigest("g1/s1/scripts/run.sh", digestOf("unseen"))
 			})
-			if st := w.state().Watch; st.Exhausted || st.Blind || st.Error != "" || st.Hint != "" || st.FullRescans != 2 {
+			if st := w.state().Watch; st.Exhausted || st.Blind || st.Error != "" || st.Hint != "" || st.FullRescans != firstScans+1 {
 				t.Errorf("watch state after the limit was raised: %+v", st)
 			}
 		})
@@ -445,8 +451,8 @@ func TestChangedFileRescansItsSkill(t *testing.T) {
 			t.Errorf("the rescan listed %s, outside the changed skill", p)
 		}
 	}
-	if st := w.state().Watch; st.FullRescans != 1 {
-		t.Errorf("%d whole rescans, want only the first", st.FullRescans)
+	if st := w.state().Watch; st.FullRescans != firstScans {
+		t.Errorf("%d whole rescans, want only the first %d", st.FullRescans, firstScans)
 	}
 }
 
@@ -475,11 +481,11 @@ func TestWatchedPollSkipped(t *testing.T) {
 				seen[w.state().NextPoll] = true
 				return len(seen) > 6
 			})
-			if got := w.state().Watch.FullRescans; complete && got != 1 {
+			if got := w.state().Watch.FullRescans; complete && got != firstScans {
 				t.Errorf("%d whole rescans while every directory is watched, want only the first", got)
 			}
 			if !complete {
-				testkit.WaitUntil(t, "polls rescanning the whole tree", func() bool { return w.state().Watch.FullRescans > 2 })
+				testkit.WaitUntil(t, "polls rescanning the whole tree", func() bool { return w.state().Watch.FullRescans > firstScans+1 })
 			}
 		})
 	}
@@ -554,49 +560,66 @@ func (t listingTree) Entries(ctx context.Context) ([]skill.Entry, error) {
 	return es, err
 }
 
-// TestColdStartWatchesWhatItsIndexLists: on a cold start the watcher does
-// not walk the tree beside the first index (at 100,000 skills that second
-// walk of 300,000 directories doubled the cold start): the index watches
-// each directory before it lists it. A watch made outside the index's
-// listing waits here until the listing is done, so a watcher walking on
-// its own would have watched nothing by then.
-func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
+// TestColdStartServesBeforeItWatches: a cold start is ready once its
+// tree is indexed, with no watch made (at 10,000 skills the 30,000
+// watches made during the index's walk cost a quarter of its CPU). The
+// sync after it is the check of what it served: its listing watches each
+// directory before it lists it, it reads no file (nothing changed), and
+// it steps aside for requests. The watcher does not walk the tree on its
+// own (at 100,000 skills a second walk of 300,000 directories): a watch
+// made outside a listing waits here until the check's listing is done,
+// so a watcher walking on its own would have watched nothing by then.
+func TestColdStartServesBeforeItWatches(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	corpus(t, root, 2, 3)
 	needWatches(t, root)
 	var (
-		mu       sync.Mutex
-		added    = map[string]int{}
-		listing  atomic.Bool
-		listed   = make(chan struct{})
-		unwanted []string
+		mu        sync.Mutex
+		added     = map[string]int{}
+		listing   atomic.Bool
+		listings  int
+		listed    = make(chan struct{}) // closed once the check has listed the tree
+		unwatched []string
 	)
-	o := Options{watchAdd: func(p string) error {
-		if !listing.Load() {
-			<-listed
-		}
-		mu.Lock()
-		added[p]++
-		mu.Unlock()
-		return nil
-	}}
-	var once sync.Once
+	release := make(chan struct{})
+	counts := &treeCounts{}
+	o := Options{
+		// Every step of the background work waits until released.
+		Yield: func(ctx context.Context) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+		watchAdd: func(p string) error {
+			if !listing.Load() {
+				<-listed
+			}
+			mu.Lock()
+			added[p]++
+			mu.Unlock()
+			return nil
+		},
+	}
 	o.dirTree = func(tr skill.Tree) skill.Tree {
-		return listingTree{Tree: tr, listing: &listing, after: func(es []skill.Entry) {
-			once.Do(func() {
-				defer close(listed)
-				mu.Lock()
-				defer mu.Unlock()
-				if added[root] == 0 {
-					unwanted = append(unwanted, "the root")
+		return listingTree{Tree: countedTree{tr, counts}, listing: &listing, after: func(es []skill.Entry) {
+			mu.Lock()
+			defer mu.Unlock()
+			if listings++; listings != 2 {
+				return
+			}
+			defer close(listed)
+			if added[root] == 0 {
+				unwatched = append(unwatched, "the root")
+			}
+			for _, e := range es {
+				if e.Mode == skill.ModeDir && added[filepath.Join(root, filepath.FromSlash(e.Path))] == 0 {
+					unwatched = append(unwatched, e.Path)
 				}
-				for _, e := range es {
-					if e.Mode == skill.ModeDir && added[filepath.Join(root, filepath.FromSlash(e.Path))] == 0 {
-						unwanted = append(unwanted, e.Path)
-					}
-				}
-			})
+			}
 		}}
 	}
 	watcher := make(chan dirNotifier, 1)
@@ -606,15 +629,41 @@ func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	<-watcher
-	if len(unwanted) > 0 {
-		t.Fatalf("directories listed by the first index before they were watched: %q", unwanted)
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+		cancel()
+		<-done
+	})
+	const skills, files, dirs = 2 * 3, 2 * 3 * 3, 1 + 2 + 2*3*3 // root, groups, skills with references/ and scripts/
+	testkit.WaitUntil(t, "ready", r.Ready)
+	if n := r.Current().Len(catalog.Filter{}); n != skills {
+		t.Fatalf("ready with %d skills, want %d", n, skills)
 	}
-	const dirs = 1 + 2 + 2*3*3 // root, groups, skills with references/ and scripts/
+	mu.Lock()
+	n := len(added)
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d directories watched by the time the cold start was ready, want none", n)
+	}
+	if _, opened := counts.reset(); len(opened) != files {
+		t.Fatalf("the first index opened %d files, want %d", len(opened), files)
+	}
+
+	close(release)
+	released = true
+	<-watcher
+	if len(unwatched) > 0 {
+		t.Fatalf("directories listed by the check before they were watched: %q", unwatched)
+	}
+	if listed, opened := counts.reset(); len(opened) != 0 || len(listed) != files+dirs-1 {
+		t.Fatalf("the check listed %d entries and opened %v; want every entry (%d) and no file", len(listed), opened, files+dirs-1)
+	}
 	st := r.States()[0].Watch
-	if !st.Complete || st.Dirs != dirs {
-		t.Fatalf("watch state %+v, want %d directories, complete", st, dirs)
+	if !st.Complete || st.Dirs != dirs || st.FullRescans != firstScans {
+		t.Fatalf("watch state %+v, want %d directories, complete, after %d whole scans", st, dirs, firstScans)
 	}
 	mu.Lock()
 	for p, n := range added {
@@ -636,4 +685,112 @@ func TestColdStartWatchesWhatItsIndexLists(t *testing.T) {
 		f, ok := sk.File("references/guide.md")
 		return ok && f.Digest.String() == digestOf("seen")
 	})
+}
+
+// TestPollRescanStepsAside: a whole rescan of a served directory source
+// that a poll asks for steps aside for requests as the restart's first
+// sync does (skill.DirTree.Yield): it lists one directory at a time and
+// asks Options.Yield before the first and every skill.YieldDirs after it.
+// The syncs' steps are told from the search build's by their context,
+// which only a sync's has a deadline on.
+func TestPollRescanStepsAside(t *testing.T) {
+	t.Parallel()
+	var syncSteps atomic.Int64
+	o := Options{Yield: func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); ok {
+			syncSteps.Add(1)
+		}
+		return nil
+	}}
+	w := startWatched(t, 0, o, func(root string) { corpus(t, root, 4, 12) }) // 149 directories
+	<-w.watcher
+	testkit.WaitUntil(t, "the check after the cold index", func() bool {
+		st := w.state()
+		return !st.Syncing && st.Watch.FullRescans == firstScans
+	})
+	before := syncSteps.Load()
+	w.r.RequestSync("local", catalog.TriggerPoll)
+	testkit.WaitUntil(t, "the poll's whole rescan", func() bool {
+		st := w.state()
+		return !st.Syncing && st.Watch.FullRescans == firstScans+1
+	})
+	if n := syncSteps.Load() - before; n < 2 {
+		t.Fatalf("the poll's whole rescan of 149 directories asked Yield %d times, want 2 at least", n)
+	}
+}
+
+// procSysDir writes the kernel's inotify sysctls a watch hint reads into
+// a directory laid out as /proc/sys ("" leaves one out).
+func procSysDir(t *testing.T, sysctls map[string]string) string {
+	dir := t.TempDir()
+	files := map[string]string{}
+	for name, v := range sysctls {
+		if v != "" {
+			files[strings.ReplaceAll(name, ".", "/")] = v + "\n"
+		}
+	}
+	testkit.WriteFiles(t, dir, files)
+	return dir
+}
+
+// TestWatchHintNamesTheLimitThatApplies: a watch counts against the
+// initial user namespace's fs.inotify limit and against the daemon's own
+// user namespace's user.* one (a container's may be lower): the hint
+// names the lower, with its value, and how to raise it there.
+func TestWatchHintNamesTheLimitThatApplies(t *testing.T) {
+	t.Parallel()
+	const (
+		fsWatches = "fs.inotify.max_user_watches"
+		nsWatches = "user.max_inotify_watches"
+	)
+	for _, c := range []struct {
+		name     string
+		err      error
+		sysctls  map[string]string
+		want     []string
+		wantNone []string
+	}{
+		{"the initial namespace", syscall.ENOSPC, map[string]string{fsWatches: "192530", nsWatches: "192530"},
+			[]string{"(fs.inotify.max_user_watches = 192530)", "sysctl -w fs.inotify.max_user_watches=524288"}, []string{nsWatches}},
+		{"a user namespace set lower", syscall.ENOSPC, map[string]string{fsWatches: "192530", nsWatches: "8192"},
+			[]string{"user.max_inotify_watches = 8192, below fs.inotify.max_user_watches = 192530", "sysctl -w user.max_inotify_watches=524288"},
+			[]string{"sysctl -w fs.inotify"}},
+		{"a user namespace set higher", syscall.ENOSPC, map[string]string{fsWatches: "8192", nsWatches: "1048576"},
+			[]string{"(fs.inotify.max_user_watches = 8192)"}, []string{nsWatches}},
+		{"a kernel before user namespace limits", syscall.ENOSPC, map[string]string{fsWatches: "8192"},
+			[]string{"(fs.inotify.max_user_watches = 8192)"}, []string{nsWatches}},
+		{"instances", fmt.Errorf("start watching: inotify_init1: %w", syscall.EMFILE),
+			map[string]string{"fs.inotify.max_user_instances": "128", "user.max_inotify_instances": "16", fsWatches: "8192", nsWatches: "100"},
+			[]string{"inotify instance limit", "user.max_inotify_instances = 16, below fs.inotify.max_user_instances = 128"}, []string{"watches ="}},
+		{"not the kernel's limit", syscall.EACCES, map[string]string{fsWatches: "8192"},
+			[]string{"a directory could not be watched"}, []string{"limit"}},
+	} {
+		hint := watchHint(procSysDir(t, c.sysctls), c.err, time.Minute)
+		for _, w := range c.want {
+			if !strings.Contains(hint, w) {
+				t.Errorf("%s: hint %q does not say %q", c.name, hint, w)
+			}
+		}
+		for _, w := range c.wantNone {
+			if strings.Contains(hint, w) {
+				t.Errorf("%s: hint %q says %q", c.name, hint, w)
+			}
+		}
+	}
+
+	// What /readyz and diagnose show: the source's state.
+	o := Options{
+		procSysDir: procSysDir(t, map[string]string{fsWatches: "192530", nsWatches: "4"}),
+		watchAdd: func(p string) error {
+			if strings.HasSuffix(p, "scripts") {
+				return syscall.ENOSPC
+			}
+			return nil
+		},
+	}
+	w := startWatched(t, time.Hour, o, func(root string) { corpus(t, root, 1, 2) })
+	<-w.watcher
+	if st := w.state().Watch; !st.Exhausted || !strings.Contains(st.Hint, "user.max_inotify_watches = 4, below fs.inotify.max_user_watches = 192530") {
+		t.Fatalf("watch state %+v; want the user namespace's limit named", st)
+	}
 }

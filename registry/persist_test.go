@@ -38,7 +38,7 @@ func TestPersistOnFullDisk(t *testing.T) {
 	// served first, stored right after.
 	testkit.WaitUntil(t, "first sync, stored", func() bool {
 		st := d1.state()
-		return st.LastResult == "updated" && st.Skills == 5 && !st.Saving
+		return !st.LastSuccess.IsZero() && st.Skills == 5 && !st.Saving
 	})
 	free := fulldisk.Fill(t, mnt)
 	addSkills(t, root, 5, 300)

@@ -80,12 +80,13 @@ type Options struct {
 	Metrics Metrics
 	Now     func() time.Time
 
-	// Yield, when set, is called by the work a restart leaves to the
-	// background (the first sync of each restored directory source, which
-	// checks its files and sets up its watches in one walk of the tree,
-	// then the search index) and by the search index's builds after each
-	// swap, before each step; it returns once the daemon's requests leave
-	// room for the next one, or ctx ends. Nil never waits.
+	// Yield, when set, is called before each step by the background
+	// work on what is already served: every whole rescan of a served
+	// directory source (the first sync of each restored one, and the
+	// sync after a cold start's first index, which check its files and
+	// set up its watches in one walk of the tree; a poll's), and the
+	// search index's builds after each swap. It returns once the daemon's
+	// requests leave room for the next step, or ctx ends. Nil never waits.
 	Yield func(ctx context.Context) error
 
 	// gitRepos, set by tests, stands in for Git with in-memory remotes.
@@ -100,6 +101,9 @@ type Options struct {
 	// watchRetry replaces the walk's retry interval.
 	watching   func(source string, w dirNotifier)
 	watchRetry time.Duration
+	// procSysDir, set by tests, replaces /proc/sys, where the watch
+	// hint reads the kernel's inotify limits.
+	procSysDir string
 }
 
 // Registry owns the sources, the current catalog and its recent history.
@@ -152,6 +156,11 @@ type sourceRun struct {
 	// sync is the check of the stored catalog, steps aside for requests
 	// and sets up the watches from its listing (restore.go).
 	restored bool
+	// unwatched: served by a cold start's first index, which watched
+	// nothing (a cold start is ready once the tree is indexed); the sync
+	// after it is that index's check, as a restored source's first sync
+	// is the store's (dirwatch.go, watchLater).
+	unwatched bool
 	// listing is a directory source's watcher waiting for the first
 	// index to watch each directory it lists; listed says that index has
 	// begun, so a watcher that comes later walks the tree itself

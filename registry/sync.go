@@ -82,7 +82,13 @@ func (r *Registry) syncOne(ctx context.Context, run *sourceRun) error {
 
 	before, start, scan := r.begin(run)
 	prev, _ := r.Current().Snapshot(src.Name)
-	lw := r.takeListing(run, prev)
+	lw, cold := r.takeListing(run, prev)
+	if cold {
+		defer func() {
+			_, served := r.Current().Snapshot(src.Name)
+			r.watchLater(run, served)
+		}()
+	}
 	snap, err := r.produce(sctx, &src, prev, scan, lw)
 	lw.finish(err == nil)
 	if scan.full && src.Kind == catalog.KindDir {
@@ -424,7 +430,11 @@ func (r *Registry) produce(ctx context.Context, src *catalog.Source, prev *catal
 		if prev != nil && !scan.full {
 			return r.rescanDir(ctx, src, prev, scan.paths)
 		}
-		return r.indexTree(ctx, src, prev, lw.tree(src.Dir), &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+		t := lw.tree(src.Dir)
+		if prev != nil {
+			t.Yield = r.o.Yield // a whole rescan of what is served steps aside for requests
+		}
+		return r.indexTree(ctx, src, prev, t, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
 	case catalog.KindEmbedded:
 		if prev != nil {
 			return nil, nil // compiled in: it cannot change
@@ -501,7 +511,7 @@ func (r *Registry) rescanDir(ctx context.Context, src *catalog.Source, prev *cat
 	}
 	scopes := rescanScopes(prev, paths)
 	if slices.Contains(scopes, "") {
-		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
+		return r.indexTree(ctx, src, prev, skill.DirTree{Root: src.Dir, Yield: r.o.Yield}, &catalog.Snapshot{Source: src.Name, Kind: catalog.KindDir})
 	}
 	in := func(p string) bool {
 		for _, sc := range scopes {
