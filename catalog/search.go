@@ -52,7 +52,7 @@ type searchState struct {
 	// warming is closed when cur's background build (WarmSearch), run
 	// once, is done; WaitSearch joins it. Nil until it starts.
 	warming chan struct{}
-	aim    int // bucketSkills; tests make buckets smaller
+	aim     int // bucketSkills; tests make buckets smaller
 
 	// reads counts the SKILL.md files read for search (for tests).
 	reads atomic.Int64
