@@ -158,3 +158,47 @@ func blobOf(t *testing.T, f *fixture, commit, path string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// A walk that leaves out the directories whose tree id it knows (what a
+// sync after a push does) reads from the packs only the trees above and
+// in what the push changed, from an empty cache too: the tree cache's
+// default budget needs to hold only those, not every tree of the commit.
+func TestSkippingWalkReadsOnlyChangedTrees(t *testing.T) {
+	f := newFixture(t)
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("skills/s%02d/SKILL.md", i)] = fmt.Sprintf("skill %d", i)
+		files[fmt.Sprintf("skills/s%02d/refs/a.md", i)] = fmt.Sprintf("ref %d", i)
+	}
+	f.remote.WriteFiles(files)
+	f.remote.Commit("initial")
+	f.remote.Push("main")
+	main := gitref.Pin{Kind: gitref.Branch, Value: "main"}
+	first := syncPin(t, f.repo, main)
+	known := map[string][20]byte{}
+	if _, err := f.repo.WalkWith(first.Commit, "skills", WalkOptions{Marker: "SKILL.md", Marked: func(dir string, id [20]byte) { known[dir] = id }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(known) != 20 {
+		t.Fatalf("%d skill directories marked, want 20", len(known))
+	}
+	f.remote.WriteFiles(map[string]string{"skills/s07/refs/a.md": "changed"})
+	f.remote.Commit("one file")
+	f.remote.Push("main")
+	second := syncPin(t, f.repo, main)
+	f.repo.trees.clear()
+	before := treeReads.Load()
+	entries, err := f.repo.WalkWith(second.Commit, "skills", WalkOptions{Skip: func(dir string, id [20]byte) (int, bool) {
+		return 2, known[dir] == id
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// root, skills, s07 and s07/refs
+	if got := treeReads.Load() - before; got != 4 {
+		t.Fatalf("a skipping walk after a one-file push read %d trees, want 4", got)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("%d entries listed, want s07's 2", len(entries))
+	}
+}
