@@ -290,8 +290,8 @@ type Object struct {
 	Size int64
 	// Data is the whole content, nil when Stream is set.
 	Data []byte
-	// Stream reads the content of an object above Options.StreamAbove,
-	// hashing it as it goes: the read that reaches the end fails with
+	// Stream reads the content of an object above Options.StreamAbove
+	// (of any whole object, from Open), hashing it as it goes: the read that reaches the end fails with
 	// ErrCorrupt if the content does not match the id. It keeps its pack
 	// open, so it outlives a concurrent Repack and Remove.
 	Stream io.ReadCloser
