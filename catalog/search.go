@@ -49,7 +49,10 @@ type searchState struct {
 	// ix is the newest merged dictionary built; ixOnce builds cur's own.
 	ix     *search.Index
 	ixOnce *indexOnce
-	aim    int // bucketSkills; tests make buckets smaller
+	// warming is closed when cur's background build (WarmSearch), run
+	// once, is done; WaitSearch joins it. Nil until it starts.
+	warming chan struct{}
+	aim     int // bucketSkills; tests make buckets smaller
 
 	// reads counts the SKILL.md files read for search (for tests).
 	reads atomic.Int64
@@ -269,7 +272,7 @@ func staleLimit(n int) int { return 4 + n/16 }
 func (st *searchState) swapped(next *Catalog) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.cur, st.ixOnce = next, nil
+	st.cur, st.ixOnce, st.warming = next, nil, nil
 	for s := range st.snaps {
 		if !slices.Contains(next.sources, s) {
 			delete(st.snaps, s)
@@ -410,12 +413,39 @@ func (l *Live) Search(f Filter, source, query string, o search.Options) ([]searc
 // bodies, which a restarted daemon's requests must not wait behind. A
 // search that comes first builds what it needs itself.
 func (l *Live) WarmSearch() {
-	cat := l.Current()
-	if l.o.Yield == nil {
-		go l.search.index(cat)
+	go l.warmSearch(l.Current())
+}
+
+// WaitSearch builds cat's search as WarmSearch does, or waits for the
+// build WarmSearch started, and returns once it is done or cat is no
+// longer current. What reads every file of a generation after it (the
+// archive digests) waits here, so that two passes over 100,000 skills do
+// not each hold their working set at once: that was the peak of a git
+// source's initial sync.
+func (l *Live) WaitSearch(cat *Catalog) { l.warmSearch(cat) }
+
+// warmSearch runs cat's warm, once for the generation.
+func (l *Live) warmSearch(cat *Catalog) {
+	st := &l.search
+	st.mu.Lock()
+	if cat != st.cur {
+		st.mu.Unlock()
 		return
 	}
-	go l.search.warm(context.Background(), cat, l.o.Yield)
+	if w := st.warming; w != nil {
+		st.mu.Unlock()
+		<-w
+		return
+	}
+	w := make(chan struct{})
+	st.warming = w
+	st.mu.Unlock()
+	defer close(w)
+	if l.o.Yield == nil {
+		st.index(cat)
+		return
+	}
+	st.warm(context.Background(), cat, l.o.Yield)
 }
 
 // warm builds cat's segments one bucket at a time, then its merged

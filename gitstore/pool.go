@@ -41,13 +41,15 @@ type PoolOptions struct {
 	// (default 16 MiB).
 	CacheBytes int64
 	// TreeCacheBytes bounds each repository's cache of trees (their raw
-	// content plus 64 bytes each), per generation (default 64 MiB; the
+	// content plus 64 bytes each), per generation (default 8 MiB; the
 	// previous generation is kept until the current one fills, so twice
 	// that at most): with the trees of the commit in use cached, a walk
-	// after a small push decodes only the trees that changed. The default
-	// holds the 300,000 trees of a 100,000-skill commit (about 40 MB); a
-	// budget smaller than a commit's trees helps its walks little, as a
-	// walk reads them all in turn.
+	// after a small push decodes only the trees that changed. A walk that
+	// leaves out unchanged directories by tree id (WalkWith's Skip, what
+	// a sync after a push does) reads only the trees above the changed
+	// skills, and the default holds those of 100,000 skills in 50 groups
+	// (about 4 MB); holding every tree of such a commit (about 40 MB, the
+	// default before) only spared a full walk the reads of its trees.
 	TreeCacheBytes int
 }
 
@@ -55,7 +57,7 @@ const (
 	defaultMaxPackBytes   = 2 << 30
 	defaultMaxTreeEntries = 1_000_000
 	defaultCacheBytes     = 16 << 20
-	defaultTreeCacheBytes = 64 << 20
+	defaultTreeCacheBytes = 8 << 20
 )
 
 // largeObject is the size above which a blob is streamed from its pack

@@ -137,9 +137,9 @@ func TestCorruptObject(t *testing.T) {
 	if err := f.repo.Prune(ctx, []string{commit}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Prune over a corrupt entry: %v, want ErrCorrupt", err)
 	}
-	if _, err := f.repo.ReadBlob(victim.Blob); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("ReadBlob of a corrupt blob: %v, want ErrCorrupt", err)
-	}
+	// OpenBlob streams the blob: the read that finds it corrupt marks
+	// the store for repair, as a whole read does.
+	f.repo.suspect.Store(false)
 	rc, _, err := f.repo.OpenBlob(victim.Blob)
 	if err == nil {
 		_, err = io.ReadAll(rc)
@@ -147,6 +147,12 @@ func TestCorruptObject(t *testing.T) {
 	}
 	if !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("OpenBlob of a corrupt blob: %v, want ErrCorrupt", err)
+	}
+	if !f.repo.suspect.Load() {
+		t.Fatal("a stream that found a corrupt blob did not mark the store for repair")
+	}
+	if _, err := f.repo.ReadBlob(victim.Blob); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ReadBlob of a corrupt blob: %v, want ErrCorrupt", err)
 	}
 
 	f.srv.ResetRequests()

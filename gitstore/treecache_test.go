@@ -13,11 +13,10 @@ import (
 	"github.com/skillreg/skillreg/gitstore/packdb"
 )
 
-// A walk of a commit after a small push reads from the packs only the
-// trees the push changed: the others come from the tree cache, which
-// holds their raw content within its byte budget.
-func TestWalkAfterPushReadsOnlyChangedTrees(t *testing.T) {
-	f := newFixture(t)
+// syncTwentySkills pushes and fetches a commit of 20 skills, skills/sNN
+// with a SKILL.md and refs/a.md each.
+func syncTwentySkills(t *testing.T, f *fixture) Resolved {
+	t.Helper()
 	files := map[string]string{}
 	for i := range 20 {
 		files[fmt.Sprintf("skills/s%02d/SKILL.md", i)] = fmt.Sprintf("skill %d", i)
@@ -26,8 +25,24 @@ func TestWalkAfterPushReadsOnlyChangedTrees(t *testing.T) {
 	f.remote.WriteFiles(files)
 	f.remote.Commit("initial")
 	f.remote.Push("main")
-	main := gitref.Pin{Kind: gitref.Branch, Value: "main"}
-	first := syncPin(t, f.repo, main)
+	return syncPin(t, f.repo, gitref.Pin{Kind: gitref.Branch, Value: "main"})
+}
+
+// syncOneFilePush pushes and fetches a change of skills/s07/refs/a.md.
+func syncOneFilePush(t *testing.T, f *fixture) Resolved {
+	t.Helper()
+	f.remote.WriteFiles(map[string]string{"skills/s07/refs/a.md": "changed"})
+	f.remote.Commit("one file")
+	f.remote.Push("main")
+	return syncPin(t, f.repo, gitref.Pin{Kind: gitref.Branch, Value: "main"})
+}
+
+// A walk of a commit after a small push reads from the packs only the
+// trees the push changed: the others come from the tree cache, which
+// holds their raw content within its byte budget.
+func TestWalkAfterPushReadsOnlyChangedTrees(t *testing.T) {
+	f := newFixture(t)
+	first := syncTwentySkills(t, f)
 	// From an empty cache, as after a restart: every tree is read once.
 	f.repo.trees.clear()
 	before := treeReads.Load()
@@ -39,10 +54,7 @@ func TestWalkAfterPushReadsOnlyChangedTrees(t *testing.T) {
 		t.Fatalf("a walk from an empty cache read %d trees, want 42", got)
 	}
 
-	f.remote.WriteFiles(map[string]string{"skills/s07/refs/a.md": "changed"})
-	f.remote.Commit("one file")
-	f.remote.Push("main")
-	second := syncPin(t, f.repo, main)
+	second := syncOneFilePush(t, f)
 	before = treeReads.Load()
 	entries, err := f.repo.Walk(second.Commit, "skills")
 	if err != nil {
@@ -157,4 +169,36 @@ func blobOf(t *testing.T, f *fixture, commit, path string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// A walk that leaves out the directories whose tree id it knows (what a
+// sync after a push does) reads from the packs only the trees above and
+// in what the push changed, from an empty cache too: the tree cache's
+// default budget needs to hold only those, not every tree of the commit.
+func TestSkippingWalkReadsOnlyChangedTrees(t *testing.T) {
+	f := newFixture(t)
+	first := syncTwentySkills(t, f)
+	known := map[string][20]byte{}
+	if _, err := f.repo.WalkWith(first.Commit, "skills", WalkOptions{Marker: "SKILL.md", Marked: func(dir string, id [20]byte) { known[dir] = id }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(known) != 20 {
+		t.Fatalf("%d skill directories marked, want 20", len(known))
+	}
+	second := syncOneFilePush(t, f)
+	f.repo.trees.clear()
+	before := treeReads.Load()
+	entries, err := f.repo.WalkWith(second.Commit, "skills", WalkOptions{Skip: func(dir string, id [20]byte) (int, bool) {
+		return 2, known[dir] == id
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// root, skills, s07 and s07/refs
+	if got := treeReads.Load() - before; got != 4 {
+		t.Fatalf("a skipping walk after a one-file push read %d trees, want 4", got)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("%d entries listed, want s07's 2", len(entries))
+	}
 }

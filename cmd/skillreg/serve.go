@@ -371,7 +371,16 @@ func (d *Daemon) catalogSwapped(old, new *catalog.Catalog) {
 		d.MCP.CatalogChanged(old, new)
 	}
 	if d.publish != nil {
-		go d.publish.Warm() // digest the new generation's archives before the first install asks
+		// Digest the new generation's archives before the first install
+		// asks, once its search is built: one background pass over every
+		// file at a time (each holds its working set, and on two cores
+		// what one allocates during the other's collection counts as
+		// live).
+		go func() {
+			live := d.Registry.Live()
+			live.WaitSearch(live.Current())
+			d.publish.Warm()
+		}()
 	}
 	if d.mirror != nil {
 		// One mirror commit per generation that changed a source, on

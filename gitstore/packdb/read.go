@@ -290,8 +290,8 @@ type Object struct {
 	Size int64
 	// Data is the whole content, nil when Stream is set.
 	Data []byte
-	// Stream reads the content of an object above Options.StreamAbove,
-	// hashing it as it goes: the read that reaches the end fails with
+	// Stream reads the content of an object above Options.StreamAbove
+	// (of any whole object, from Open), hashing it as it goes: the read that reaches the end fails with
 	// ErrCorrupt if the content does not match the id. It keeps its pack
 	// open, so it outlives a concurrent Repack and Remove.
 	Stream io.ReadCloser
@@ -318,6 +318,21 @@ func (o Object) Close() {
 // does not hold it (or holds it with another type), ErrCorrupt when it
 // does not decode or match its id.
 func (s *Snapshot) Object(t plumbing.ObjectType, id plumbing.Hash) (Object, error) {
+	return s.object(t, id, s.streamAbove)
+}
+
+// Open is Object for a reader that wants the content once, in its own
+// buffer: every whole (non-delta) object is streamed from its pack,
+// whatever its size, and checked against its id as it is read, so a pass
+// over every blob of a commit (an index, archive digests, a search build)
+// does not allocate each blob anew. A delta is resolved whole into Data,
+// as Object does.
+func (s *Snapshot) Open(t plumbing.ObjectType, id plumbing.Hash) (Object, error) {
+	return s.object(t, id, -1)
+}
+
+// object is Object streaming whole objects above streamAbove bytes.
+func (s *Snapshot) object(t plumbing.ObjectType, id plumbing.Hash, streamAbove int64) (Object, error) {
 	p, off, ok := s.find(id)
 	if !ok {
 		return Object{}, fmt.Errorf("%w: %s", ErrNotFound, id)
@@ -326,7 +341,7 @@ func (s *Snapshot) Object(t plumbing.ObjectType, id plumbing.Hash) (Object, erro
 	if err != nil {
 		return Object{}, err
 	}
-	if !e.t.IsDelta() && e.size > s.streamAbove {
+	if !e.t.IsDelta() && e.size > streamAbove {
 		if t != plumbing.AnyObject && e.t != t {
 			e.close()
 			return Object{}, fmt.Errorf("%w: %s is a %s, not a %s", ErrNotFound, id, e.t, t)
