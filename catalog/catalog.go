@@ -449,6 +449,17 @@ type Ref struct {
 // URI is the skill's SKILL.md URI.
 func (r Ref) URI() string { return r.Snap.SkillURI(r.Skill) }
 
+// Provenance is the skill's provenance as an answer gives it: its proof
+// named only when provable (a proof that is not served is not named, so
+// a client that follows the member is never refused).
+func (r Ref) Provenance(provable bool) Provenance {
+	p := r.Snap.Provenance(r.Skill)
+	if !provable {
+		p.Proof = ""
+	}
+	return p
+}
+
 // ManifestFile is one file of a skill's manifest as entries state it.
 type ManifestFile struct {
 	URI    string `json:"uri"`

@@ -59,7 +59,7 @@ func (s *Server) listPrompts(ctx context.Context, p *sdk.ListPromptsParams) (*sd
 			Title:       fm.Name,
 			Description: fm.Description,
 			Arguments:   []*sdk.PromptArgument{{Name: "task", Description: "what you want done with this skill (optional)"}},
-			Meta:        sdk.Meta{MetaProvenance: provenance(refs[i], provable[i-off]), MetaUntrusted: true},
+			Meta:        sdk.Meta{MetaProvenance: refs[i].Provenance(provable[i-off]), MetaUntrusted: true},
 		})
 	}
 	if end < len(refs) {

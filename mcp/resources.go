@@ -64,7 +64,7 @@ func (s *Server) listResources(ctx context.Context, p *sdk.ListResourcesParams) 
 			Description: fm.Description,
 			MIMEType:    "text/markdown",
 			Size:        md.Size,
-			Meta:        sdk.Meta{MetaProvenance: provenance(r, provable[i]), MetaUntrusted: true},
+			Meta:        sdk.Meta{MetaProvenance: r.Provenance(provable[i]), MetaUntrusted: true},
 		})
 		if provable[i] {
 			res.Resources = append(res.Resources, proofResource(r))

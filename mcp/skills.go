@@ -41,24 +41,13 @@ func NewEntry(ref catalog.Ref, provable bool) Entry {
 		URI:         ref.URI(),
 		Frontmatter: ref.Skill.Frontmatter.JSON,
 		Resources:   ref.Manifest(),
-		Meta:        EntryMeta{Provenance: provenance(ref, provable), Untrusted: true},
+		Meta:        EntryMeta{Provenance: ref.Provenance(provable), Untrusted: true},
 	}
 }
 
 // provenanceOf is one skill's provenance as provenance shows it.
 func (s *Server) provenanceOf(ctx context.Context, ref catalog.Ref) catalog.Provenance {
-	return provenance(ref, s.provable(ctx, []catalog.Ref{ref})[0])
-}
-
-// provenance is ref's provenance as entries and resources/list show it:
-// its proof member only when provable (Server.provable), so that a client
-// following it is never refused (fastpath's entry writer does the same).
-func provenance(ref catalog.Ref, provable bool) catalog.Provenance {
-	p := ref.Snap.Provenance(ref.Skill)
-	if !provable {
-		p.Proof = ""
-	}
-	return p
+	return ref.Provenance(s.provable(ctx, []catalog.Ref{ref})[0])
 }
 
 // wireEntry is what skills/list and skills/get put on the wire for ref:

@@ -70,7 +70,7 @@ func summary(r catalog.Ref, provable bool) SkillSummary {
 	return SkillSummary{
 		URI: r.URI(), Name: fm.Name, Description: fm.Description, Source: r.Snap.Source,
 		Tags: fm.Tags, Version: fm.Version, Deprecated: fm.Deprecated,
-		Meta: Meta{Provenance: provenance(r, provable), Untrusted: true},
+		Meta: Meta{Provenance: r.Provenance(provable), Untrusted: true},
 	}
 }
 

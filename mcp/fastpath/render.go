@@ -65,19 +65,8 @@ func Wire(ref catalog.Ref, provable bool) WireEntry {
 		URI:         ref.URI(),
 		Frontmatter: fm,
 		Resources:   ref.Manifest(),
-		Meta:        Meta{Provenance: provenance(ref, provable), Untrusted: true},
+		Meta:        Meta{Provenance: ref.Provenance(provable), Untrusted: true},
 	}
-}
-
-// provenance is ref's provenance as an entry shows it: without a proof
-// resources/read would refuse (over proof.MaxBytes, or one the object
-// store cannot build), as resources/list leaves that proof out.
-func provenance(ref catalog.Ref, provable bool) catalog.Provenance {
-	p := ref.Snap.Provenance(ref.Skill)
-	if !provable {
-		p.Proof = ""
-	}
-	return p
 }
 
 // appendEntry appends ref's entry as skills/list writes it: the bytes
@@ -121,7 +110,7 @@ func appendEntry(b []byte, ref catalog.Ref, provable bool) ([]byte, error) {
 		b = strconv.AppendInt(b, f.Size, 10)
 		b = append(b, '}')
 	}
-	p := provenance(ref, provable)
+	p := ref.Provenance(provable)
 	b = append(b, `],"_meta":{"dev.skillreg/provenance":{"source":`...)
 	b = appendString(b, p.Source)
 	for _, m := range []struct{ key, v string }{{`,"repository":`, p.Repository}, {`,"ref":`, p.Ref}, {`,"commit":`, p.Commit}} {
