@@ -413,7 +413,7 @@ func (l *Live) Search(f Filter, source, query string, o search.Options) ([]searc
 // bodies, which a restarted daemon's requests must not wait behind. A
 // search that comes first builds what it needs itself.
 func (l *Live) WarmSearch() {
-	go l.warmSearch(l.Current())
+	go l.warmSearch(context.Background(), l.Current())
 }
 
 // WaitSearch builds cat's search as WarmSearch does, or waits for the
@@ -421,11 +421,15 @@ func (l *Live) WarmSearch() {
 // longer current. What reads every file of a generation after it (the
 // archive digests) waits here, so that two passes over 100,000 skills do
 // not each hold their working set at once: that was the peak of a git
-// source's initial sync.
-func (l *Live) WaitSearch(cat *Catalog) { l.warmSearch(cat) }
+// source's initial sync. It returns ctx's error if ctx ends first (a
+// build it runs itself stops at its next step then).
+func (l *Live) WaitSearch(ctx context.Context, cat *Catalog) error {
+	l.warmSearch(ctx, cat)
+	return ctx.Err()
+}
 
 // warmSearch runs cat's warm, once for the generation.
-func (l *Live) warmSearch(cat *Catalog) {
+func (l *Live) warmSearch(ctx context.Context, cat *Catalog) {
 	st := &l.search
 	st.mu.Lock()
 	if cat != st.cur {
@@ -434,7 +438,10 @@ func (l *Live) warmSearch(cat *Catalog) {
 	}
 	if w := st.warming; w != nil {
 		st.mu.Unlock()
-		<-w
+		select {
+		case <-w:
+		case <-ctx.Done():
+		}
 		return
 	}
 	w := make(chan struct{})
@@ -445,7 +452,7 @@ func (l *Live) warmSearch(cat *Catalog) {
 		st.index(cat)
 		return
 	}
-	st.warm(context.Background(), cat, l.o.Yield)
+	st.warm(ctx, cat, l.o.Yield)
 }
 
 // warm builds cat's segments one bucket at a time, then its merged
@@ -464,7 +471,7 @@ func (st *searchState) warm(ctx context.Context, cat *Catalog, yield func(contex
 			if b.built.Load() {
 				continue
 			}
-			if yield(ctx) != nil {
+			if ctx.Err() != nil || yield(ctx) != nil {
 				return
 			}
 			// Read stepping aside, outside the bucket's once: a search

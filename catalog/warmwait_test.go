@@ -36,7 +36,7 @@ func TestWaitSearchJoinsTheWarm(t *testing.T) {
 		l.WarmSearch()
 		var waited atomic.Bool
 		go func() {
-			l.WaitSearch(cat)
+			l.WaitSearch(context.Background(), cat)
 			waited.Store(true)
 		}()
 		synctest.Wait()
@@ -60,6 +60,6 @@ func TestWaitSearchJoinsTheWarm(t *testing.T) {
 		// A generation no longer current is not waited for.
 		s2, _ := dirSource(t, dir, s, nil)
 		swapIn(l, s2)
-		l.WaitSearch(cat)
+		l.WaitSearch(context.Background(), cat)
 	})
 }

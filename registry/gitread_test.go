@@ -66,7 +66,7 @@ func TestGitReadsIntoOneBuffer(t *testing.T) {
 	live := f.reg.Live()
 	live.SetContentCacheBytes(-1) // every file read from its pack
 	cat := live.Current()
-	live.WaitSearch(cat) // the sync's search build, joined: not counted here
+	live.WaitSearch(context.Background(), cat) // the sync's search build, joined: not counted here
 	var files []catalog.FileRef
 	var fileBytes int64
 	for _, ref := range cat.All(catalog.Filter{}) {

@@ -151,6 +151,14 @@ type Daemon struct {
 	// it as the daemon shuts down, before the registry stops.
 	hookCtx   context.Context
 	stopHooks context.CancelFunc
+	// warms are the archive-digest warms catalog swaps start; Close ends
+	// warmCtx and waits for them before the store closes (a warm that
+	// waited for a search build otherwise ran into a closed store).
+	warmMu     sync.Mutex
+	warmClosed bool
+	warms      sync.WaitGroup
+	warmCtx    context.Context
+	stopWarms  context.CancelFunc
 	// retired are the webhook handlers reloads replaced, each closed at
 	// shutdown with the running one; drains are their Drain goroutines.
 	retiredMu sync.Mutex
@@ -218,6 +226,7 @@ func openDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, has s
 	secrets := redact.New()
 	log = slog.New(secrets.Handler(log.Handler()))
 	d := &Daemon{log: log, has: has, started: time.Now(), instance: peers.NewInstanceID()}
+	d.warmCtx, d.stopWarms = context.WithCancel(context.Background())
 	d.hookCtx, d.stopHooks = context.WithCancel(context.Background())
 	for _, f := range tune {
 		f(d)
@@ -376,11 +385,12 @@ func (d *Daemon) catalogSwapped(old, new *catalog.Catalog) {
 		// file at a time (each holds its working set, and on two cores
 		// what one allocates during the other's collection counts as
 		// live).
-		go func() {
+		d.goWarm(func(ctx context.Context) {
 			live := d.Registry.Live()
-			live.WaitSearch(live.Current())
-			d.publish.Warm()
-		}()
+			if live.WaitSearch(ctx, live.Current()) == nil {
+				d.publish.Warm()
+			}
+		})
 	}
 	if d.mirror != nil {
 		// One mirror commit per generation that changed a source, on
@@ -643,8 +653,36 @@ func (d *Daemon) Serve(ctx context.Context) error {
 // Close releases what the daemon holds (git object stores, the releases
 // client, the store). Serve calls it on its way out; commands that never
 // serve call it themselves.
+// goWarm runs warm in the background until Close, which ends its context
+// and waits for it; after Close it does not run.
+func (d *Daemon) goWarm(warm func(context.Context)) {
+	d.warmMu.Lock()
+	defer d.warmMu.Unlock()
+	if d.warmClosed {
+		return
+	}
+	d.warms.Add(1)
+	go func() {
+		defer d.warms.Done()
+		warm(d.warmCtx)
+	}()
+}
+
+// endWarms ends the warms' context, waits for those running, and lets no
+// other start.
+func (d *Daemon) endWarms() {
+	d.warmMu.Lock()
+	d.warmClosed = true
+	d.warmMu.Unlock()
+	if d.stopWarms != nil {
+		d.stopWarms()
+	}
+	d.warms.Wait()
+}
+
 func (d *Daemon) Close() {
 	d.closeHooks()
+	d.endWarms() // before the store closes: a warm saves what it digested
 	if rt := d.running(); rt != nil {
 		retireOIDC(rt, nil) // the provider's background discovery
 	}
